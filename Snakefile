@@ -1,0 +1,33 @@
+# Probing sentence embeddings at corpus scale. Stages, one rule file each:
+#   ingest -> length_filter -> perturb -> embed -> csc (score, density, plots, tables)
+# Run: `make run` (sets up .venv), or `snakemake --cores all` inside the environment.
+
+import os
+import sys
+
+# `--configfile X` replaces the default config rather than extending it: a study's config must not
+# silently inherit the default corpora and models. `--config key=value` still edits the default.
+if not workflow.overwrite_configfiles:
+    configfile: "config.yaml"
+
+# Jobs run `python -m workflow_scripts.<stage>`: the stage modules come from this checkout, and
+# `python` is the interpreter running Snakemake (with --sdm conda the env's bin comes first instead).
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (workflow.basedir, os.environ.get("PYTHONPATH")) if p)
+os.environ["PATH"] = os.pathsep.join((os.path.dirname(sys.executable), os.environ.get("PATH", "")))
+
+include: "rules/common.smk"
+include: "rules/ingest.smk"
+include: "rules/length_filter.smk"
+include: "rules/perturb.smk"
+include: "rules/embed.smk"
+include: "rules/csc.smk"
+
+
+rule all:
+    input:
+        f"{R}/tables/length_buckets.csv",
+        f"{R}/tables/csc_overlap.csv",
+        expand(f"{R}/plots/csc/{{pair.corpus}}/{{pair.model}}.png", pair=CSC_PAIRS),
+        f"{R}/report.md",
+    default_target: True

@@ -1,0 +1,71 @@
+# Stage 5: Concept Separation Curves — similarities, densities and overlap per (corpus, model),
+# plots, and the aggregated overlap table and report.
+
+
+def csc_stores(wildcards):
+    scope = store_scope(wildcards.model, wildcards.corpus)
+    return [f"{R}/embeddings/{wildcards.model}/{scope}/part-{p}" for p in PART_IDS]
+
+
+rule csc_score:
+    input:
+        variants=f"{R}/perturbations/{{corpus}}",
+        stores=csc_stores,
+    output:
+        similarities=f"{R}/csc/{{corpus}}/{{model}}/similarities.parquet",
+        curves=f"{R}/csc/{{corpus}}/{{model}}/curves.parquet",
+        summary=f"{R}/csc/{{corpus}}/{{model}}/summary.json",
+    params:
+        exact_max_n=config["csc"]["exact_kde_max_n"],
+        out_dir=lambda wc: f"{R}/csc/{wc.corpus}/{wc.model}",
+    log: log_path("csc_score", "{corpus}", "{model}")
+    benchmark: bench_path("csc_score", "{corpus}", "{model}")
+    threads: res("csc_score", "threads")
+    resources: mem_mb=res("csc_score", "mem_mb"), runtime=res("csc_score", "runtime")
+    conda: "../envs/workflow.yaml"
+    shell:
+        "{PY}.csc score --variants-dir {input.variants:q} --stores {input.stores:q} --model {wildcards.model}"
+        " --corpus {wildcards.corpus} --exact-max-n {params.exact_max_n} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+
+
+rule csc_plot:
+    input:
+        curves=f"{R}/csc/{{corpus}}/{{model}}/curves.parquet",
+        summary=f"{R}/csc/{{corpus}}/{{model}}/summary.json",
+    output:
+        png=f"{R}/plots/csc/{{corpus}}/{{model}}.png",
+        svg=f"{R}/plots/csc/{{corpus}}/{{model}}.svg",
+    log: log_path("csc_plot", "{corpus}", "{model}")
+    threads: res("csc_plot", "threads")
+    resources: mem_mb=res("csc_plot", "mem_mb"), runtime=res("csc_plot", "runtime")
+    conda: "../envs/workflow.yaml"
+    shell:
+        "MPLBACKEND=Agg {PY}.csc plot --curves {input.curves:q} --summary {input.summary:q}"
+        " --png {output.png:q} --svg {output.svg:q} > {log:q} 2>&1"
+
+
+rule csc_aggregate:
+    input: [f"{R}/csc/{p.corpus}/{p.model}/summary.json" for p in CSC_PAIRS]
+    output: f"{R}/tables/csc_overlap.csv"
+    log: log_path("csc_aggregate", "all")
+    threads: res("csc_aggregate", "threads")
+    resources: mem_mb=res("csc_aggregate", "mem_mb"), runtime=res("csc_aggregate", "runtime")
+    conda: "../envs/workflow.yaml"
+    shell: "{PY}.csc aggregate --summaries {input:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule report:
+    input:
+        overlap=f"{R}/tables/csc_overlap.csv",
+        lengths=f"{R}/tables/length_buckets.csv",
+        ingest=expand(f"{R}/reports/ingest/{{source}}.json", source=config["sources"]),
+        perturb=expand(f"{R}/reports/perturb/{{corpus}}.json", corpus=config["corpora"]),
+        plots=[f"{R}/plots/csc/{p.corpus}/{p.model}.png" for p in CSC_PAIRS],
+    output: f"{R}/report.md"
+    log: log_path("report", "all")
+    threads: res("report", "threads")
+    resources: mem_mb=res("report", "mem_mb"), runtime=res("report", "runtime")
+    conda: "../envs/workflow.yaml"
+    shell:
+        "{PY}.report --overlap {input.overlap:q} --lengths {input.lengths:q} --ingest {input.ingest:q}"
+        " --perturb {input.perturb:q} --plots {input.plots:q} --out {output:q} > {log:q} 2>&1"

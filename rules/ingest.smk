@@ -1,0 +1,37 @@
+# Stage 1: corpus sources (local files, or URLs verified by sha256) -> Parquet shards + report.
+import os
+
+
+def source_input(wildcards):
+    spec = config["sources"][wildcards.source]
+    if "url" in spec:
+        return f"{R}/downloads/sources/{wildcards.source}/{os.path.basename(spec['url']) or 'data'}"
+    return spec["path"]
+
+
+rule download_source:
+    output: f"{R}/downloads/sources/{{source}}/{{filename}}"
+    params:
+        url=lambda wc: config["sources"][wc.source]["url"],
+        sha256=lambda wc: config["sources"][wc.source]["sha256"],
+    log: log_path("download", "{source}", "{filename}")
+    threads: res("download", "threads")
+    resources: mem_mb=res("download", "mem_mb"), runtime=res("download", "runtime")
+    conda: "../envs/workflow.yaml"
+    shell: "{PY}.ingest download --url {params.url:q} --sha256 {params.sha256} --out {output:q} > {log:q} 2>&1"
+
+
+rule ingest:
+    input: source_input
+    output:
+        shards=directory(f"{R}/ingest/{{source}}"),
+        report=f"{R}/reports/ingest/{{source}}.json",
+    params: spec=lambda wc: as_json(config["sources"][wc.source]), shard_rows=SHARD_ROWS
+    log: log_path("ingest", "{source}")
+    benchmark: bench_path("ingest", "{source}")
+    threads: res("ingest", "threads")
+    resources: mem_mb=res("ingest", "mem_mb"), runtime=res("ingest", "runtime")
+    conda: "../envs/workflow.yaml"
+    shell:
+        "{PY}.ingest ingest --source {wildcards.source} --spec {params.spec:q} --input {input:q}"
+        " --out {output.shards:q} --report {output.report:q} --shard-rows {params.shard_rows} > {log:q} 2>&1"

@@ -1,0 +1,107 @@
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from workflow_scripts.common import partition_of
+from workflow_scripts.vector_store import MissingKeys, StoreMismatch, VectorStore, write_partition
+
+
+def make_store(tmp_path, keys, vectors, partitions=2, model="m", sparse=False, dtype=np.float32):
+    dirs = []
+    part_of = partition_of(keys, partitions)
+    for p in range(partitions):
+        sel = np.flatnonzero(part_of == p)
+        order = sel[np.argsort(keys[sel])]
+        d = tmp_path / f"{model}-part-{p}"
+        d.mkdir()
+        rows = vectors[order]
+        manifest = {"model": model, "scope": "shared", "partition": p, "partitions": partitions, "family": "x"}
+        write_partition(d, keys[order], manifest,
+                        vectors=sp.csr_matrix(rows) if sparse else rows.astype(dtype))
+        dirs.append(d)
+    return dirs
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    keys = np.unique(rng.integers(0, 2 ** 63, size=400, dtype=np.int64).astype(np.uint64) * np.uint64(2))[:200]
+    rng.shuffle(keys)
+    vectors = rng.normal(size=(200, 8)).astype(np.float32)
+    vectors[7] = 0.0  # a zero-norm vector
+    return keys, vectors
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_lookup_returns_rows_in_requested_order(tmp_path, data, sparse):
+    keys, vectors = data
+    store = VectorStore(make_store(tmp_path, keys, vectors, sparse=sparse))
+    want = np.array([5, 199, 0, 5, 42])
+    got, norms = store.lookup(keys[want])
+    got = got.toarray() if sparse else got
+    assert np.allclose(got, vectors[want])
+    assert np.allclose(norms, np.linalg.norm(vectors[want], axis=1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_paired_cosine_matches_numpy_and_gives_nan_for_zero_norm(tmp_path, data, sparse):
+    keys, vectors = data
+    store = VectorStore(make_store(tmp_path, keys, vectors, sparse=sparse))
+    a, b = np.arange(0, 20), np.arange(20, 40)
+    cos = store.paired_cosine(keys[a], keys[b])
+    va, vb = vectors[a].astype(float), vectors[b].astype(float)
+    expected = (va * vb).sum(1) / (np.linalg.norm(va, axis=1) * np.linalg.norm(vb, axis=1))
+    finite = a != 7
+    assert np.allclose(cos[finite], expected[finite], atol=1e-6)
+    assert np.isnan(cos[a == 7]).all()
+
+
+def test_float16_store(tmp_path, data):
+    keys, vectors = data
+    store = VectorStore(make_store(tmp_path, keys, vectors, dtype=np.float16))
+    assert store.manifest["dtype"] == "float16"
+    cos = store.paired_cosine(keys[:10], keys[10:20])
+    ref = VectorStore(make_store(tmp_path, keys, vectors, model="m32")).paired_cosine(keys[:10], keys[10:20])
+    ok = np.isfinite(ref)
+    assert np.allclose(cos[ok], ref[ok], atol=2e-3)
+
+
+def test_missing_key_is_a_clear_error(tmp_path, data):
+    keys, vectors = data
+    store = VectorStore(make_store(tmp_path, keys, vectors))
+    with pytest.raises(MissingKeys, match="not in the store"):
+        store.lookup(np.array([keys[0], np.uint64(12345)], dtype=np.uint64))
+
+
+def test_mismatches_are_detected(tmp_path, data):
+    keys, vectors = data
+    dirs = make_store(tmp_path, keys, vectors)
+    with pytest.raises(StoreMismatch, match="expected 'other'"):
+        VectorStore(dirs, model="other")
+    with pytest.raises(StoreMismatch, match="partitions 0..1"):
+        VectorStore(dirs[:1])
+    # rows in the manifest disagreeing with the files
+    manifest = json.loads((dirs[0] / "manifest.json").read_text())
+    manifest["rows"] += 1
+    (dirs[0] / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(StoreMismatch, match="rows"):
+        VectorStore(dirs)
+
+
+def test_partition_of_wrong_store_is_detected(tmp_path, data):
+    keys, vectors = data
+    dirs = make_store(tmp_path, keys, vectors)
+    swapped = [dirs[1], dirs[0]]
+    for d, p in zip(swapped, (0, 1)):
+        m = json.loads((d / "manifest.json").read_text())
+        m["partition"] = p
+        (d / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(StoreMismatch, match="do not belong"):
+        VectorStore(dirs)
+
+
+def test_unsorted_keys_are_refused(tmp_path):
+    with pytest.raises(StoreMismatch):
+        write_partition(tmp_path, np.array([3, 1], dtype=np.uint64), {}, vectors=np.zeros((2, 2), np.float32))

@@ -1,0 +1,1 @@
+"""Stage modules of the sentence-embedding probing workflow (one module per stage)."""

@@ -1,0 +1,107 @@
+"""Helpers every stage uses: stable ids, atomic outputs, logging, JSON I/O."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+SEP = "\x1f"  # unit separator: cannot occur in a whitespace-normalised sentence
+
+
+def stable_id(*parts: object) -> int:
+    """64-bit id from the given parts (blake2b), identical across processes, machines and versions.
+
+    Python's hash() is salted per process and polars' hash is not stable across versions, so
+    neither can name rows that must match between runs.
+    """
+    data = SEP.join(str(p) for p in parts).encode("utf-8")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def text_key(text: str) -> int:
+    """Key of a text in the vector stores: the same text gets one vector per model, whatever
+    corpus or probe it comes from."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def partition_of(keys: np.ndarray | int, partitions: int):
+    """Hash partition of text keys: the keys are uniform 64-bit hashes, so modulo balances."""
+    return np.asarray(keys, dtype=np.uint64) % np.uint64(partitions)
+
+
+def setup_logging(log_path: str | None = None, name: str = "workflow") -> logging.Logger:
+    """Log to the rule's log file (and stderr), with timestamps so progress is visible."""
+    logger = logging.getLogger(name)
+    logger.setLevel(logging.INFO)
+    logger.handlers.clear()
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S")
+    handler: logging.Handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(fmt)
+    logger.addHandler(handler)
+    if log_path:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        fh = logging.FileHandler(log_path, mode="a", encoding="utf-8")
+        fh.setFormatter(fmt)
+        logger.addHandler(fh)
+    logger.propagate = False
+    return logger
+
+
+@contextlib.contextmanager
+def atomic_path(final: str | os.PathLike, is_dir: bool = False) -> Iterator[Path]:
+    """Yield a temporary path beside `final`; move it into place only if the block succeeds.
+
+    A job killed half-way leaves a hidden `.tmp-*` entry, never a file that looks finished.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if is_dir:
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    else:
+        fd, name = tempfile.mkstemp(prefix=f".tmp-{final.name}-", dir=final.parent)
+        os.close(fd)
+        tmp = Path(name)
+    try:
+        yield tmp
+        if is_dir and final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | os.PathLike, obj) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n", encoding="utf-8")
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o)}")
+
+
+def read_json(path: str | os.PathLike):
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def n_tokens(text: str) -> int:
+    """Token count as the seed paper counts it: whitespace-separated words."""
+    return len(text.split())

@@ -1,0 +1,294 @@
+"""Stage 1, ingest: read a corpus in its release format into Parquet shards with stable ids.
+
+Formats: ParaCrawl's gzipped plain-text bitext (`en<TAB>nl`), TMX, generic TSV (columns by index
+or header name), one sentence per line, and one column of a CSV. Each row becomes one sentence
+(`sentence_id`, `pair_id`, `language`, `text`, `n_tokens`). Bad input lines are counted per reason
+in `report.json` and skipped: they never stop a multi-million-line run.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import hashlib
+import io
+import json
+import shutil
+import sys
+import urllib.request
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from workflow_scripts.common import atomic_path, n_tokens, setup_logging, stable_id, write_json
+
+SCHEMA = pa.schema([
+    ("sentence_id", pa.uint64()),
+    ("pair_id", pa.uint64()),
+    ("language", pa.string()),
+    ("text", pa.string()),
+    ("n_tokens", pa.int32()),
+])
+EXAMPLES_PER_REASON = 5
+XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+
+
+class BadRecord(Exception):
+    """A record that is skipped and counted under `reason`."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
+
+
+def open_binary(path: str | Path):
+    """Open plain or gzip-compressed input, decided by the magic bytes, not the file name."""
+    f = open(path, "rb")
+    magic = f.read(2)
+    f.seek(0)
+    if magic == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=f)
+    return f
+
+
+def normalise(text: str) -> str:
+    """Collapse runs of whitespace, so that a variant built by splitting and re-joining words
+    differs from its original only by the inserted word."""
+    return " ".join(text.split())
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise BadRecord("undecodable", f"byte {err.start}") from None
+
+
+def _checked(text: str | None) -> str:
+    if text is None:
+        raise BadRecord("missing_field")
+    text = normalise(text)
+    if not text:
+        raise BadRecord("empty")
+    return text
+
+
+def read_delimited(path, columns: dict[str, int | str], delimiter: str = "\t",
+                   header: bool = False) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
+    """Bitext / TSV / one-sentence-per-line reader. Yields (line number, {language: text}) or
+    (line number, BadRecord). No quoting: ParaCrawl text contains quote characters."""
+    with open_binary(path) as f:
+        names: list[str] | None = None
+        for lineno, raw in enumerate(f, start=1):
+            raw = raw.rstrip(b"\r\n")
+            try:
+                fields = _decode(raw).split(delimiter)
+                if header and names is None:
+                    names = fields
+                    missing = [c for c in columns.values() if isinstance(c, str) and c not in names]
+                    if missing:
+                        raise ValueError(f"{path}: header has no column(s) {missing}; it has {names}")
+                    continue
+                record = {}
+                for lang, col in columns.items():
+                    idx = names.index(col) if isinstance(col, str) else col
+                    record[lang] = _checked(fields[idx] if idx < len(fields) else None)
+                yield lineno, record
+            except BadRecord as bad:
+                yield lineno, bad
+
+
+def read_csv_column(path, columns: dict[str, str]) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
+    """One or more named columns of a quoted CSV (e.g. ESCO labels); multi-line cells allowed."""
+    with open_binary(path) as fb:
+        data = fb.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        # decode what we can; the rows holding replacement characters are counted as undecodable
+        text = data.decode("utf-8-sig", errors="replace")
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in columns.values() if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ValueError(f"{path}: CSV has no column(s) {missing}; it has {reader.fieldnames}")
+    for rowno, row in enumerate(reader, start=2):
+        try:
+            record = {}
+            for lang, col in columns.items():
+                value = row.get(col)
+                if value is not None and "\ufffd" in value:
+                    raise BadRecord("undecodable")
+                record[lang] = _checked(value)
+            yield rowno, record
+        except BadRecord as bad:
+            yield rowno, bad
+
+
+def read_tmx(path, languages: list[str]) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
+    """Streaming TMX reader: one record per <tu>, keeping the <seg> of each wanted language.
+    Language codes match on their primary subtag (`en-GB` counts as `en`)."""
+    with open_binary(path) as f:
+        tu_no = 0
+        try:
+            for _event, elem in ET.iterparse(f, events=("end",)):
+                if elem.tag != "tu":
+                    continue
+                tu_no += 1
+                segs: dict[str, str] = {}
+                for tuv in elem.iter("tuv"):
+                    lang = (tuv.get(XML_LANG) or tuv.get("lang") or "").split("-")[0].lower()
+                    seg = tuv.find("seg")
+                    if lang and seg is not None:
+                        segs[lang] = "".join(seg.itertext())
+                elem.clear()
+                try:
+                    yield tu_no, {lang: _checked(segs.get(lang)) for lang in languages}
+                except BadRecord as bad:
+                    yield tu_no, bad
+        except ET.ParseError as err:
+            # the rest of the file is unreadable XML: count it once and keep what was read
+            yield tu_no + 1, BadRecord("xml_error", str(err))
+
+
+def records(spec: dict, path: str) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
+    fmt = spec["format"]
+    langs = spec["languages"]
+    if fmt == "bitext":
+        cols = spec.get("columns") or {lang: i for i, lang in enumerate(langs)}
+        return read_delimited(path, cols, "\t", header=False)
+    if fmt == "tsv":
+        cols = spec.get("columns") or {lang: i for i, lang in enumerate(langs)}
+        return read_delimited(path, cols, "\t", header=spec.get("header", False))
+    if fmt == "lines":
+        return read_delimited(path, {langs[0]: 0}, "\n", header=False)
+    if fmt == "csv":
+        return read_csv_column(path, spec["columns"])
+    if fmt == "tmx":
+        return read_tmx(path, langs)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+class ShardWriter:
+    """Writes rows into numbered Parquet shards of at most `shard_rows` rows."""
+
+    def __init__(self, out_dir: Path, shard_rows: int):
+        self.out_dir, self.shard_rows = out_dir, shard_rows
+        self.buffer: dict[str, list] = {name: [] for name in SCHEMA.names}
+        self.shards: list[dict] = []
+
+    def add(self, row: tuple) -> None:
+        for name, value in zip(SCHEMA.names, row):
+            self.buffer[name].append(value)
+        if len(self.buffer["text"]) >= self.shard_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        rows = len(self.buffer["text"])
+        if not rows:
+            return
+        name = f"part-{len(self.shards):05d}.parquet"
+        table = pa.Table.from_pydict(self.buffer, schema=SCHEMA)
+        pq.write_table(table, self.out_dir / name, compression="zstd")
+        self.shards.append({"file": name, "rows": rows})
+        self.buffer = {name: [] for name in SCHEMA.names}
+
+
+def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, log,
+           report_path: str | None = None) -> dict:
+    """Read one corpus source into `out_dir` (written atomically) and return its report."""
+    bad = Counter()
+    examples: dict[str, list] = {}
+    n_records = 0
+    rows_per_language = Counter()
+    with atomic_path(out_dir, is_dir=True) as tmp:
+        writer = ShardWriter(tmp, shard_rows)
+        for lineno, rec in records(spec, path):
+            if isinstance(rec, BadRecord):
+                bad[rec.reason] += 1
+                ex = examples.setdefault(rec.reason, [])
+                if len(ex) < EXAMPLES_PER_REASON:
+                    ex.append({"line": lineno, "detail": rec.detail})
+                continue
+            n_records += 1
+            pair_id = stable_id(source, *(rec[lang] for lang in spec["languages"] if lang in rec))
+            for lang, text in rec.items():
+                writer.add((stable_id(source, lang, text), pair_id, lang, text, n_tokens(text)))
+                rows_per_language[lang] += 1
+            if n_records % 500_000 == 0:
+                log.info("%s: %d records read, %d skipped", source, n_records, sum(bad.values()))
+        writer.flush()
+        report = {
+            "source": source,
+            "input": str(path),
+            "format": spec["format"],
+            "records": n_records,
+            "rows_per_language": dict(rows_per_language),
+            "skipped": dict(bad),
+            "skipped_total": sum(bad.values()),
+            "skipped_examples": examples,
+            "shard_rows": shard_rows,
+            "shards": writer.shards,
+        }
+        write_json(tmp / "report.json", report)
+        if report_path:
+            write_json(report_path, report)
+    log.info("%s: %d records, %d rows in %d shards; skipped %s", source, n_records,
+             sum(rows_per_language.values()), len(writer.shards), dict(bad) or "none")
+    return report
+
+
+def sha256_of(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def download(url: str, sha256: str, dest: str, log) -> None:
+    """Fetch `url` (http, https or file) to `dest`, verifying its sha256 before it appears."""
+    with atomic_path(dest) as tmp:
+        h = hashlib.sha256()
+        done = 0
+        with urllib.request.urlopen(url) as response, open(tmp, "wb") as out:
+            for block in iter(lambda: response.read(1 << 22), b""):
+                h.update(block)
+                out.write(block)
+                done += len(block)
+                if done % (1 << 30) < (1 << 22):
+                    log.info("%s: %.1f GiB", url, done / (1 << 30))
+        if h.hexdigest() != sha256.lower():
+            raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {h.hexdigest()}")
+    log.info("downloaded %s (%d bytes, sha256 ok)", url, done)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("ingest")
+    a.add_argument("--source", required=True)
+    a.add_argument("--spec", required=True, help="the source's config entry as JSON")
+    a.add_argument("--input", required=True)
+    a.add_argument("--out", required=True)
+    a.add_argument("--shard-rows", type=int, required=True)
+    a.add_argument("--report")
+    a.add_argument("--log")
+    d = sub.add_parser("download")
+    d.add_argument("--url", required=True)
+    d.add_argument("--sha256", required=True)
+    d.add_argument("--out", required=True)
+    d.add_argument("--log")
+    args = ap.parse_args(argv)
+    log = setup_logging(args.log, "ingest")
+    if args.cmd == "ingest":
+        ingest(json.loads(args.spec), args.source, args.input, args.out, args.shard_rows, log, args.report)
+    else:
+        download(args.url, args.sha256, args.out, log)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

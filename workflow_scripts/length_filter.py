@@ -1,0 +1,199 @@
+"""Stage 2, length filter: derive the corpora the probes run on from ingested sources.
+
+A derived corpus is one language of a source, deduplicated by sentence id, optionally restricted to
+a token range, optionally length-matched to another corpus (seeded stratified sampling by exact
+token count: how the seed paper's PC_filtered is made), optionally capped in size. Also writes the
+length-bucket table in the layout of the seed's Table 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from workflow_scripts.common import atomic_path, read_json, setup_logging, stable_id, text_key, write_json
+
+# Table 2 buckets: [0, 10), [10, 20), ... [50, inf)
+BUCKET_EDGES = [0, 10, 20, 30, 40, 50]
+BUCKET_LABELS = ["0-10", "10-20", "20-30", "30-40", "40-50", ">=50"]
+LENGTH_STRATUM_CAP = 100  # token counts above this form one stratum when matching lengths
+
+
+def bucket_counts(n_tokens: np.ndarray) -> dict[str, int]:
+    idx = np.searchsorted(BUCKET_EDGES, np.asarray(n_tokens), side="right") - 1
+    counts = np.bincount(idx, minlength=len(BUCKET_LABELS))
+    return {label: int(c) for label, c in zip(BUCKET_LABELS, counts)}
+
+
+def sample_key(seed: int, ids: np.ndarray) -> np.ndarray:
+    """Seeded, order-independent sampling key per sentence id."""
+    return np.fromiter((stable_id("sample", seed, int(i)) for i in ids), dtype=np.uint64, count=len(ids))
+
+
+def _quotas_for(n: float, shares: dict[int, float], available: dict[int, int]) -> dict[int, int]:
+    return {s: min(int(np.floor(n * p + 1e-9)), available.get(s, 0)) for s, p in shares.items()}
+
+
+def total_variation(quotas: dict[int, int], shares: dict[int, float]) -> float:
+    total = sum(quotas.values())
+    if not total:
+        return 1.0
+    return 0.5 * sum(abs(quotas.get(s, 0) / total - p) for s, p in shares.items())
+
+
+def match_quotas(available: dict[int, int], reference: dict[int, int],
+                 tolerance: float = 0.05) -> tuple[dict[int, int], float]:
+    """Per-stratum (token count) quotas that follow the reference length distribution.
+
+    Returns as many sentences as possible whose length distribution stays within `tolerance`
+    total-variation distance of the reference; with tolerance 0 the proportions are kept exactly
+    and the scarcest length decides the size. Also returns the distance reached.
+    """
+    total_ref = sum(reference.values())
+    shares = {s: c / total_ref for s, c in reference.items() if c}
+    if not any(available.get(s, 0) for s in shares):
+        return {}, 1.0
+    # exact proportions over the lengths that have sentences: the scarcest length decides n
+    usable = {s: p for s, p in shares.items() if available.get(s, 0) > 0}
+    norm = sum(usable.values())
+    low = min(available[s] / (p / norm) for s, p in usable.items())
+    high = sum(available.get(s, 0) for s in shares) / min(shares.values())
+    best = _quotas_for(low / norm, shares, available)
+    if total_variation(best, shares) > tolerance:
+        return best, total_variation(best, shares)
+    # the distance grows with n once strata run out: bisect for the largest n within tolerance
+    lo, hi = low / norm, high
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if total_variation(_quotas_for(mid, shares, available), shares) <= tolerance:
+            lo = mid
+        else:
+            hi = mid
+    best = _quotas_for(lo, shares, available)
+    return best, total_variation(best, shares)
+
+
+def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: int,
+                  shard_rows: int, reference_dir: str | None, log) -> dict:
+    lang = spec["language"]
+    frame = (
+        pl.scan_parquet(str(Path(source_dir) / "part-*.parquet"))
+        .filter(pl.col("language") == lang)
+        .select("sentence_id", "text", "n_tokens")
+        .collect()
+    )
+    n_in = frame.height
+    frame = frame.unique(subset="sentence_id", keep="first", maintain_order=True)
+    n_duplicates = n_in - frame.height
+    lo, hi = spec.get("min_tokens"), spec.get("max_tokens")
+    if lo is not None:
+        frame = frame.filter(pl.col("n_tokens") >= lo)
+    if hi is not None:
+        frame = frame.filter(pl.col("n_tokens") <= hi)
+    n_in_range = frame.height
+    info: dict = {}
+    if reference_dir:
+        ref_counts = read_json(Path(reference_dir) / "manifest.json")["length_counts"]
+        reference = {int(k): v for k, v in ref_counts.items()}
+        strata = frame["n_tokens"].clip(upper_bound=LENGTH_STRATUM_CAP)
+        available = dict(zip(*np.unique(strata.to_numpy(), return_counts=True)))
+        available = {int(k): int(v) for k, v in available.items()}
+        quotas, distance = match_quotas(available, reference, spec.get("length_match_tolerance", 0.05))
+        keyed = frame.with_columns(
+            stratum=strata,
+            key=pl.Series(sample_key(seed, frame["sentence_id"].to_numpy())),
+        )
+        keyed = keyed.filter(pl.col("stratum").is_in(list(quotas)))
+        keyed = keyed.with_columns(rank=pl.col("key").rank("ordinal").over("stratum"))
+        quota_col = pl.col("stratum").replace_strict(quotas, return_dtype=pl.Int64)
+        frame = keyed.filter(pl.col("rank") <= quota_col).drop("stratum", "key", "rank")
+        info["length_matched_to"] = spec["match_lengths_of"]
+        info["length_distribution_distance"] = round(distance, 6)  # total variation to the reference
+    cap = spec.get("max_sentences")
+    if cap is not None and frame.height > cap:
+        keys = sample_key(seed, frame["sentence_id"].to_numpy())
+        keep = np.sort(np.argsort(keys, kind="stable")[:cap])
+        frame = frame[keep]
+    # a stable row order (by id) makes the shards identical whatever order the input had
+    frame = frame.sort("sentence_id")
+    frame = frame.with_columns(
+        language=pl.lit(lang),
+        text_key=pl.Series([text_key(t) for t in frame["text"]], dtype=pl.UInt64),
+    )
+    lengths = frame["n_tokens"].clip(upper_bound=LENGTH_STRATUM_CAP).value_counts()
+    length_counts = {str(int(k)): int(v) for k, v in zip(lengths["n_tokens"], lengths["count"])}
+    with atomic_path(out_dir, is_dir=True) as tmp:
+        shards = []
+        for start in range(0, max(frame.height, 1), shard_rows):
+            part = frame.slice(start, shard_rows)
+            name = f"part-{len(shards):05d}.parquet"
+            part.write_parquet(tmp / name, compression="zstd")
+            shards.append({"file": name, "rows": part.height})
+        manifest = {
+            "corpus": corpus,
+            "source": spec["source"],
+            "language": lang,
+            "rows": frame.height,
+            "rows_read": n_in,
+            "duplicates_removed": n_duplicates,
+            "rows_in_token_range": n_in_range,
+            "token_range": [lo, hi],
+            "max_sentences": cap,
+            "seed": seed,
+            "length_counts": dict(sorted(length_counts.items(), key=lambda kv: int(kv[0]))),
+            "buckets": bucket_counts(frame["n_tokens"].to_numpy()),
+            "shards": shards,
+            **info,
+        }
+        write_json(tmp / "manifest.json", manifest)
+    log.info("%s: %d sentences (%d read, %d duplicates, %d in token range)", corpus, frame.height,
+             n_in, n_duplicates, n_in_range)
+    return manifest
+
+
+def length_table(manifests: dict[str, dict]) -> pl.DataFrame:
+    """Table 2 layout: percentage of sentences per token bucket, one column per corpus, with the
+    number of sentences in the last row."""
+    rows = {"tokens": BUCKET_LABELS + ["sentences"]}
+    for corpus, m in manifests.items():
+        total = m["rows"]
+        pct = [round(100.0 * m["buckets"][b] / total, 2) if total else float("nan") for b in BUCKET_LABELS]
+        rows[corpus] = [f"{p:.2f}%" for p in pct] + [str(total)]
+    return pl.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("derive")
+    d.add_argument("--corpus", required=True)
+    d.add_argument("--spec", required=True)
+    d.add_argument("--source-dir", required=True)
+    d.add_argument("--reference-dir")
+    d.add_argument("--out", required=True)
+    d.add_argument("--seed", type=int, required=True)
+    d.add_argument("--shard-rows", type=int, required=True)
+    d.add_argument("--log")
+    t = sub.add_parser("table")
+    t.add_argument("--corpus-dirs", nargs="+", required=True)
+    t.add_argument("--out", required=True)
+    t.add_argument("--log")
+    args = ap.parse_args(argv)
+    log = setup_logging(args.log, "length_filter")
+    if args.cmd == "derive":
+        derive_corpus(json.loads(args.spec), args.corpus, args.source_dir, args.out, args.seed,
+                      args.shard_rows, args.reference_dir, log)
+    else:
+        manifests = {read_json(Path(p) / "manifest.json")["corpus"]: read_json(Path(p) / "manifest.json")
+                     for p in args.corpus_dirs}
+        with atomic_path(args.out) as tmp:
+            length_table(manifests).write_csv(tmp)
+        log.info("length buckets for %d corpora -> %s", len(manifests), args.out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

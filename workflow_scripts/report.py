@@ -1,0 +1,64 @@
+"""Aggregate step: a Markdown report linking the tables, the plots and the data-quality counts."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from workflow_scripts.common import atomic_path, read_json
+
+
+def markdown_table(frame: pl.DataFrame) -> str:
+    head = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    body = ["| " + " | ".join("" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v)) for v in row) + " |"
+            for row in frame.iter_rows()]
+    return "\n".join([head, rule, *body])
+
+
+def build(overlap: str, lengths: str, ingest: list[str], perturb: list[str], plots: list[str], out: str) -> None:
+    base = Path(out).parent
+    parts = ["# Concept Separation Curves", "",
+             "Overlap of the normalised densities of fuzzed and negated similarities (equation 2; "
+             "lower = the model separates meaning from surface form better).", "",
+             markdown_table(pl.read_csv(overlap)), "",
+             "## Sentence lengths (whitespace tokens, % of sentences)", "",
+             markdown_table(pl.read_csv(lengths, infer_schema=False)), "",
+             "## Input quality", "", "| source | records | skipped | reasons |", "|---|---|---|---|"]
+    for path in ingest:
+        r = read_json(path)
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(r["skipped"].items())) or "none"
+        parts.append(f"| {r['source']} | {r['records']} | {r['skipped_total']} | {reasons} |")
+    parts += ["", "## Perturbations", "", "| corpus | sentences | variants | grammatical negation outcomes |",
+              "|---|---|---|---|"]
+    for path in perturb:
+        r = read_json(path)
+        variants = ", ".join(f"{k}: {v}" for k, v in sorted(r["variants"].items()))
+        gram = r["grammatical_negation"]
+        outcomes = ", ".join(f"{k}: {v}" for k, v in gram["outcomes"].items()) if gram else "n/a"
+        parts.append(f"| {r['corpus']} | {r['sentences']} | {variants} | {outcomes} |")
+    parts += ["", "## Curves", ""]
+    for plot in plots:
+        rel = os.path.relpath(plot, base)
+        parts.append(f"![{Path(plot).parent.name} / {Path(plot).stem}]({rel})")
+    with atomic_path(out) as tmp:
+        tmp.write_text("\n".join(parts) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--overlap", required=True)
+    ap.add_argument("--lengths", required=True)
+    ap.add_argument("--ingest", nargs="+", required=True)
+    ap.add_argument("--perturb", nargs="+", required=True)
+    ap.add_argument("--plots", nargs="+", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    build(a.overlap, a.lengths, a.ingest, a.perturb, a.plots, a.out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
