@@ -6,7 +6,8 @@ import os
 def model_file(model):
     spec = config["models"][model]
     if "url" in spec:
-        return f"{R}/downloads/models/{model}/{os.path.basename(spec['url'])}"
+        # a .gz download is verified, then stored decompressed (fastText's cc.*.300.bin.gz)
+        return f"{R}/downloads/models/{model}/{os.path.basename(spec['url']).removesuffix('.gz')}"
     return spec.get("path")
 
 
@@ -43,11 +44,14 @@ rule download_model:
     params:
         url=lambda wc: config["models"][wc.model]["url"],
         sha256=lambda wc: config["models"][wc.model]["sha256"],
+        gunzip=lambda wc: "--gunzip" if config["models"][wc.model]["url"].endswith(".gz") else "",
     log: log_path("download", "model-{model}", "{filename}")
     threads: res("download", "threads")
     resources: mem_mb=res("download", "mem_mb"), runtime=res("download", "runtime")
     conda: "../envs/workflow.yaml"
-    shell: "{PY}.ingest download --url {params.url:q} --sha256 {params.sha256} --out {output:q} > {log:q} 2>&1"
+    shell:
+        "{PY}.ingest download --url {params.url:q} --sha256 {params.sha256} {params.gunzip} --out {output:q}"
+        " > {log:q} 2>&1"
 
 
 def tfidf_fit_texts(wildcards):

@@ -30,6 +30,6 @@ def tiny_fasttext(path: Path, sentences=SENTENCES) -> Path:
     corpus = path.with_suffix(".txt")
     corpus.write_text("\n".join(sentences * 20) + "\n")
     model = fasttext.train_unsupervised(str(corpus), model="skipgram", dim=16, epoch=2, minCount=1,
-                                        minn=2, maxn=4, thread=1, verbose=0)
+                                        minn=2, maxn=4, bucket=50000, thread=1, verbose=0)
     model.save_model(str(path))
     return path

@@ -13,11 +13,17 @@ def test_bucket_edges_follow_table_2():
 
 def test_match_quotas_hand_computed():
     # reference: 50% length 2, 25% length 3, 25% length 5; available 10, 10, 1
-    quotas, unmatched = match_quotas({2: 10, 3: 10, 5: 1}, {2: 2, 3: 1, 5: 1})
-    assert quotas == {2: 2, 3: 1, 5: 1} and unmatched == 0
-    # length 5 missing: it is reported, the rest keeps its 2:1 ratio
-    quotas, unmatched = match_quotas({2: 10, 3: 10}, {2: 2, 3: 1, 5: 1})
-    assert quotas == {2: 10, 3: 5} and unmatched == pytest.approx(0.25)
+    quotas, distance = match_quotas({2: 10, 3: 10, 5: 1}, {2: 2, 3: 1, 5: 1}, tolerance=0)
+    assert quotas == {2: 2, 3: 1, 5: 1} and distance == 0
+    # no sentence of length 5: the rest keeps its 2:1 ratio and the distance says what is missing
+    quotas, distance = match_quotas({2: 10, 3: 10}, {2: 2, 3: 1, 5: 1})
+    assert quotas == {2: 10, 3: 5, 5: 0} and distance == pytest.approx(0.25)
+    # a tolerance lets the subset grow past the scarcest length: 3+2+1 of 50/30/20% is 1/30 away
+    quotas, distance = match_quotas({2: 1000, 3: 1000, 5: 1}, {2: 50, 3: 30, 5: 20}, tolerance=0.05)
+    assert quotas == {2: 3, 3: 2, 5: 1} and distance == pytest.approx(1 / 30)
+    # plenty everywhere: the cap decides the size, the proportions stay exact
+    quotas, distance = match_quotas({2: 1000, 3: 1000, 5: 1000}, {2: 50, 3: 30, 5: 20}, max_total=100)
+    assert quotas == {2: 50, 3: 30, 5: 20} and distance == pytest.approx(0)
 
 
 @pytest.fixture
@@ -46,6 +52,15 @@ def test_token_range_and_dedup(source, log):
     assert frame["sentence_id"].n_unique() == frame.height == m["rows"]
     assert m["duplicates_removed"] == 1
     assert sum(s["rows"] for s in m["shards"]) == m["rows"]
+
+
+def test_capped_length_matched_subset_keeps_the_distribution(source, log):
+    derive_corpus({"source": "short", "language": "en"}, "short", str(source / "ingest_short"),
+                  str(source / "short"), 1, 100, None, log)
+    spec = {"source": "src", "language": "en", "match_lengths_of": "short", "max_sentences": 20,
+            "length_match_tolerance": 0.2}
+    m = derive_corpus(spec, "m", str(source / "ingest"), str(source / "mc"), 7, 100, str(source / "short"), log)
+    assert m["rows"] <= 20 and m["length_distribution_distance"] <= 0.2
 
 
 def test_length_matched_subset_follows_reference_and_is_seeded(source, log):

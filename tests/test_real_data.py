@@ -84,4 +84,5 @@ def test_length_matched_corpus_is_short(real_run):
     table = pl.read_csv(res / "tables" / "length_buckets.csv", infer_schema=False)
     row = dict(zip(table["tokens"], table["pc_en_filtered"]))
     ref = dict(zip(table["tokens"], table["tatoeba_en"]))
-    assert abs(float(row["0-10"].rstrip("%")) - float(ref["0-10"].rstrip("%"))) < 5
+    # total variation <= 0.05 bounds every bucket's difference by 5 percentage points
+    assert abs(float(row["0-10"].rstrip("%")) - float(ref["0-10"].rstrip("%"))) <= 5.01

@@ -7,7 +7,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from helpers import tiny_bert
+import gzip
+import hashlib
+
+from helpers import tiny_bert, tiny_fasttext
 from workflow_runner import planned_jobs, snakemake, write_config
 
 EN = ["the cat sleeps on the mat", "a dog runs in the park today", "she likes cold tea",
@@ -27,15 +30,21 @@ def workspace(tmp_path_factory):
     lines = [f"{e}\t{n}" for e, n in zip(EN, NL)] + ["broken line without tab", "\tleeg"]
     bitext.write_text("\n".join(lines) + "\n")
     bert = tiny_bert(base / "bert", sentences=EN + NL)
+    ft_gz = base / "ft.bin.gz"
+    ft_gz.write_bytes(gzip.compress(tiny_fasttext(base / "ft.bin", EN + NL).read_bytes()))
+    sha = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()
     config = {
         "seed": 5, "shard_rows": 8, "embedding_partitions": 2, "results": "results",
-        "sources": {"mini": {"format": "bitext", "path": str(bitext), "languages": ["en", "nl"]}},
+        "sources": {"mini": {"format": "bitext", "url": bitext.as_uri(), "sha256": sha(bitext),
+                             "languages": ["en", "nl"]}},
         "corpora": {"mini_en": {"source": "mini", "language": "en"},
                     "mini_nl": {"source": "mini", "language": "nl"},
                     "mini_en_short": {"source": "mini", "language": "en", "max_tokens": 6}},
         "perturb": {"grammatical_negation": {"enabled": True, "languages": ["en"], "use_tagger": False}},
         "models": {"tfidf": {"family": "tfidf"},
-                   "bert": {"family": "transformers", "path": str(bert), "device": "cpu", "batch_size": 4}},
+                   "bert": {"family": "transformers", "path": str(bert), "device": "cpu", "batch_size": 4},
+                   "ft": {"family": "fasttext", "url": ft_gz.as_uri(), "sha256": sha(ft_gz),
+                          "corpora": ["mini_en"]}},
         "csc": {"exact_kde_max_n": 20},  # small, so that both KDE paths run
     }
     run = base / "run1"
@@ -49,7 +58,9 @@ def test_outputs_and_invariants(workspace):
     res = workspace["run"] / "results"
     table = pl.read_csv(res / "tables" / "csc_overlap.csv")
     assert table.columns[:7] == ["corpus", "model", "condition", "overlap", "n_fuzzed", "n_negated", "n_dropped"]
-    assert table.filter(pl.col("condition") == "negation").height == 6  # 3 corpora x 2 models
+    assert table.filter(pl.col("condition") == "negation").height == 7  # 3 corpora x 2 models + ft on one
+    assert (workspace["run"] / "results" / "downloads" / "sources" / "mini" / "bitext.txt").exists()
+    assert (workspace["run"] / "results" / "downloads" / "models" / "ft" / "ft.bin").exists()
     # grammatical negation only for English corpora
     assert set(table.filter(pl.col("condition") == "grammatical_negation")["corpus"]) == {"mini_en", "mini_en_short"}
     assert table["overlap"].is_between(0, 1).all()

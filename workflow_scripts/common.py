@@ -14,6 +14,8 @@ from typing import Iterator
 
 import numpy as np
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 SEP = "\x1f"  # unit separator: cannot occur in a whitespace-normalised sentence
 
 
@@ -70,6 +72,7 @@ def atomic_path(final: str | os.PathLike, is_dir: bool = False) -> Iterator[Path
         fd, name = tempfile.mkstemp(prefix=f".tmp-{final.name}-", dir=final.parent)
         os.close(fd)
         tmp = Path(name)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are shared on clusters
     try:
         yield tmp
         if is_dir and final.exists():

@@ -249,21 +249,30 @@ def sha256_of(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def download(url: str, sha256: str, dest: str, log) -> None:
-    """Fetch `url` (http, https or file) to `dest`, verifying its sha256 before it appears."""
+def download(url: str, sha256: str, dest: str, log, gunzip: bool = False) -> None:
+    """Fetch `url` (http, https or file) to `dest`, verifying its sha256 before it appears.
+    With `gunzip`, the verified download is decompressed into `dest` (fastText ships .bin.gz)."""
     with atomic_path(dest) as tmp:
         h = hashlib.sha256()
         done = 0
-        with urllib.request.urlopen(url) as response, open(tmp, "wb") as out:
-            for block in iter(lambda: response.read(1 << 22), b""):
-                h.update(block)
-                out.write(block)
-                done += len(block)
-                if done % (1 << 30) < (1 << 22):
-                    log.info("%s: %.1f GiB", url, done / (1 << 30))
-        if h.hexdigest() != sha256.lower():
-            raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {h.hexdigest()}")
-    log.info("downloaded %s (%d bytes, sha256 ok)", url, done)
+        raw = tmp.with_name(tmp.name + ".gz") if gunzip else tmp
+        try:
+            with urllib.request.urlopen(url) as response, open(raw, "wb") as out:
+                for block in iter(lambda: response.read(1 << 22), b""):
+                    h.update(block)
+                    out.write(block)
+                    done += len(block)
+                    if done % (1 << 30) < (1 << 22):
+                        log.info("%s: %.1f GiB", url, done / (1 << 30))
+            if h.hexdigest() != sha256.lower():
+                raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {h.hexdigest()}")
+            if gunzip:
+                with gzip.open(raw, "rb") as src, open(tmp, "wb") as out:
+                    shutil.copyfileobj(src, out, 1 << 22)
+        finally:
+            if gunzip:
+                raw.unlink(missing_ok=True)
+    log.info("downloaded %s (%d bytes, sha256 ok%s)", url, done, ", decompressed" if gunzip else "")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -281,13 +290,14 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--url", required=True)
     d.add_argument("--sha256", required=True)
     d.add_argument("--out", required=True)
+    d.add_argument("--gunzip", action="store_true")
     d.add_argument("--log")
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "ingest")
     if args.cmd == "ingest":
         ingest(json.loads(args.spec), args.source, args.input, args.out, args.shard_rows, log, args.report)
     else:
-        download(args.url, args.sha256, args.out, log)
+        download(args.url, args.sha256, args.out, log, args.gunzip)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,9 @@ def bucket_counts(n_tokens: np.ndarray) -> dict[str, int]:
     return {label: int(c) for label, c in zip(BUCKET_LABELS, counts)}
 
 
-def sample_key(seed: int, ids: np.ndarray) -> np.ndarray:
+def sample_key(seed: int, ids: np.ndarray, salt: str = "sample") -> np.ndarray:
     """Seeded, order-independent sampling key per sentence id."""
-    return np.fromiter((stable_id("sample", seed, int(i)) for i in ids), dtype=np.uint64, count=len(ids))
+    return np.fromiter((stable_id(salt, seed, int(i)) for i in ids), dtype=np.uint64, count=len(ids))
 
 
 def _quotas_for(n: float, shares: dict[int, float], available: dict[int, int]) -> dict[int, int]:
@@ -45,36 +45,43 @@ def total_variation(quotas: dict[int, int], shares: dict[int, float]) -> float:
     return 0.5 * sum(abs(quotas.get(s, 0) / total - p) for s, p in shares.items())
 
 
-def match_quotas(available: dict[int, int], reference: dict[int, int],
-                 tolerance: float = 0.05) -> tuple[dict[int, int], float]:
+def match_quotas(available: dict[int, int], reference: dict[int, int], tolerance: float = 0.05,
+                 max_total: int | None = None) -> tuple[dict[int, int], float]:
     """Per-stratum (token count) quotas that follow the reference length distribution.
 
-    Returns as many sentences as possible whose length distribution stays within `tolerance`
-    total-variation distance of the reference; with tolerance 0 the proportions are kept exactly
-    and the scarcest length decides the size. Also returns the distance reached.
+    Returns as many sentences as possible (at most `max_total`) whose length distribution stays
+    within `tolerance` total-variation distance of the reference; with tolerance 0 the proportions
+    are kept exactly and the scarcest length decides the size. Also returns the distance reached.
     """
     total_ref = sum(reference.values())
     shares = {s: c / total_ref for s, c in reference.items() if c}
     if not any(available.get(s, 0) for s in shares):
         return {}, 1.0
+    cap = max_total if max_total is not None else sum(available.values())
     # exact proportions over the lengths that have sentences: the scarcest length decides n
     usable = {s: p for s, p in shares.items() if available.get(s, 0) > 0}
     norm = sum(usable.values())
-    low = min(available[s] / (p / norm) for s, p in usable.items())
-    high = sum(available.get(s, 0) for s in shares) / min(shares.values())
-    best = _quotas_for(low / norm, shares, available)
-    if total_variation(best, shares) > tolerance:
-        return best, total_variation(best, shares)
-    # the distance grows with n once strata run out: bisect for the largest n within tolerance
-    lo, hi = low / norm, high
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if total_variation(_quotas_for(mid, shares, available), shares) <= tolerance:
-            lo = mid
-        else:
-            hi = mid
-    best = _quotas_for(lo, shares, available)
-    return best, total_variation(best, shares)
+    exact_n = min(available[s] / (p / norm) for s, p in usable.items()) / norm
+
+    def largest(lo: float, hi: float, ok) -> float:
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+        return lo
+
+    size = lambda n: sum(_quotas_for(n, shares, available).values())
+    if size(exact_n) > cap:
+        # the cap binds before any stratum runs out: scale the exact proportions down
+        n = largest(0.0, exact_n, lambda n: size(n) <= cap)
+    elif total_variation(_quotas_for(exact_n, shares, available), shares) > tolerance:
+        n = exact_n
+    else:
+        # past exact_n strata run out and the distance grows: the largest n within tolerance and cap
+        high = sum(available.get(s, 0) for s in shares) / min(shares.values())
+        n = largest(exact_n, high, lambda n: size(n) <= cap and
+                    total_variation(_quotas_for(n, shares, available), shares) <= tolerance)
+    quotas = _quotas_for(n, shares, available)
+    return quotas, total_variation(quotas, shares)
 
 
 def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: int,
@@ -102,7 +109,8 @@ def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: 
         strata = frame["n_tokens"].clip(upper_bound=LENGTH_STRATUM_CAP)
         available = dict(zip(*np.unique(strata.to_numpy(), return_counts=True)))
         available = {int(k): int(v) for k, v in available.items()}
-        quotas, distance = match_quotas(available, reference, spec.get("length_match_tolerance", 0.05))
+        quotas, distance = match_quotas(available, reference, spec.get("length_match_tolerance", 0.05),
+                                        spec.get("max_sentences"))
         keyed = frame.with_columns(
             stratum=strata,
             key=pl.Series(sample_key(seed, frame["sentence_id"].to_numpy())),
@@ -115,7 +123,9 @@ def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: 
         info["length_distribution_distance"] = round(distance, 6)  # total variation to the reference
     cap = spec.get("max_sentences")
     if cap is not None and frame.height > cap:
-        keys = sample_key(seed, frame["sentence_id"].to_numpy())
+        # a key of its own: reusing the stratum-sampling key would bias the cap towards strata
+        # whose quota was a small share of what was available
+        keys = sample_key(seed, frame["sentence_id"].to_numpy(), salt="cap")
         keep = np.sort(np.argsort(keys, kind="stable")[:cap])
         frame = frame[keep]
     # a stable row order (by id) makes the shards identical whatever order the input had
