@@ -1,4 +1,6 @@
 """Tiny models built on the fly for tests (no downloads)."""
+import subprocess
+import sys
 from pathlib import Path
 
 SENTENCES = [
@@ -26,10 +28,18 @@ def tiny_bert(directory: Path, sentences=SENTENCES, seed: int = 0) -> Path:
 
 
 def tiny_fasttext(path: Path, sentences=SENTENCES) -> Path:
-    import fasttext
+    """A 16-dim skipgram fastText model trained on `sentences`.
+
+    Trained in a fresh interpreter: fastText 0.9.2 now and then stops with "Encountered NaN" when it
+    trains inside a process that has already run other native code (seen only in long pytest runs).
+    """
     corpus = path.with_suffix(".txt")
     corpus.write_text("\n".join(sentences * 20) + "\n")
-    model = fasttext.train_unsupervised(str(corpus), model="skipgram", dim=16, epoch=2, minCount=1,
-                                        minn=2, maxn=4, bucket=50000, thread=1, verbose=0)
-    model.save_model(str(path))
+    script = (
+        "import sys, fasttext\n"
+        "m = fasttext.train_unsupervised(sys.argv[1], model='skipgram', dim=16, epoch=2, minCount=1,"
+        " minn=2, maxn=4, bucket=50000, thread=1, verbose=0)\n"
+        "m.save_model(sys.argv[2])\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(corpus), str(path)], check=True)
     return path
