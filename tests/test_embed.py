@@ -42,6 +42,18 @@ def test_minilm_sorted_batches_equal_sentence_transformers_encode():
     assert cos(out[0], para[0]) > cos(out[0], para[1]) + 0.3
 
 
+def test_worker_processes_fill_the_memory_map_like_one_process(tmp_path):
+    enc = SentenceTransformerEncoder(MINILM, "cpu")
+    texts = SENTENCES + ["a much longer sentence " * 12, "short"]
+    log = __import__("logging").getLogger("t")
+    one = np.zeros((len(texts), enc.dim), np.float32)
+    embed_sorted(enc, texts, one, batch_size=3, log=log, label="t")
+    shared = np.lib.format.open_memmap(tmp_path / "v.npy", mode="w+", dtype=np.float32, shape=one.shape)
+    embed_sorted(enc, texts, shared, batch_size=3, log=log, label="t", workers=2)
+    assert np.abs(shared).sum(1).min() > 0  # every row written by some worker
+    assert np.allclose(np.load(tmp_path / "v.npy"), one, atol=2e-5)
+
+
 def test_bf16_agrees_with_fp32():
     texts = SENTENCES
     fp32 = SentenceTransformerEncoder(MINILM, "cpu").encode_batch(texts)

@@ -227,9 +227,10 @@ def embed_sorted(encoder, texts: list[str], out: np.ndarray, batch_size: int, lo
                  workers: int = 1) -> None:
     """Fill out[i] = encode(texts[i]) in batches of similar token count.
 
-    With workers > 1 (CPU), forked single-thread processes take interleaved batches and write into
-    `out`, which must then be a shared memory map: on 2 cores two single-thread processes embed
-    faster than one two-thread process (../shared/notes/performance.md).
+    With workers > 1 (CPU), forked processes take interleaved batches and write into `out`, which
+    must then be a shared memory map. performance.md found two single-thread processes faster than
+    one two-thread process on 2 cores; tests/benchmarks/bench_embedding.py measured the opposite
+    later (fp32 1.28x vs 1.12x of encode()), so one process is the default and this is an option.
     """
     if not texts:
         return
@@ -284,8 +285,8 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
         else:
             import torch
             device = resolve_device(spec.get("device", "auto"))
-            # CPU: `threads` single-thread worker processes; GPU: one process
-            workers = spec.get("cpu_workers", threads) if device == "cpu" else 1
+            # CPU: `cpu_workers` processes sharing `threads`; GPU: one process
+            workers = spec.get("cpu_workers", 1) if device == "cpu" else 1
             torch.set_num_threads(max(1, threads // workers) if workers else threads)
             encoder = load_encoder(spec, device, model_file)
             dtype = np.dtype(spec.get("store_dtype", "float32"))

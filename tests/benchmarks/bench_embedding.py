@@ -1,9 +1,9 @@
 """Embedding stage vs SentenceTransformer.encode (its defaults) on the same unique texts, in one run.
 
-Prints throughput of: encode() with defaults; the workflow's token-count-sorted batches in fp32,
-in one process with all threads (1x2) and as the embed job runs them on CPU (one single-thread
-worker process per thread, writing into the memory-mapped store); the same in bf16; and the
-agreement of bf16 with fp32 (per-vector cosine, pairwise-cosine error).
+Prints throughput of: encode() with defaults; the workflow's token-count-sorted batches written
+into a memory-mapped store, in fp32 and bf16, both in one process with all threads (1xT, the embed
+job's default) and in T single-thread worker processes (Tx1, `cpu_workers: T`); and the agreement
+of bf16 with fp32 (per-vector cosine, pairwise-cosine error).
 Texts: real EN and NL sentences from ../shared/data/en_nl_parallel (mixed lengths), else the
 project's sample corpus.  Usage: python tests/benchmarks/bench_embedding.py [N_TEXTS] [REPEATS]
 """
@@ -63,7 +63,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp())
 
     def ours(enc, workers):
-        # as the embed job runs: output is a memory-mapped .npy; `workers` single-thread processes
+        # as the embed job runs: output is a memory-mapped .npy; `workers` processes share the threads
         out = np.lib.format.open_memmap(scratch / "v.npy", mode="w+", dtype=np.float32, shape=(len(texts), enc.dim))
         torch.set_num_threads(threads // workers)
         embed_sorted(enc, texts, out, SPEC["batch_size"], log, "bench", workers=workers)
@@ -71,8 +71,9 @@ def main() -> None:
         return np.array(out)
 
     runs = {"encode() defaults": lambda: fp32.model.encode(texts, convert_to_numpy=True),
-            "workflow fp32 1x2": lambda: ours(fp32, 1),
+            f"workflow fp32 1x{threads}": lambda: ours(fp32, 1),
             f"workflow fp32 {threads}x1": lambda: ours(fp32, threads),
+            f"workflow bf16 1x{threads}": lambda: ours(bf16, 1),
             f"workflow bf16 {threads}x1": lambda: ours(bf16, threads)}
     best: dict[str, float] = {}
     outputs = {}
@@ -84,8 +85,8 @@ def main() -> None:
     for name, seconds in best.items():
         rate = len(texts) / seconds
         print(f"{name:22s} {rate:8.1f} texts/s  ratio to encode(): {rate / base:.2f}x")
-    ref, low = outputs["encode() defaults"], outputs[f"workflow bf16 {threads}x1"]
-    mine = outputs[f"workflow fp32 {threads}x1"]
+    ref, low = outputs["encode() defaults"], outputs[f"workflow bf16 1x{threads}"]
+    mine = outputs[f"workflow fp32 1x{threads}"]
     same = np.einsum("ij,ij->i", ref, mine) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(mine, axis=1))
     print(f"workflow fp32 vs encode(): min cosine {same.min():.7f}")
     cos = np.einsum("ij,ij->i", ref, low) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(low, axis=1))
