@@ -1,14 +1,13 @@
 """The whole workflow on a small corpus: outputs, invariants, determinism, incremental reruns."""
 import copy
+import gzip
+import hashlib
 import json
 import shutil
 
 import numpy as np
 import polars as pl
 import pytest
-
-import gzip
-import hashlib
 
 from helpers import tiny_bert, tiny_fasttext
 from workflow_runner import planned_jobs, snakemake, write_config

@@ -287,7 +287,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
             device = resolve_device(spec.get("device", "auto"))
             # CPU: `cpu_workers` processes sharing `threads`; GPU: one process
             workers = spec.get("cpu_workers", 1) if device == "cpu" else 1
-            torch.set_num_threads(max(1, threads // workers) if workers else threads)
+            torch.set_num_threads(max(1, threads // workers))
             encoder = load_encoder(spec, device, model_file)
             dtype = np.dtype(spec.get("store_dtype", "float32"))
             vectors = np.lib.format.open_memmap(tmp / "vectors.npy", mode="w+", dtype=dtype,
