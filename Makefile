@@ -15,7 +15,10 @@ ifneq ($(wildcard $(SHARED_NLTK)),)
 export NLTK_DATA ?= $(SHARED_NLTK)
 endif
 
-.PHONY: setup run test dry-run benchmark clean
+KILLS ?= 3
+PAIRS ?= 2560472
+
+.PHONY: setup run test test-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
 
 setup: $(VENV)/.installed
 
@@ -35,6 +38,22 @@ dry-run: setup
 
 test: setup
 	$(VENV)/bin/python -m pytest -q tests $(PYTEST_ARGS)
+
+# a real single-node SLURM cluster (root: installs Debian's slurm packages), local vs SLURM results
+test-slurm: setup
+	tests/slurm/run_slurm_test.sh
+
+# kill the small config's run KILLS times at random moments; reruns must give identical results
+test-interrupt: setup
+	$(VENV)/bin/python tests/interrupt_rerun.py $(KILLS)
+
+# the paper's full ParaCrawl experiment, planned but not run (it downloads about 12 GB)
+dry-run-full: setup
+	$(VENV)/bin/snakemake --dry-run --cores $(CORES) --configfile resources/configs/full_paracrawl.yaml
+
+# every stage on a generated ParaCrawl-sized corpus (PAIRS pairs), plus MiniLM on a 1% sample
+bench-scale: setup
+	$(VENV)/bin/python tests/benchmarks/bench_scale.py --pairs $(PAIRS)
 
 benchmark: setup
 	$(VENV)/bin/python tests/benchmarks/bench_embedding.py

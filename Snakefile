@@ -17,6 +17,11 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 os.environ["PATH"] = os.pathsep.join((os.path.dirname(sys.executable), os.environ.get("PATH", "")))
 
 include: "rules/common.smk"
+
+# Seconds of work on small files: on a cluster they run on the submitting node, not through sbatch.
+localrules: all, length_buckets, csc_plot, csc_aggregate, report
+
+
 include: "rules/ingest.smk"
 include: "rules/length_filter.smk"
 include: "rules/perturb.smk"

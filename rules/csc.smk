@@ -17,6 +17,7 @@ rule csc_score:
         summary=f"{R}/csc/{{corpus}}/{{model}}/summary.json",
     params:
         exact_max_n=config["csc"]["exact_kde_max_n"],
+        spec=lambda wc: as_json(config["models"][wc.model]),
         out_dir=lambda wc: f"{R}/csc/{wc.corpus}/{wc.model}",
     log: log_path("csc_score", "{corpus}", "{model}")
     benchmark: bench_path("csc_score", "{corpus}", "{model}")
@@ -25,7 +26,7 @@ rule csc_score:
     conda: "../envs/workflow.yaml"
     shell:
         "{PY}.csc score --variants-dir {input.variants:q} --stores {input.stores:q} --model {wildcards.model}"
-        " --corpus {wildcards.corpus} --exact-max-n {params.exact_max_n} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        " --corpus {wildcards.corpus} --spec {params.spec:q} --exact-max-n {params.exact_max_n} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule csc_plot:

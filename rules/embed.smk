@@ -90,6 +90,9 @@ rule embed:
         mem_mb=model_resource("mem_mb"),
         runtime=model_resource("runtime"),
         gpu=lambda wc: 1 if config["models"][wc.model].get("device") == "cuda" else 0,
+        # SLURM: --gpus=<gpu_model>:1 (the plugin ignores an empty model)
+        gpu_model=lambda wc: config["models"][wc.model].get("gpu_model", "")
+        if config["models"][wc.model].get("device") == "cuda" else "",
     conda: "../envs/workflow.yaml"
     shell:
         "HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} {PY}.embed embed --model {wildcards.model} --spec {params.spec:q}"

@@ -20,4 +20,4 @@ rule perturb:
     shell:
         "{PY}.perturb --corpus-dir {input:q} --settings {params.settings:q} --seed {params.seed}"
         " --partitions {params.partitions} --out-variants {output.variants:q} --out-texts {output.texts:q}"
-        " --report {output.report:q} > {log:q} 2>&1"
+        " --report {output.report:q} --workers {threads} > {log:q} 2>&1"

@@ -127,3 +127,30 @@ def test_embed_partition_dedups_and_writes_store(tmp_path, log):
     assert store.dim == 32
     assert np.isclose(store.paired_cosine(np.array([text_key("a text")], np.uint64),
                                           np.array([text_key("a text")], np.uint64))[0], 1.0)
+
+
+def test_embedding_in_small_chunks_gives_the_same_store(tmp_path, log):
+    """Chunked streaming (memory bounded by the chunk) stores the same vector for every text as one
+    chunk does, and a text repeated across files and chunks is stored once."""
+    texts = SENTENCES + ["a much longer sentence " * 5, "short"]
+    files = [write_texts(tmp_path / "t1.parquet", texts[:6]), write_texts(tmp_path / "t2.parquet", texts[3:])]
+    spec = {"family": "hashing", "dim": 16, "hash_bits": 10}
+    whole = embed_partition("h", spec, "shared", 0, 1, files, str(tmp_path / "whole"), 1, log)
+    small = embed_partition("h", spec, "shared", 0, 1, files, str(tmp_path / "small"), 1, log, chunk_rows=2)
+    assert whole["rows"] == small["rows"] == len(set(texts))
+    keys = np.array([text_key(t) for t in texts], dtype=np.uint64)
+    a, _ = VectorStore([tmp_path / "whole"]).lookup(keys)
+    b, _ = VectorStore([tmp_path / "small"]).lookup(keys)
+    assert np.array_equal(a, b)
+
+
+def test_hashing_stand_in_is_a_random_projection_of_word_counts():
+    from workflow_scripts.embed import HashingEncoder
+    enc = HashingEncoder({"family": "hashing", "dim": 32, "hash_bits": 12, "projection_seed": 3})
+    v = enc.encode_batch(["the cat", "cat the", "The CAT", "a dog", "the the cat cat"])
+    assert v.shape == (5, 32) and v.dtype == np.float32
+    assert np.allclose(v[0], v[1]) and np.allclose(v[0], v[2])  # bag of lower-cased words
+    assert np.allclose(v[4], 2 * v[0], atol=1e-5)  # linear in the counts
+    assert abs(cos(v[0], v[3])) < 0.9
+    again = HashingEncoder({"family": "hashing", "dim": 32, "hash_bits": 12, "projection_seed": 3})
+    assert np.array_equal(again.encode_batch(["a dog"]), v[3:4])  # seeded: same vectors every run

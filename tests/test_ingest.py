@@ -108,3 +108,23 @@ def test_download_verifies_checksum(tmp_path, log):
     with pytest.raises(ValueError, match="checksum mismatch"):
         download(src.as_uri(), "0" * 64, str(bad), log)
     assert not bad.exists() and not list((tmp_path / "dl").glob(".tmp-*"))
+
+
+def test_moses_zip_reads_aligned_members_and_counts_unaligned_lines(tmp_path, log):
+    import zipfile
+    src = tmp_path / "en-nl.txt.zip"
+    with zipfile.ZipFile(src, "w") as z:
+        z.writestr("ParaCrawl.en-nl.en", b"The cat sleeps.\nBad \xff line\n\nFourth line\nExtra English line\n")
+        z.writestr("ParaCrawl.en-nl.nl", b"De kat slaapt.\nSlechte regel\nLege Engelse kant\nVierde regel\n")
+    spec = {"format": "moses", "languages": ["en", "nl"],
+            "files": {"en": "ParaCrawl.en-nl.en", "nl": "ParaCrawl.en-nl.nl"}}
+    report = ingest(spec, "pc", str(src), str(tmp_path / "out"), shard_rows=10, log=log)
+    assert report["records"] == 2
+    assert report["skipped"] == {"undecodable": 1, "empty": 1, "unaligned": 1}
+    assert report["skipped_examples"]["unaligned"][0]["line"] == 5
+    frame = read_all(tmp_path / "out")
+    pairs = frame.group_by("pair_id").agg(pl.col("text").sort()).sort("pair_id")["text"].to_list()
+    assert sorted(map(tuple, pairs)) == [("De kat slaapt.", "The cat sleeps."), ("Fourth line", "Vierde regel")]
+    with pytest.raises(ValueError, match="no member"):
+        list(ingest({**spec, "files": {"en": "x.en", "nl": "ParaCrawl.en-nl.nl"}}, "pc", str(src),
+                    str(tmp_path / "o2"), 10, log))

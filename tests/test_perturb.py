@@ -69,3 +69,37 @@ def test_kinds_terms_and_ids():
 def test_missing_language_terms_is_an_error():
     with pytest.raises(ValueError, match="no terms for language 'de'"):
         Perturber(SETTINGS, "de", seed=1)
+
+
+def test_worker_processes_give_the_same_outputs(tmp_path):
+    """Shards perturbed in parallel are written in order: byte-identical files for 1 and 2 workers."""
+    import json
+    import logging
+
+    import polars as pl
+
+    from workflow_scripts.common import text_key
+    from workflow_scripts.perturb import perturb_corpus
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    sentences = [f"the {w} sat on mat number {i} today" for i, w in enumerate(["cat", "dog", "bird"] * 7)]
+    shards = []
+    for s, lo in enumerate(range(0, len(sentences), 5)):
+        chunk = sentences[lo:lo + 5]
+        pl.DataFrame({"sentence_id": pl.Series(range(lo + 1, lo + 1 + len(chunk)), dtype=pl.UInt64), "text": chunk,
+                      "text_key": pl.Series([text_key(t) for t in chunk], dtype=pl.UInt64)}
+                     ).write_parquet(corpus / f"part-{s:05d}.parquet")
+        shards.append({"file": f"part-{s:05d}.parquet", "rows": len(chunk)})
+    (corpus / "manifest.json").write_text(json.dumps({"corpus": "c", "language": "nl", "rows": len(sentences),
+                                                      "shards": shards}))
+    settings = {"variants_per_sentence": 3, "fuzz_terms": {"nl": ["de", "het"]}, "negation_terms": {"nl": ["niet"]}}
+    outputs = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        texts = [str(out / f"texts-{p}.parquet") for p in range(2)]
+        report = perturb_corpus(str(corpus), settings, 5, 2, str(out / "variants"), texts, str(out / "report.json"),
+                                logging.getLogger("t"), workers=workers)
+        assert report["variants"] == {"fuzz": 3 * len(sentences), "negation": 3 * len(sentences)}
+        outputs[workers] = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*.parquet"))}
+    assert len(outputs[1]) == len(shards) + 2
+    assert outputs[1] == outputs[2]

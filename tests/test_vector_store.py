@@ -5,7 +5,8 @@ import pytest
 import scipy.sparse as sp
 
 from workflow_scripts.common import partition_of
-from workflow_scripts.vector_store import MissingKeys, StoreMismatch, VectorStore, write_partition
+from workflow_scripts.vector_store import (MissingKeys, PartitionWriter, StoreMismatch, VectorStore, spec_digest,
+                                           write_partition)
 
 
 def make_store(tmp_path, keys, vectors, partitions=2, model="m", sparse=False, dtype=np.float32):
@@ -103,6 +104,81 @@ def test_partition_of_wrong_store_is_detected(tmp_path, data):
         VectorStore(dirs)
 
 
-def test_unsorted_keys_are_refused(tmp_path):
-    with pytest.raises(StoreMismatch):
-        write_partition(tmp_path, np.array([3, 1], dtype=np.uint64), {}, vectors=np.zeros((2, 2), np.float32))
+def test_duplicate_keys_are_refused(tmp_path):
+    with pytest.raises(StoreMismatch, match="unique"):
+        write_partition(tmp_path, np.array([3, 1, 3], dtype=np.uint64), {}, vectors=np.zeros((3, 2), np.float32))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_chunked_writer_in_any_row_order_equals_one_shot(tmp_path, data, sparse):
+    """Rows stored in arrival order, chunk by chunk, with rows.npy mapping sorted keys to them."""
+    keys, vectors = data
+    manifest = {"model": "m", "scope": "shared", "partition": 0, "partitions": 1, "family": "x"}
+    writer = PartitionWriter(tmp_path / "chunked", manifest, sparse=sparse, dim=8)
+    for lo in range(0, 200, 64):  # uneven chunks, keys unsorted
+        block = vectors[lo:lo + 64]
+        writer.add(keys[lo:lo + 64], sp.csr_matrix(block) if sparse else block)
+    writer.close()
+    assert (tmp_path / "chunked" / "rows.npy").exists()
+    order = np.argsort(keys)
+    write_partition(tmp_path / "sorted", keys[order], manifest,
+                    vectors=sp.csr_matrix(vectors[order]) if sparse else vectors[order])
+    assert not (tmp_path / "sorted" / "rows.npy").exists()
+    a, b = VectorStore([tmp_path / "chunked"]), VectorStore([tmp_path / "sorted"])
+    probe = keys[[3, 150, 7, 64, 199]]
+    va, na = a.lookup(probe)
+    vb, nb = b.lookup(probe)
+    va, vb = (va.toarray(), vb.toarray()) if sparse else (va, vb)
+    assert np.array_equal(va, vb) and np.array_equal(na, nb)
+    assert np.allclose(va, vectors[[3, 150, 7, 64, 199]])
+
+
+def one_partition(tmp_path, data, **manifest):
+    keys, vectors = data
+    d = tmp_path / "p"
+    write_partition(d, keys, {"model": "m", "scope": "shared", "partition": 0, "partitions": 1, "family": "x",
+                              **manifest}, vectors=vectors)
+    return d
+
+
+def test_truncated_vectors_file_is_a_clear_error(tmp_path, data):
+    d = one_partition(tmp_path, data)
+    raw = (d / "vectors.npy").read_bytes()
+    (d / "vectors.npy").write_bytes(raw[: len(raw) // 2])  # a writer killed half-way
+    with pytest.raises(StoreMismatch, match="cannot read vectors.npy"):
+        VectorStore([d])
+
+
+def test_dimension_and_dtype_disagreeing_with_manifest_are_detected(tmp_path, data):
+    keys, vectors = data
+    d = one_partition(tmp_path, data)
+    np.save(d / "vectors.npy", vectors[:, :4])
+    with pytest.raises(StoreMismatch, match="x 8, files hold .* 200 x 4"):
+        VectorStore([d])
+    np.save(d / "vectors.npy", vectors.astype(np.float16))
+    with pytest.raises(StoreMismatch, match="float16, manifest says float32"):
+        VectorStore([d])
+
+
+def test_keys_of_another_store_are_detected(tmp_path, data):
+    keys, vectors = data
+    d = one_partition(tmp_path, data)
+    other = np.sort(keys + np.uint64(1))  # same count, sorted, but not the keys these rows belong to
+    np.save(d / "keys.npy", other)
+    with pytest.raises(StoreMismatch, match="not the ones this store was written with"):
+        VectorStore([d])
+
+
+def test_store_of_another_model_configuration_is_detected(tmp_path, data):
+    d = one_partition(tmp_path, data, spec_digest=spec_digest({"family": "x", "precision": "fp32"}))
+    VectorStore([d], model="m", spec_digest=spec_digest({"family": "x", "precision": "fp32", "batch_size": 8}))
+    with pytest.raises(StoreMismatch, match="another configuration of model 'm'"):
+        VectorStore([d], model="m", spec_digest=spec_digest({"family": "x", "precision": "bf16"}))
+
+
+def test_release_pages_keeps_lookups_correct(tmp_path, data):
+    keys, vectors = data
+    store = VectorStore(make_store(tmp_path, keys, vectors))
+    before = store.lookup(keys[:50])[0]
+    store.release_pages()
+    assert np.array_equal(store.lookup(keys[:50])[0], before)

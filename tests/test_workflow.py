@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from compare_results import compare
 from helpers import tiny_bert, tiny_fasttext
 from workflow_runner import planned_jobs, snakemake, write_config
 
@@ -101,6 +102,9 @@ def test_same_config_same_results(workspace):
     a, b = workspace["run"] / "results", run2 / "results"
     for table in ("tables/csc_overlap.csv", "tables/length_buckets.csv"):
         assert (a / table).read_bytes() == (b / table).read_bytes()
+    # every result file, plots (SVG ids) and vector stores included
+    same, message = compare(a, b)
+    assert same, message
     s1 = pl.read_parquet(a / "csc/mini_en/bert/similarities.parquet")
     s2 = pl.read_parquet(b / "csc/mini_en/bert/similarities.parquet")
     assert s1.equals(s2)

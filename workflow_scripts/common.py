@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 import tempfile
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Iterator
 
@@ -66,6 +67,9 @@ def atomic_path(final: str | os.PathLike, is_dir: bool = False) -> Iterator[Path
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
+    # left by a killed earlier attempt at this output (one job at a time writes an output)
+    for stale in final.parent.glob(f".tmp-{glob_escape(final.name)}-" + "?" * 8):  # tempfile adds 8 characters
+        shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
     if is_dir:
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
     else:

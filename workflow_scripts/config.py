@@ -25,6 +25,8 @@ def load_schema() -> dict:
 
 def _expected(schema: dict) -> str:
     """Short human description of what a schema node accepts."""
+    if "x-expected" in schema:
+        return schema["x-expected"]
     if "enum" in schema:
         return "one of " + ", ".join(repr(v) for v in schema["enum"])
     if "const" in schema:

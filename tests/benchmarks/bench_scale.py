@@ -1,0 +1,170 @@
+"""Every stage at ParaCrawl size on this machine, and the projected cost of real embeddings.
+
+Usage: python tests/benchmarks/bench_scale.py [--pairs 2560472] [--workdir /tmp/bench-scale]
+                                              [--minilm-fraction 0.01] [--skip-minilm]
+
+1. Writes a ParaCrawl-sized EN–NL corpus (tests/benchmarks/make_paracrawl_like.py) in the OPUS
+   moses format of the release the paper used, unless it exists.
+2. Runs the workflow on it with `--cores 2`: ingest -> derive corpora (PC EN, PC NL, both
+   length-matched to the short Dutch skill texts) -> perturb -> embed -> CSC score/KDE -> tables,
+   plots, report. Embeddings for the whole corpus come from the `hashing` stand-in encoder (declared
+   in the config; not a language model), so every stage runs at full size.
+3. Prints per stage: jobs, wall seconds (summed over jobs), peak RSS (max over jobs) from
+   Snakemake's `benchmark:` files, and rows per second.
+4. Embeds a random `--minilm-fraction` of the unique texts with the real all-MiniLM-L6-v2 (fp32 and
+   bf16, in the workflow's batching) and projects CPU hours for all texts, per model of the paper,
+   by their cost per token relative to MiniLM (stated, not measured, for the other models).
+Run it at two corpus sizes to see that a job's peak memory follows the shard size, not the corpus.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stage_times import stage_stats  # noqa: E402
+
+# matmul weights per token of each encoder (layers x (4 d^2 + 2 d ff)); embedding tables are lookups
+WEIGHTS_PER_TOKEN = {
+    "all-MiniLM-L6-v2 (measured)": 6 * (4 * 384 ** 2 + 2 * 384 * 1536),
+    "GroNLP/bert-base-dutch-cased": 12 * (4 * 768 ** 2 + 2 * 768 * 3072),
+    "sentence-transformers/all-mpnet-base-v2": 12 * (4 * 768 ** 2 + 2 * 768 * 3072),
+    "pdelobelle/robbert-v2-dutch-base": 12 * (4 * 768 ** 2 + 2 * 768 * 3072),
+    "sentence-transformers/LaBSE": 12 * (4 * 768 ** 2 + 2 * 768 * 3072),
+}
+
+
+def bench_config(corpus: Path, workdir: Path) -> Path:
+    config = {
+        "seed": 13,
+        "shard_rows": 100_000,
+        "embedding_partitions": 8,
+        "results": "results",
+        "sources": {
+            "paracrawl_like": {"format": "moses", "path": str(corpus), "languages": ["en", "nl"],
+                               "files": {"en": "ParaCrawl.en-nl.en", "nl": "ParaCrawl.en-nl.nl"}},
+            "skills_nl": {"format": "csv", "path": str(ROOT / "resources/corpora/skills_nl.csv"),
+                          "languages": ["nl"], "columns": {"nl": "label"}},
+        },
+        "corpora": {
+            "skills_nl": {"source": "skills_nl", "language": "nl"},
+            "pc_en": {"source": "paracrawl_like", "language": "en"},
+            "pc_nl": {"source": "paracrawl_like", "language": "nl"},
+            "pc_en_filtered": {"source": "paracrawl_like", "language": "en", "match_lengths_of": "skills_nl"},
+            "pc_nl_filtered": {"source": "paracrawl_like", "language": "nl", "match_lengths_of": "skills_nl"},
+        },
+        "perturb": {"variants_per_sentence": 3,
+                    "grammatical_negation": {"enabled": True, "languages": ["en"], "use_tagger": True}},
+        "models": {"hashing": {"family": "hashing", "dim": 64, "store_dtype": "float16", "batch_size": 8192,
+                               "threads": 1}},
+        "resources": {"perturb": {"threads": 2}},
+    }
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def stage_rows(results: Path) -> dict[str, int]:
+    """Rows each stage handles: input lines, sentences of the language, sentences perturbed,
+    unique texts embedded, (original, variant) pairs scored."""
+    rows = {}
+    rows["ingest"] = sum(r["records"] + r["skipped_total"] for r in
+                         (json.loads(p.read_text()) for p in (results / "reports/ingest").glob("*.json")))
+    rows["derive_corpus"] = sum(json.loads((d / "manifest.json").read_text())["rows_read"]
+                                for d in (results / "corpora").iterdir() if d.is_dir())
+    perturb = [json.loads(p.read_text()) for p in (results / "reports/perturb").glob("*.json")]
+    rows["perturb"] = sum(r["sentences"] for r in perturb)
+    rows["embed"] = sum(json.loads(p.read_text())["rows"] for p in (results / "embeddings").glob("*/*/*/manifest.json"))
+    rows["csc_score"] = sum(sum(r["variants"].values()) for r in perturb)
+    return rows
+
+
+def project_minilm(results: Path, fraction: float, seed: int = 0) -> dict:
+    from workflow_scripts.embed import SentenceTransformerEncoder, embed_sorted
+    files = sorted((results / "texts").glob("*/part-*.parquet"))
+    texts = pl.concat([pl.read_parquet(f) for f in files]).unique("text_key").sort("text_key")
+    total = texts.height
+    rng = np.random.default_rng(seed)
+    sample = texts["text"].gather(np.sort(rng.choice(total, size=max(1, int(total * fraction)), replace=False))).to_list()
+    del texts
+    log = logging.getLogger("bench")
+    out = {"unique_texts": total, "sample": len(sample)}
+    import torch
+    torch.set_num_threads(2)
+    for precision in ("fp32", "bf16"):
+        enc = SentenceTransformerEncoder({"family": "sentence_transformers", "precision": precision,
+                                          "name": "sentence-transformers/all-MiniLM-L6-v2"}, "cpu")
+        tokens = int(enc.token_lengths(sample).sum())
+        vectors = np.empty((len(sample), enc.dim), np.float32)
+        started = time.perf_counter()
+        embed_sorted(enc, sample, vectors, 32, log, f"minilm-{precision}")
+        elapsed = time.perf_counter() - started
+        out[precision] = {"seconds": elapsed, "texts_per_s": len(sample) / elapsed, "tokens_per_s": tokens / elapsed,
+                          "tokens_per_text": tokens / len(sample)}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", type=int, default=2_560_472)
+    ap.add_argument("--workdir", default="/tmp/bench-scale")
+    ap.add_argument("--minilm-fraction", type=float, default=0.01)
+    ap.add_argument("--skip-minilm", action="store_true")
+    args = ap.parse_args()
+    workdir = Path(args.workdir).resolve() / f"pairs-{args.pairs}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    corpus = workdir / "en-nl.txt.zip"
+    if not corpus.exists():
+        t = time.perf_counter()
+        subprocess.run([sys.executable, str(Path(__file__).with_name("make_paracrawl_like.py")), str(corpus),
+                        "--pairs", str(args.pairs)], check=True)
+        print(f"corpus of {args.pairs} pairs written in {time.perf_counter() - t:.0f} s "
+              f"({corpus.stat().st_size / 2 ** 20:.0f} MiB)", flush=True)
+    config = bench_config(corpus, workdir)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
+                    "--cores", "2", "--configfile", str(config), "--quiet", "rules"], check=True, env=env)
+    wall = time.perf_counter() - started
+    results = workdir / "results"
+    stages, rows = stage_stats(results), stage_rows(results)
+    print(f"\nworkflow on {args.pairs} pairs: {wall:.0f} s wall, {sum(s['jobs'] for s in stages.values())} jobs")
+    print(f"{'stage':<16}{'jobs':>5}{'sum s':>9}{'max s':>8}{'peak RSS MB':>13}{'rows':>12}{'rows/s':>10}")
+    for rule, st in sorted(stages.items(), key=lambda kv: -kv[1]["s"]):
+        n = rows.get(rule)
+        rate = f"{n / st['s']:,.0f}" if n and st["s"] else "-"
+        print(f"{rule:<16}{st['jobs']:>5}{st['s']:>9.1f}{st['max_s']:>8.1f}{st['rss']:>13.0f}"
+              f"{(f'{n:,}' if n else '-'):>12}{rate:>10}")
+    summary = {"pairs": args.pairs, "wall_s": wall, "stages": stages, "rows": rows}
+    if not args.skip_minilm:
+        proj = project_minilm(results, args.minilm_fraction)
+        summary["minilm"] = proj
+        print(f"\nMiniLM on a {args.minilm_fraction:.0%} sample ({proj['sample']:,} of {proj['unique_texts']:,} unique texts):")
+        for precision in ("fp32", "bf16"):
+            p = proj[precision]
+            print(f"  {precision}: {p['texts_per_s']:.0f} texts/s, {p['tokens_per_text']:.1f} tokens/text")
+        print("projected CPU hours to embed every unique text on this 2-core machine "
+              "(other models scaled by weights per token, not measured):")
+        base = WEIGHTS_PER_TOKEN["all-MiniLM-L6-v2 (measured)"]
+        for name, weights in WEIGHTS_PER_TOKEN.items():
+            hours = {prec: proj["unique_texts"] / proj[prec]["texts_per_s"] * weights / base / 3600
+                     for prec in ("fp32", "bf16")}
+            print(f"  {name:<42} fp32 {hours['fp32']:8.1f} h   bf16 {hours['bf16']:8.1f} h")
+    (workdir / "bench_scale.json").write_text(json.dumps(summary, indent=2, default=float))
+    print(f"\nfigures saved to {workdir / 'bench_scale.json'}")
+
+
+if __name__ == "__main__":
+    main()
