@@ -202,6 +202,12 @@ class Partition:
             raise StoreMismatch(f"{directory}: vectors are {dtype}, manifest says {manifest['dtype']}")
         if verify and "keys_digest" in manifest and keys_digest(keys, rows) != manifest["keys_digest"]:
             raise StoreMismatch(f"{directory}: keys.npy/rows.npy are not the ones this store was written with")
+        part.release_pages()  # the digest read every key; keep none of them resident
+        for arr in part.maps[1:]:
+            # lookups are scattered: read-ahead would pull in neighbouring rows nobody asked for
+            mm = getattr(arr, "_mmap", None)
+            if mm is not None and hasattr(mmap, "MADV_RANDOM"):
+                mm.madvise(mmap.MADV_RANDOM)
         return part
 
     def rows_of(self, keys: np.ndarray) -> np.ndarray:
@@ -285,6 +291,7 @@ class VectorStore:
                 order.append(sel)
             else:
                 out[sel] = part.vectors[rows]
+            part.release_pages()  # resident memory: one partition's rows of one lookup at a time
         if self.sparse:
             if not blocks:
                 return sp.csr_matrix((0, self.dim), dtype=np.float32), norms
