@@ -94,11 +94,13 @@ def stage_rows(results: Path) -> dict[str, int]:
 def project_minilm(results: Path, fraction: float, seed: int = 0) -> dict:
     from workflow_scripts.embed import SentenceTransformerEncoder, embed_sorted
     files = sorted((results / "texts").glob("*/part-*.parquet"))
-    texts = pl.concat([pl.read_parquet(f) for f in files]).unique("text_key").sort("text_key")
-    total = texts.height
+    total = sum(json.loads(p.read_text())["rows"] for p in (results / "embeddings").glob("*/*/*/manifest.json"))
     rng = np.random.default_rng(seed)
-    sample = texts["text"].gather(np.sort(rng.choice(total, size=max(1, int(total * fraction)), replace=False))).to_list()
-    del texts
+    picked = []
+    for f in files:  # file by file: the texts of a full-size run do not fit in memory at once
+        frame = pl.read_parquet(f)
+        picked.append(frame.filter(pl.Series(rng.random(frame.height) < fraction)))
+    sample = pl.concat(picked).unique("text_key").sort("text_key")["text"].to_list()
     log = logging.getLogger("bench")
     out = {"unique_texts": total, "sample": len(sample)}
     import torch
@@ -156,7 +158,7 @@ def main() -> None:
     if not args.skip_minilm:
         proj = project_minilm(results, args.minilm_fraction)
         summary["minilm"] = proj
-        print(f"\nMiniLM on a {args.minilm_fraction:.0%} sample ({proj['sample']:,} of {proj['unique_texts']:,} unique texts):")
+        print(f"\nMiniLM on a {args.minilm_fraction:.1%} sample ({proj['sample']:,} of {proj['unique_texts']:,} unique texts):")
         for precision in ("fp32", "bf16"):
             p = proj[precision]
             print(f"  {precision}: {p['texts_per_s']:.0f} texts/s, {p['tokens_per_text']:.1f} tokens/text")

@@ -26,6 +26,7 @@ start)
     [ -n "$dir" ] || { echo "usage: $0 start DIR" >&2; exit 2; }
     mkdir -p "$dir"/{state,spool,log,run}
     dir=$(cd "$dir" && pwd)
+    chmod 755 "$dir"
     host=$(hostname -s)
     cpus=$(nproc)
     mem_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 2048 ))

@@ -9,6 +9,7 @@ root=$(pwd)
 work=${1:-$(mktemp -d /tmp/slurm-test.XXXXXX)}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
+chmod 755 "$work"  # mktemp makes 0700; munged runs as user munge and must reach its socket dir
 config=resources/configs/test_small.yaml
 snakemake=${SNAKEMAKE:-snakemake}
 started=$(date +%s)
