@@ -103,7 +103,8 @@ def generate(out: str, n_pairs: int, seed: int, bad_rate: float = 2e-5, shared: 
             for name, p in zip(MOSES_MEMBERS, plain):
                 archive.write(p, arcname=name)
                 p.unlink()
-    return {"pairs": n_pairs, "malformed": len(bad), "templates": len(pairs), "seed": seed}
+    malformed = int(np.sum(bad_kind < 2)) if moses else len(bad)  # a moses file has no tab to drop
+    return {"pairs": n_pairs, "malformed": malformed, "templates": len(pairs), "seed": seed}
 
 
 def main() -> None:
