@@ -4,10 +4,11 @@ Usage: python tests/interrupt_rerun.py KILLS [--config resources/configs/test_sm
                                             [--workdir DIR] [--seed 1]
 
 1. A reference run of the config, uninterrupted (`--cores 2`).
-2. KILLS times: start the same config in a second results directory, wait a random time drawn
-   from (1 s, reference duration), kill it by its process id (SIGKILL of the whole process group:
-   Snakemake and the jobs it runs, as when a node dies, or SIGTERM of Snakemake alone, as when a
-   scheduler ends it), then `--unlock`.
+2. KILLS times: start (or resume, `--rerun-incomplete`) the same config in a second results
+   directory, wait a random time drawn from (1 s, half the reference duration), kill it by its
+   process id (SIGKILL of the whole process group: Snakemake and the jobs it runs, as when a node
+   dies, or SIGTERM of Snakemake alone, as when a scheduler ends it), then `--unlock`. A run that
+   completes before its kill is checked like the last one, and the next round starts from nothing.
 3. A last run with `--rerun-incomplete` must complete; so must every run in between that is not
    killed. Every result file (tables, reports, corpora, perturbations, vector stores, similarities,
    curves, plots; logs and benchmark timings aside) must be byte-identical to the reference, and no
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,21 +76,36 @@ def main() -> None:
     rng = random.Random(args.seed)
     started = time.perf_counter()
 
-    reference = run(command(workdir, config, "reference"), workdir / "reference.log")
+    saved = workdir / "reference.seconds"
+    if saved.exists() and (workdir / "reference" / "tables" / "csc_overlap.csv").exists():
+        reference = float(saved.read_text())  # an earlier reference run of this workdir
+    else:
+        reference = run(command(workdir, config, "reference"), workdir / "reference.log")
+        saved.write_text(f"{reference:.1f}\n")
     print(f"reference run: {reference:.0f} s", flush=True)
 
-    outcomes = []
+    interrupted = workdir / "interrupted"
+    shutil.rmtree(interrupted, ignore_errors=True)
+    outcomes, rounds, checks = [], 1, 0
     for k in range(1, args.kills + 1):
-        delay = rng.uniform(1.0, reference)
+        # a resumed run has less left to do: kill within half a full run, so most kills land mid-run
+        delay = rng.uniform(1.0, 0.5 * reference)
         hard = rng.random() < 0.5
         log = open(workdir / f"interrupted-{k:02d}.log", "w")
         proc = subprocess.Popen(command(workdir, config, "interrupted", "--rerun-incomplete"), stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         try:
             proc.wait(timeout=delay)
-            state = "finished before the kill"
             if proc.returncode != 0:
                 sys.exit(f"run {k} failed on its own ({proc.returncode}); see {log.name}")
+            # it completed: check it, then start a new round from nothing so the next kill lands mid-run
+            same, message = compare(workdir / "reference", interrupted)
+            if not same:
+                sys.exit(f"FAILED after round {rounds}: {message}")
+            checks += 1
+            state = f"completed (round {rounds} checked: {message}); new round"
+            shutil.rmtree(interrupted)
+            rounds += 1
         except subprocess.TimeoutExpired:
             if hard:
                 os.killpg(proc.pid, signal.SIGKILL)  # snakemake and every job it started
@@ -110,8 +127,8 @@ def main() -> None:
     print(f"final run (--rerun-incomplete): {final:.0f} s", flush=True)
     same, message = compare(workdir / "reference", workdir / "interrupted")
     leftovers = [str(p.relative_to(workdir)) for p in (workdir / "interrupted").rglob(".tmp-*")]
-    killed = sum(not s.startswith("finished") for s in outcomes)
-    print(f"{args.kills} interruptions ({killed} killed mid-run, "
+    killed = sum(not s.startswith("completed") for s in outcomes)
+    print(f"{args.kills} runs: {killed} killed mid-run, {checks + 1} completions checked over {rounds} round(s) ("
           f"{sum('SIGKILL' in s for s in outcomes)} SIGKILL, {sum('SIGTERM' in s for s in outcomes)} SIGTERM); "
           f"{message}; leftover temporary entries: {len(leftovers)}; total {time.perf_counter() - started:.0f} s")
     if not same or leftovers:
