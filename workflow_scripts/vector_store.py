@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -203,11 +202,6 @@ class Partition:
         if verify and "keys_digest" in manifest and keys_digest(keys, rows) != manifest["keys_digest"]:
             raise StoreMismatch(f"{directory}: keys.npy/rows.npy are not the ones this store was written with")
         part.release_pages()  # the digest read every key; keep none of them resident
-        for arr in part.maps[1:]:
-            # lookups are scattered: read-ahead would pull in neighbouring rows nobody asked for
-            mm = getattr(arr, "_mmap", None)
-            if mm is not None and hasattr(mmap, "MADV_RANDOM"):
-                mm.madvise(mmap.MADV_RANDOM)
         return part
 
     def rows_of(self, keys: np.ndarray) -> np.ndarray:
