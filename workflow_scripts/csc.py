@@ -131,7 +131,6 @@ def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exa
             frame = pl.read_parquet(Path(variants_dir) / shard["file"],
                                     columns=["original_id", "variant_id", "kind", "original_key", "text_key"])
             sims = store.paired_cosine(frame["original_key"].to_numpy(), frame["text_key"].to_numpy())
-            store.release_pages()  # the next shard reads other rows: keep resident memory per shard
             writer.write_table(pa.table({"original_id": frame["original_id"].to_arrow(),
                                          "variant_id": frame["variant_id"].to_arrow(),
                                          "kind": frame["kind"].to_arrow().cast(pa.string()),

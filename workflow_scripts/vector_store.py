@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,9 +26,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from workflow_scripts.common import partition_of
-
-COPY_BLOCK = 1 << 24
-
 
 class StoreMismatch(ValueError):
     """A store that does not match what the caller expects (rows, ids, dimension, model)."""
@@ -38,31 +36,33 @@ class MissingKeys(KeyError):
 
 
 class NpyAppender:
-    """Build a .npy file from appended row blocks without holding them: the body goes to a side file
-    and the header (which needs the final row count) is written on close."""
+    """Build a .npy file from appended row blocks without holding them. The header (which needs the
+    final row count) has a fixed size: it is reserved first and written in place on close, so the
+    rows are written once."""
+
+    HEADER_BYTES = 256  # a multiple of 64, as the format asks; any shape's dict fits
 
     def __init__(self, path: Path, dtype, row_shape: tuple = ()):
         self.path, self.dtype, self.row_shape = Path(path), np.dtype(dtype), tuple(row_shape)
-        self.body_path = self.path.with_name(self.path.name + ".body")
-        self.body = open(self.body_path, "wb")
+        self.out = open(self.path, "wb")
+        self.out.write(b"\0" * self.HEADER_BYTES)
         self.rows = 0
 
     def append(self, block) -> None:
         block = np.ascontiguousarray(block, dtype=self.dtype)
         if block.shape[1:] != self.row_shape:
             raise ValueError(f"{self.path.name}: block rows have shape {block.shape[1:]}, expected {self.row_shape}")
-        self.body.write(block.tobytes())
+        self.out.write(block.tobytes())
         self.rows += len(block)
 
     def close(self) -> None:
-        self.body.close()
-        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
-                  "shape": (self.rows, *self.row_shape)}
-        with open(self.path, "wb") as out, open(self.body_path, "rb") as body:
-            np.lib.format.write_array_header_2_0(out, header)
-            while block := body.read(COPY_BLOCK):
-                out.write(block)
-        self.body_path.unlink()
+        text = repr({"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
+                     "shape": (self.rows, *self.row_shape)})
+        magic = b"\x93NUMPY\x01\x00"  # format 1.0: a 2-byte header length follows
+        text = text.ljust(self.HEADER_BYTES - len(magic) - 2 - 1) + "\n"
+        self.out.seek(0)
+        self.out.write(magic + struct.pack("<H", len(text)) + text.encode("latin1"))
+        self.out.close()
 
 
 def keys_digest(sorted_keys: np.ndarray, rows: np.ndarray | None) -> str:
