@@ -40,6 +40,51 @@ def as_json(obj):
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
+_AUTO_DEVICE = []  # `device: auto` resolved once per planning, torch imported only if a model asks
+
+
+def resolved_device(model):
+    """The device a model's embedding jobs run on: `auto` becomes cuda when this process, which
+    plans the jobs, sees a GPU, else cpu. Resolved here, not in the job, so that it is a param
+    (a change reruns the model) and the `gpu` resource follows it; a job asked for cuda on a
+    machine without one refuses to run. Families that are not torch run on the CPU."""
+    from workflow_scripts.common import TORCH_FAMILIES
+
+    spec = config["models"][model]
+    if spec["family"] not in TORCH_FAMILIES:
+        return "cpu"
+    if spec.get("device", "auto") != "auto":
+        return spec["device"]
+    if not _AUTO_DEVICE:
+        import torch
+
+        _AUTO_DEVICE.append("cuda" if torch.cuda.is_available() else "cpu")
+    return _AUTO_DEVICE[0]
+
+
+def embed_spec(model):
+    """What decides a model's vectors: its config entry without the settings that only say how the
+    job runs (batch size, threads, workers, resources, corpora; see RUN_SETTINGS), with the
+    resolved device for torch families. As a param, it reruns exactly what changes vectors."""
+    from workflow_scripts.common import TORCH_FAMILIES, vector_settings
+
+    spec = vector_settings(config["models"][model])
+    spec.pop("device", None)
+    if spec["family"] in TORCH_FAMILIES:
+        spec["device"] = resolved_device(model)
+    return spec
+
+
+def nltk_plan(wildcards):
+    """NLTK data and version the corpus's grammatical negation would use (package name@digest, no
+    paths; null where it gets none): a param, so that installing, removing or changing them reruns
+    its perturbation and what follows. Cheap: stats and checksums, no nltk import."""
+    from workflow_scripts.negation import grammatical_negation_plan
+
+    language = config["corpora"][wildcards.corpus]["language"]
+    return as_json(grammatical_negation_plan(config["perturb"], language))
+
+
 # Default resources per rule; `resources:` in config overrides them. Memory and runtime grow with
 # the attempt number, so a job retried after running out of either gets more.
 DEFAULT_RESOURCES = {

@@ -17,7 +17,12 @@ rule csc_score:
         summary=f"{R}/csc/{{corpus}}/{{model}}/summary.json",
     params:
         exact_max_n=config["csc"]["exact_kde_max_n"],
-        spec=lambda wc: as_json(config["models"][wc.model]),
+        grid_step=config["csc"]["grid_step"],
+        bootstrap_b=config["csc"]["bootstrap_b"],
+        bootstrap_groups=config["csc"]["bootstrap_groups"],
+        seed=SEED,
+        # what decides the model's vectors (not batch size or threads): the stores must match it
+        spec=lambda wc: as_json(embed_spec(wc.model)),
         out_dir=lambda wc: f"{R}/csc/{wc.corpus}/{wc.model}",
     log: log_path("csc_score", "{corpus}", "{model}")
     benchmark: bench_path("csc_score", "{corpus}", "{model}")
@@ -26,7 +31,9 @@ rule csc_score:
     conda: "../envs/workflow.yaml"
     shell:
         "{PY}.csc score --variants-dir {input.variants:q} --stores {input.stores:q} --model {wildcards.model}"
-        " --corpus {wildcards.corpus} --spec {params.spec:q} --exact-max-n {params.exact_max_n} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        " --corpus {wildcards.corpus} --spec {params.spec:q} --exact-max-n {params.exact_max_n} --grid-step {params.grid_step}"
+        " --bootstrap-b {params.bootstrap_b} --bootstrap-groups {params.bootstrap_groups} --seed {params.seed}"
+        " --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule csc_plot:
@@ -47,17 +54,25 @@ rule csc_plot:
 
 rule csc_aggregate:
     input: [f"{R}/csc/{p.corpus}/{p.model}/summary.json" for p in CSC_PAIRS]
-    output: f"{R}/tables/csc_overlap.csv"
+    output:
+        overlap=f"{R}/tables/csc_overlap.csv",
+        table3=f"{R}/tables/csc_table3.csv",
+    params:
+        corpora=list(config["corpora"]),
+        models=list(config["models"]),
     log: log_path("csc_aggregate", "all")
     threads: res("csc_aggregate", "threads")
     resources: mem_mb=res("csc_aggregate", "mem_mb"), runtime=res("csc_aggregate", "runtime")
     conda: "../envs/workflow.yaml"
-    shell: "{PY}.csc aggregate --summaries {input:q} --out {output:q} > {log:q} 2>&1"
+    shell:
+        "{PY}.csc aggregate --summaries {input:q} --out {output.overlap:q} --table3 {output.table3:q}"
+        " --corpora {params.corpora:q} --models {params.models:q} > {log:q} 2>&1"
 
 
 rule report:
     input:
         overlap=f"{R}/tables/csc_overlap.csv",
+        table3=f"{R}/tables/csc_table3.csv",
         lengths=f"{R}/tables/length_buckets.csv",
         ingest=expand(f"{R}/reports/ingest/{{source}}.json", source=config["sources"]),
         perturb=expand(f"{R}/reports/perturb/{{corpus}}.json", corpus=config["corpora"]),
@@ -68,5 +83,5 @@ rule report:
     resources: mem_mb=res("report", "mem_mb"), runtime=res("report", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "{PY}.report --overlap {input.overlap:q} --lengths {input.lengths:q} --ingest {input.ingest:q}"
+        "{PY}.report --overlap {input.overlap:q} --table3 {input.table3:q} --lengths {input.lengths:q} --ingest {input.ingest:q}"
         " --perturb {input.perturb:q} --plots {input.plots:q} --out {output:q} > {log:q} 2>&1"

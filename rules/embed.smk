@@ -65,7 +65,7 @@ rule fit_tfidf:
         corpus=f"{R}/corpora/{{corpus}}",
         texts=tfidf_fit_texts,
     output: f"{R}/models/{{model}}/tfidf-{{corpus}}.json"
-    params: spec=lambda wc: as_json(config["models"][wc.model])
+    params: spec=lambda wc: as_json(embed_spec(wc.model))
     log: log_path("fit_tfidf", "{model}", "{corpus}")
     benchmark: bench_path("fit_tfidf", "{model}", "{corpus}")
     threads: res("fit_tfidf", "threads")
@@ -80,7 +80,8 @@ rule embed:
     input: unpack(embed_inputs)
     output: directory(f"{R}/embeddings/{{model}}/{{scope}}/part-{{part}}")
     params:
-        spec=lambda wc: as_json(config["models"][wc.model]),
+        # what decides the vectors, resolved device included: a change reruns the job
+        spec=lambda wc: as_json(embed_spec(wc.model)),
         options=embed_options,
         partitions=PARTS,
     log: log_path("embed", "{model}", "{scope}", "part-{part}")
@@ -89,12 +90,17 @@ rule embed:
     resources:
         mem_mb=model_resource("mem_mb"),
         runtime=model_resource("runtime"),
-        gpu=lambda wc: 1 if config["models"][wc.model].get("device") == "cuda" else 0,
+        gpu=lambda wc: 1 if resolved_device(wc.model) == "cuda" else 0,
         # SLURM: --gpus=<gpu_model>:1 (the plugin ignores an empty model)
-        gpu_model=lambda wc: config["models"][wc.model].get("gpu_model", "")
-        if config["models"][wc.model].get("device") == "cuda" else "",
+        gpu_model=lambda wc: config["models"][wc.model].get("gpu_model", "") if resolved_device(wc.model) == "cuda" else "",
+        # how the job runs, not what it computes (fp32: float-rounding changes only; in bf16/fp16
+        # the batch size is in the spec too): resources, like threads, are not compared when
+        # Snakemake decides what to rerun (params, input, shell template, software env, mtime are)
+        batch_size=lambda wc: config["models"][wc.model].get("batch_size", 32),
+        cpu_workers=lambda wc: config["models"][wc.model].get("cpu_workers", 1),
     conda: "../envs/workflow.yaml"
     shell:
         "HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} {PY}.embed embed --model {wildcards.model} --spec {params.spec:q}"
         " --scope {wildcards.scope} --partition {wildcards.part} --partitions {params.partitions}"
-        " --texts {input.texts:q} {params.options} --out {output:q} --threads {threads} > {log:q} 2>&1"
+        " --texts {input.texts:q} {params.options} --out {output:q} --threads {threads}"
+        " --batch-size {resources.batch_size} --cpu-workers {resources.cpu_workers} > {log:q} 2>&1"

@@ -12,6 +12,7 @@ rule perturb:
         settings=lambda wc: as_json(config["perturb"]),
         seed=SEED,
         partitions=PARTS,
+        nltk=nltk_plan,
     log: log_path("perturb", "{corpus}")
     benchmark: bench_path("perturb", "{corpus}")
     threads: res("perturb", "threads")
@@ -20,4 +21,4 @@ rule perturb:
     shell:
         "{PY}.perturb --corpus-dir {input:q} --settings {params.settings:q} --seed {params.seed}"
         " --partitions {params.partitions} --out-variants {output.variants:q} --out-texts {output.texts:q}"
-        " --report {output.report:q} --workers {threads} > {log:q} 2>&1"
+        " --report {output.report:q} --workers {threads} --nltk {params.nltk:q} > {log:q} 2>&1"

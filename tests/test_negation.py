@@ -117,9 +117,17 @@ def test_missing_data_falls_back_without_exception(monkeypatch, tmp_path):
     assert neg.negate("The cat is on the mat.")[0] == "The cat is not on the mat."
 
 
-def test_plain_negate_many_matches_negate(plain):
-    sentences = [c[0] for c in PLAIN_CASES] + ["She walks to work.", "", "This is not fine."]
-    assert plain.negate_many(sentences) == [plain.negate(s) for s in sentences]
+def test_plain_negate_many_hand_written(plain):
+    sentences = ["The cat is on the mat.", "Is it raining?", "She walks to work.", "", "This is not fine.", "It is."]
+    assert plain.negate_many(sentences) == [
+        ("The cat is not on the mat.", "auxiliary", 3),
+        ("Is it not raining?", "auxiliary", 2),
+        (None, "needs_tagger", None),
+        (None, "empty", None),
+        (None, "already_negated", None),
+        ("It is not.", "auxiliary", 2),
+    ]
+    assert plain.negate_many([]) == []
 
 
 def test_other_tokens_unchanged(plain):
@@ -190,14 +198,188 @@ def test_tagged_not_negated(tagged, sentence, reason):
     assert tagged.negate(sentence) == (None, reason, None)
 
 
-def test_tagged_negate_many_matches_negate(tagged):
-    sentences = ([c[0] for c in TAGGED_CASES] + [c[0] for c in PLAIN_CASES]
-                 + ["Great prices for hotels", "", "This is not fine.", "Does the cat sleep?"])
-    batch = tagged.negate_many(sentences)
-    assert batch == [tagged.negate(s) for s in sentences]
+def test_tagged_negate_many_hand_written(tagged):
+    sentences = ["She walks to work.", "Close the door.", '"Close the door," she said.', "He has finished the report.",
+                 "Do you like it?", "Does the cat sleep?", "Great prices for hotels", "They countersued the firm.",
+                 "I'll be there.", "This is not fine."]
+    assert tagged.negate_many(sentences) == [
+        ("She does not walk to work.", "do_support", 1),
+        ("Do not close the door.", "do_support", 0),
+        ('"Do not close the door," she said.', "do_support", 0),
+        ("He has not finished the report.", "auxiliary", 2),
+        ("Do you not like it?", "auxiliary", 2),
+        (None, "inverted", None),
+        (None, "no_verb", None),
+        (None, "unknown_verb", None),
+        ("I'll not be there.", "auxiliary", 1),
+        (None, "already_negated", None),
+    ]
     assert tagged.negate_many([]) == []
 
 
 def test_tagged_deterministic(tagged):
     s = ["She walks to work.", "Close the door.", "He has finished the report."]
     assert tagged.negate_many(s) == tagged.negate_many(list(reversed(s)))[::-1]
+
+
+def test_verb_lemmas_hand_checked(tagged):
+    # WordNet's verb base forms in morphy's order (what nltk's private wordnet._morphy gave)
+    assert tagged.verb_lemmas("saw") == ["saw", "see"]
+    assert tagged.verb_lemmas("found") == ["found", "find"]
+    assert tagged.verb_lemmas("axes") == ["axe", "ax"]
+    assert tagged.verb_lemmas("singing") == ["sing", "singe"]
+    assert tagged.verb_lemmas("went") == ["go"]  # irregular: verb.exc
+    assert tagged.verb_lemmas("flies") == ["fly"]  # rule ies -> y
+    assert tagged.verb_lemmas("countersued") == []
+    assert len(tagged._verb_lemmas) == 11529 and len(tagged._verb_exceptions) == 2401  # WordNet 3.0
+
+
+# --- tagging only as far as the decision needs -----------------------------------------------
+
+def test_fast_tagger_matches_nltk_tag(tagged):
+    """The per-position tagger gives nltk's own tags (digits, years, hyphens, unknown words)."""
+    from workflow_scripts.negation import _Tags
+    nltk_tagger = tagged._tagger
+    for sentence in ["The quick brown fox jumps over the lazy dog .", "In 1998 3,000 X-rays cost $ 12m",
+                     "Zorblax frimbled the quaggish wemp", "a", "Please close it"]:
+        words = sentence.split()
+        lazy = _Tags(tagged._perceptron, None, words)
+        assert [lazy[i] for i in range(len(words))] == [t for _, t in nltk_tagger.tag(words)]
+
+
+def test_tags_are_computed_only_as_far_as_read(tagged, monkeypatch):
+    calls = []
+    original = tagged._perceptron.tag_at
+    monkeypatch.setattr(tagged._perceptron, "tag_at", lambda i, *a: calls.append(i) or original(i, *a))
+    long_tail = " and many more words for the tagger at the end of the list"
+    assert tagged.negate("Is it raining" + long_tail + "?")[1] == "auxiliary"
+    assert calls == []  # decided by words alone
+    assert tagged.negate("She walks to work" + long_tail + ".")[0].startswith("She does not walk to work and")
+    assert calls == [0, 1]  # "She" (PRP) and "walks" (VBZ) decide
+    calls.clear()
+    assert tagged.negate("Great prices for hotels" + long_tail)[1] == "no_verb"
+    assert calls == list(range(4 + len(long_tail.split())))  # no verb: every word is read
+
+
+@pytest.fixture(scope="module")
+def real_english():
+    """The English side of the real EN-NL sample, unique, sorted (4,008 sentences)."""
+    import csv
+    from conftest import shared_data
+    folder = shared_data("en_nl_parallel")
+    out = set()
+    for name in ("paracrawl_en_nl_human_eval.tsv", "tatoeba_laser_en_nl.tsv"):
+        with open(folder / name, encoding="utf-8", newline="") as f:
+            out.update(row["en"] for row in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return sorted(out)
+
+
+def _digest(results) -> str:
+    import hashlib
+    h = hashlib.blake2b(digest_size=16)
+    for r in results:
+        h.update(repr(r).encode() + b"\n")
+    return h.hexdigest()
+
+
+def test_real_sentences_outputs_pinned(tagged, plain, real_english):
+    """Outputs on 4,008 real sentences, pinned as computed by the whole-sentence tagging code this
+    replaced (commit 8ae3e96): any change of any output fails here."""
+    assert len(real_english) == 4008
+    results = tagged.negate_many(real_english)
+    from collections import Counter
+    assert dict(Counter(r[1] for r in results)) == {
+        "already_negated": 364, "auxiliary": 923, "do_support": 1075, "inverted": 29, "no_verb": 1527,
+        "unknown_verb": 90}
+    assert _digest(results) == "204243543e1ecd49293e6ea8adb47944"
+    rules = plain.negate_many(real_english)
+    assert dict(Counter(r[1] for r in rules)) == {"already_negated": 364, "auxiliary": 972, "inverted": 1,
+                                                   "needs_tagger": 2671}
+    assert _digest(rules) == "4b9d441803ce45763f5d802e4a7b49ca"
+
+
+def test_lazy_tagging_equals_whole_sentence_tagging(tagged, real_english):
+    """Tagging only as far as needed gives the outputs of tagging every sentence whole with
+    nltk's own tag() (the reference mode), sentence by sentence."""
+    reference = GrammaticalNegator(use_tagger=True, lazy_tags=False)
+    assert reference.has_tagger and reference._perceptron is None
+    sample = real_english[::2]  # 2,004 sentences: the reference mode is slow
+    lazy = tagged.negate_many(sample)
+    full = reference.negate_many(sample)
+    assert [i for i, (a, b) in enumerate(zip(lazy, full)) if a != b] == []
+
+
+# --- NLTK provenance --------------------------------------------------------------------------
+
+SHARED_FINGERPRINT = {"mode": "tagger", "tagger": "averaged_perceptron_tagger_eng@d9db66b94ff151b1",
+                      "wordnet": "wordnet@4f5fed30d8228b6c"}  # + "nltk": the installed version
+
+
+def _resources_in_subprocess(nltk_data: Path, home: Path, then_append: tuple[Path, str] | None = None) -> list[dict]:
+    """nltk_resources() and what GrammaticalNegator loaded, in a fresh process (nltk fixes its
+    search path on import) that sees only `nltk_data` (and HOME's ~/nltk_data); with
+    `then_append`, again after appending a line to that file."""
+    import json
+    import subprocess
+    import sys
+    script = ("import json, sys\nfrom workflow_scripts import negation\n"
+              "def state():\n"
+              "    n = negation.GrammaticalNegator(True)\n"
+              "    return {'planned': negation.nltk_resources(True), 'loaded': n.fingerprint, 'missing': n.missing,"
+              " 'tagger': n.has_tagger}\n"
+              "out = [state()]\n"
+              "if len(sys.argv) > 1:\n"
+              "    with open(sys.argv[1], 'a') as f:\n"
+              "        f.write(sys.argv[2])\n"
+              "    negation._planned.cache_clear()\n"
+              "    out.append(state())\n"
+              "print(json.dumps(out))")
+    env = {**os.environ, "NLTK_DATA": str(nltk_data), "HOME": str(home)}
+    args = [str(then_append[0]), then_append[1]] if then_append else []
+    out = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_fingerprint_names_the_data_not_the_place(tagged):
+    import importlib.metadata
+    from workflow_scripts.negation import grammatical_negation_plan, nltk_resources
+    expected = {**SHARED_FINGERPRINT, "nltk": importlib.metadata.version("nltk")}
+    assert nltk_resources(True) == (expected, [])
+    assert tagged.fingerprint == expected  # what was loaded is what was planned
+    assert nltk_resources(False) == ({"mode": "rules"}, [])  # no tagger asked: no NLTK data read
+    settings = {"grammatical_negation": {"enabled": True, "languages": ["en"], "use_tagger": True}}
+    assert grammatical_negation_plan(settings, "en") == expected
+    assert grammatical_negation_plan(settings, "nl") is None
+    assert grammatical_negation_plan({"grammatical_negation": {"enabled": False}}, "en") is None
+    assert grammatical_negation_plan({}, "en") == expected  # the defaults: enabled, en, tagger
+
+
+def test_fingerprint_without_nltk_data(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    got, = _resources_in_subprocess(empty, tmp_path)
+    if got["tagger"]:
+        pytest.skip("NLTK data installed in a default location: cannot hide it")
+    missing = ["averaged_perceptron_tagger_eng", "wordnet"]
+    assert got == {"planned": [{"mode": "rules"}, missing], "loaded": {"mode": "rules"}, "missing": missing,
+                   "tagger": False}
+
+
+def test_fingerprint_same_for_zip_or_folder_and_changes_with_the_data(tagged, tmp_path):
+    """WordNet unzipped into a folder has the same identity; a changed verb.exc changes it."""
+    import importlib.metadata
+    import shutil
+    import zipfile
+    shared = _nltk_data_dir()
+    data = tmp_path / "nltk_data"
+    shutil.copytree(shared / "taggers" / "averaged_perceptron_tagger_eng",
+                    data / "taggers" / "averaged_perceptron_tagger_eng")
+    (data / "corpora" / "wordnet").mkdir(parents=True)
+    with zipfile.ZipFile(shared / "corpora" / "wordnet.zip") as z:
+        for name in ("index.verb", "verb.exc"):  # all the negation reads of WordNet
+            (data / "corpora" / "wordnet" / name).write_bytes(z.read(f"wordnet/{name}"))
+    expected = {**SHARED_FINGERPRINT, "nltk": importlib.metadata.version("nltk")}
+    got, changed = _resources_in_subprocess(data, tmp_path, (data / "corpora" / "wordnet" / "verb.exc", "frobbed frob\n"))
+    assert got == {"planned": [expected, []], "loaded": expected, "missing": [], "tagger": True}
+    assert changed["loaded"]["wordnet"] != expected["wordnet"] and changed["loaded"]["tagger"] == expected["tagger"]
+    assert changed["planned"] == [changed["loaded"], []]

@@ -46,18 +46,28 @@ def test_lookup_returns_rows_in_requested_order(tmp_path, data, sparse):
     assert np.allclose(norms, np.linalg.norm(vectors[want], axis=1), rtol=1e-6)
 
 
-@pytest.mark.parametrize("sparse", [False, True])
-def test_paired_cosine_matches_numpy_and_gives_nan_for_zero_norm(tmp_path, data, sparse):
-    keys, vectors = data
-    store = VectorStore(make_store(tmp_path, keys, vectors, sparse=sparse))
-    a, b = np.arange(0, 20), np.arange(20, 40)
-    cos = store.paired_cosine(keys[a], keys[b])
-    va, vb = vectors[a].astype(float), vectors[b].astype(float)
-    with np.errstate(invalid="ignore"):  # row 7 is the zero vector: 0/0 is the NaN we expect
-        expected = (va * vb).sum(1) / (np.linalg.norm(va, axis=1) * np.linalg.norm(vb, axis=1))
-    finite = a != 7
-    assert np.allclose(cos[finite], expected[finite], atol=1e-6)
-    assert np.isnan(cos[a == 7]).all()
+# Small literal vectors with cosines worked out by hand (norms 5, 3, 1, ...):
+#   (3,4,0).(4,3,0) = 24, norms 5 and 5            -> 24/25 = 0.96
+#   (1,2,2).(2,-2,1) = 2-4+2 = 0                   -> 0
+#   (1,0,0).(-2,0,0) = -2, norms 1 and 2           -> -1
+#   (1,1,0).(1,0,0) = 1, norms sqrt(2) and 1       -> 1/sqrt(2)
+#   (0,0,0) with anything: zero norm               -> NaN (counted downstream, never a number)
+#   (2,2,1).(1,2,2) = 2+4+2 = 8, norms 3 and 3     -> 8/9
+# Every entry is exact in float16 too, so all three store kinds must give these values.
+LITERAL = np.array([[3, 4, 0], [4, 3, 0], [1, 2, 2], [2, -2, 1], [1, 0, 0], [-2, 0, 0], [1, 1, 0], [0, 0, 0],
+                    [2, 2, 1]], dtype=np.float32)
+PAIRS = [(0, 1), (2, 3), (4, 5), (6, 4), (7, 0), (8, 2)]
+EXPECTED = [0.96, 0.0, -1.0, 0.7071067811865476, np.nan, 8 / 9]
+
+
+@pytest.mark.parametrize("sparse, dtype", [(False, np.float32), (True, np.float32), (False, np.float16)])
+def test_paired_cosine_of_literal_vectors_equals_hand_computed_values(tmp_path, sparse, dtype):
+    keys = np.array([11, 22, 33, 44, 55, 66, 77, 88, 99], dtype=np.uint64)
+    store = VectorStore(make_store(tmp_path, keys, LITERAL, sparse=sparse, dtype=dtype))
+    a, b = zip(*PAIRS)
+    cos = store.paired_cosine(keys[list(a)], keys[list(b)])
+    assert np.allclose(cos, EXPECTED, rtol=0, atol=1e-7, equal_nan=True)
+    assert np.isnan(cos[4]) and not np.isnan(np.delete(cos, 4)).any()
 
 
 def test_float16_store(tmp_path, data):
@@ -182,3 +192,123 @@ def test_release_pages_keeps_lookups_correct(tmp_path, data):
     before = store.lookup(keys[:50])[0]
     store.release_pages()
     assert np.array_equal(store.lookup(keys[:50])[0], before)
+
+
+def test_missing_manifest_is_a_clear_error(tmp_path, data):
+    d = one_partition(tmp_path, data)
+    (d / "manifest.json").unlink()  # a store whose writer was killed before the manifest
+    with pytest.raises(StoreMismatch, match=r"/p: no readable manifest.json .*rerun its embedding job"):
+        VectorStore([d])
+
+
+def test_csr_arrays_disagreeing_are_detected(tmp_path, data):
+    keys, vectors = data
+    d = tmp_path / "csr"
+    write_partition(d, keys, {"model": "m", "scope": "pc_en", "partition": 0, "partitions": 1, "family": "tfidf"},
+                    vectors=sp.csr_matrix(vectors))
+    nnz = len(np.load(d / "data.npy"))
+    indices = np.load(d / "indices.npy")
+    np.save(d / "indices.npy", indices[:-1])  # one index fewer than values
+    with pytest.raises(StoreMismatch, match=rf"CSR arrays disagree \(indptr ends at {nnz}, {nnz} values, {nnz - 1} indices\)"):
+        VectorStore([d])
+    np.save(d / "indices.npy", indices)
+    indptr = np.load(d / "indptr.npy")
+    np.save(d / "indptr.npy", np.append(indptr[:-1], indptr[-1] - 1))  # last row loses a value
+    with pytest.raises(StoreMismatch, match=rf"indptr ends at {nnz - 1}, {nnz} values, {nnz} indices"):
+        VectorStore([d])
+
+
+def test_no_partitions_and_empty_partitions(tmp_path):
+    with pytest.raises(StoreMismatch, match="no store partitions given"):
+        VectorStore([])
+    d = tmp_path / "empty"
+    with PartitionWriter(d, {"model": "m", "scope": "shared", "partition": 0, "partitions": 1, "family": "x"},
+                         dim=4) as writer:
+        manifest = writer.close()
+    assert manifest["rows"] == 0 and np.load(d / "vectors.npy").shape == (0, 4)
+    store = VectorStore([d])
+    vectors, norms = store.lookup(np.empty(0, np.uint64))  # nothing asked of an empty store: fine
+    assert vectors.shape == (0, 4) and norms.shape == (0,)
+    with pytest.raises(MissingKeys, match="the store is empty: 2 text key"):
+        store.lookup(np.array([1, 2], dtype=np.uint64))
+    with pytest.raises(StoreMismatch, match="an empty dense partition needs its dimension"):
+        PartitionWriter(tmp_path / "nodim", {}).close()
+
+
+def _set_manifest(directory, **changes):
+    m = json.loads((directory / "manifest.json").read_text())
+    m.update(changes)
+    (directory / "manifest.json").write_text(json.dumps(m))
+
+
+@pytest.mark.parametrize("key, value, shown", [
+    ("scope", "pc_en", "scope 'pc_en' differs from .*m-part-0: 'shared'"),
+    ("spec_digest", "0123456789abcdef", "spec_digest '0123456789abcdef' differs from .*m-part-0: 'aaaabbbbccccdddd'"),
+    ("model", "other", "model 'other' differs from .*m-part-0: 'm'"),
+])
+def test_partitions_written_differently_are_refused(tmp_path, data, key, value, shown):
+    keys, vectors = data
+    dirs = make_store(tmp_path, keys, vectors)
+    for d in dirs:
+        _set_manifest(d, spec_digest="aaaabbbbccccdddd")
+    _set_manifest(dirs[1], **{key: value})
+    with pytest.raises(StoreMismatch, match=r"m-part-1: " + shown):
+        VectorStore(dirs)
+
+
+def test_partitions_of_different_format_are_refused(tmp_path, data):
+    keys, vectors = data
+    (tmp_path / "s").mkdir()
+    dense, sparse = make_store(tmp_path, keys, vectors), make_store(tmp_path / "s", keys, vectors, sparse=True)
+    with pytest.raises(StoreMismatch, match=r"s/m-part-1: format 'csr' differs from .*m-part-0: 'dense'"):
+        VectorStore([dense[0], sparse[1]])
+
+
+def test_partitions_of_different_dimension_or_count_are_refused(tmp_path, data):
+    keys, vectors = data
+    (tmp_path / "n").mkdir()
+    dirs, narrow = make_store(tmp_path, keys, vectors), make_store(tmp_path / "n", keys, vectors[:, :5])
+    with pytest.raises(StoreMismatch, match=r"n/m-part-1: dim 5 differs from .*m-part-0: 8"):
+        VectorStore([dirs[0], narrow[1]])
+    _set_manifest(dirs[1], partitions=3)
+    with pytest.raises(StoreMismatch, match=r"m-part-1: partitions 3 differs from .*m-part-0: 2"):
+        VectorStore(dirs)
+
+
+def test_npy_header_has_room_for_any_row_count_and_numpy_reads_the_file(tmp_path):
+    import io
+    from workflow_scripts.vector_store import NpyAppender
+    sizes = set()
+    for rows in (0, 1, 10 ** 6, 10 ** 12):
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": (rows, 384)})
+        sizes.add(buf.tell())
+    assert sizes == {128}  # the header is rewritten in place on close: its length must not grow
+    blocks = [np.arange(12, dtype=np.float32).reshape(4, 3), np.full((2, 3), -1.5, np.float32)]
+    appender = NpyAppender(tmp_path / "v.npy", np.float32, (3,))
+    for block in blocks:
+        appender.append(block)
+    appender.close()
+    expected = np.concatenate(blocks)
+    np.save(tmp_path / "ref.npy", expected)  # numpy's own writer: the same bytes, header included
+    assert (tmp_path / "v.npy").read_bytes() == (tmp_path / "ref.npy").read_bytes()
+    assert np.array_equal(np.load(tmp_path / "v.npy"), expected)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    assert isinstance(mapped, np.memmap) and mapped.shape == (6, 3) and np.array_equal(mapped[4:], blocks[1])
+    with open(tmp_path / "v.npy", "rb") as f:
+        assert np.lib.format.read_magic(f) == (1, 0)
+        assert np.lib.format.read_array_header_1_0(f) == ((6, 3), False, np.dtype(np.float32))
+        assert f.tell() % 64 == 0  # the data start where numpy's alignment puts them
+    empty = NpyAppender(tmp_path / "e.npy", np.float16)
+    empty.close()
+    np.save(tmp_path / "e_ref.npy", np.empty(0, np.float16))
+    assert (tmp_path / "e.npy").read_bytes() == (tmp_path / "e_ref.npy").read_bytes()
+
+
+def test_writer_closes_its_files_on_error(tmp_path):
+    writer = PartitionWriter(tmp_path / "p", {"model": "m"}, dim=3)
+    with pytest.raises(ValueError, match="expected \\(3,\\)"):
+        with writer:
+            writer.add(np.array([1], np.uint64), np.zeros((1, 3), np.float32))
+            writer.add(np.array([2], np.uint64), np.zeros((1, 4), np.float32))  # wrong width
+    assert writer.norms.out.closed and writer.vectors.out.closed

@@ -16,11 +16,12 @@ from workflow_runner import planned_jobs, snakemake, write_config
 EN = ["the cat sleeps on the mat", "a dog runs in the park today", "she likes cold tea",
       "they sold the house last year", "we will visit the museum tomorrow", "is this the right way",
       "the old man walks to the station every morning before the sun rises over the hills",
-      "prices are high", "he has finished the report", "zzz qqq"]
+      "prices are high", "he has finished the report", "zzz qqq",
+      "i x y"]  # one-letter words only: no token for scikit-learn's pattern (tfidf_paper), so NaN similarities
 NL = ["de kat slaapt op de mat", "een hond rent vandaag in het park", "zij houdt van koude thee",
       "zij verkochten het huis vorig jaar", "wij bezoeken morgen het museum", "is dit de goede weg",
       "de oude man loopt elke ochtend naar het station voordat de zon opkomt boven de heuvels",
-      "de prijzen zijn hoog", "hij heeft het rapport af", "zzz qqq"]
+      "de prijzen zijn hoog", "hij heeft het rapport af", "zzz qqq", "x y z"]
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +43,7 @@ def workspace(tmp_path_factory):
                     "mini_en_short": {"source": "mini", "language": "en", "max_tokens": 6}},
         "perturb": {"grammatical_negation": {"enabled": True, "languages": ["en"], "use_tagger": False}},
         "models": {"tfidf": {"family": "tfidf"},
+                   "tfidf_paper": {"family": "tfidf", "preset": "paper"},
                    "bert": {"family": "transformers", "path": str(bert), "device": "cpu", "batch_size": 4},
                    "ft": {"family": "fasttext", "url": ft_gz.as_uri(), "sha256": sha(ft_gz),
                           "corpora": ["mini_en"]}},
@@ -58,12 +60,16 @@ def test_outputs_and_invariants(workspace):
     res = workspace["run"] / "results"
     table = pl.read_csv(res / "tables" / "csc_overlap.csv")
     assert table.columns[:7] == ["corpus", "model", "condition", "overlap", "n_fuzzed", "n_negated", "n_dropped"]
-    assert table.filter(pl.col("condition") == "negation").height == 7  # 3 corpora x 2 models + ft on one
+    assert table.filter(pl.col("condition") == "negation").height == 10  # 3 corpora x 3 models + ft on one
     assert (workspace["run"] / "results" / "downloads" / "sources" / "mini" / "bitext.txt").exists()
     assert (workspace["run"] / "results" / "downloads" / "models" / "ft" / "ft.bin").exists()
     # grammatical negation only for English corpora
     assert set(table.filter(pl.col("condition") == "grammatical_negation")["corpus"]) == {"mini_en", "mini_en_short"}
-    assert table["overlap"].is_between(0, 1).all()
+    defined = table.filter(pl.col("overlap").is_not_nan())
+    assert defined["overlap"].is_between(0, 1).all() and defined.height >= 12
+    # TF-IDF fitted on originals that never use `not`: every negated variant sits at similarity 1
+    undefined = table.filter(pl.col("overlap").is_nan())
+    assert set(undefined["model"]) == {"tfidf_paper"} and undefined["note"].str.contains("negated: zero spread").all()
     ingest = json.loads((res / "reports" / "ingest" / "mini.json").read_text())
     assert ingest["skipped"] == {"missing_field": 1, "empty": 1}
     for row in table.iter_rows(named=True):
@@ -74,15 +80,39 @@ def test_outputs_and_invariants(workspace):
         count = {k: (n, nan) for k, n, nan in kinds.iter_rows()}
         assert row["n_fuzzed"] == count["fuzz"][0] - count["fuzz"][1]
         assert row["n_negated"] == count[row["condition"]][0] - count[row["condition"]][1]
-        assert row["n_dropped"] == count["fuzz"][1] + count[row["condition"]][1]
+        assert row["n_dropped"] == count[row["condition"]][1]  # fuzz NaNs once, in their own column
+        assert row["n_dropped_fuzzed"] == count["fuzz"][1]
         finite = sims["similarity"].drop_nans()
         assert finite.is_between(-1, 1).all()
-    # TF-IDF of "zzz qqq" variants: the original is known to the fit, so nothing is NaN there;
-    # but every model's NaN count is reported, and for tf-idf on the short corpus it is exact
+        assert row["bootstrap_b"] == 200 and row["grid_step"] == 0.001
+        if not row["note"]:  # no undefined curve, no undefined replicates
+            assert row["overlap_ci_low"] <= row["overlap"] <= row["overlap_ci_high"]
+    # the paper preset cannot tokenise "i x y" / "x y z": its 3 fuzzed and 3 negated variants are NaN, counted once
+    paper = table.filter(pl.col("model") == "tfidf_paper").sort("corpus", "condition")
+    assert paper.select("corpus", "condition", "n_dropped", "n_dropped_fuzzed").rows() == [
+        ("mini_en", "grammatical_negation", 0, 3), ("mini_en", "negation", 3, 3),
+        ("mini_en_short", "grammatical_negation", 0, 3), ("mini_en_short", "negation", 3, 3),
+        ("mini_nl", "negation", 3, 3)]
+    assert set(paper["model_settings"]) == {r"tfidf preset paper: token_pattern (?u)\b\w\w+\b, fit_on originals"}
+    # end to end: a table's overlap is scipy's KDE overlap of the similarities file (exact and binned)
+    from scipy.stats import gaussian_kde
+    grid = np.linspace(-1, 1, 2001)
+    for corpus, model in (("mini_en", "bert"), ("mini_nl", "tfidf")):
+        sims = pl.read_parquet(res / "csc" / corpus / model / "similarities.parquet").drop_nans("similarity")
+        dens = {k: gaussian_kde(sims.filter(pl.col("kind") == k)["similarity"].to_numpy(), 0.2)(grid)
+                for k in ("fuzz", "negation")}
+        expected = np.minimum(dens["fuzz"] / dens["fuzz"].sum(), dens["negation"] / dens["negation"].sum()).sum()
+        row = table.filter((pl.col("corpus") == corpus) & (pl.col("model") == model) & (pl.col("condition") == "negation"))
+        assert row["overlap"][0] == pytest.approx(expected, abs=2e-5), (corpus, model, row["kde"][0])  # binned: < 1.1e-5
+    table3 = pl.read_csv(res / "tables" / "csc_table3.csv", infer_schema=False)
+    assert table3.columns[:2] == ["condition", "model"] and table3.columns[2:5] == ["mini_en", "mini_nl", "mini_en_short"]
+    cell = table3.filter((pl.col("condition") == "negation") & (pl.col("model") == "bert"))["mini_en"][0]
+    row = table.filter((pl.col("corpus") == "mini_en") & (pl.col("model") == "bert") & (pl.col("condition") == "negation"))
+    assert cell == f"{row['overlap'][0]:.4f} [{row['overlap_ci_low'][0]:.4f}, {row['overlap_ci_high'][0]:.4f}]"
     assert (res / "plots" / "csc" / "mini_en" / "bert.png").stat().st_size > 1000
     assert (res / "plots" / "csc" / "mini_en" / "bert.svg").exists()
     lengths = pl.read_csv(res / "tables" / "length_buckets.csv", infer_schema=False)
-    assert lengths["tokens"].to_list()[-1] == "sentences" and lengths["mini_en"][-1] == "10"
+    assert lengths["tokens"].to_list()[-1] == "sentences" and lengths["mini_en"][-1] == "11"
     assert (res / "report.md").read_text().startswith("# Concept Separation Curves")
 
 
@@ -129,8 +159,14 @@ def test_changing_one_model_reruns_only_that_model(workspace):
     run = workspace["run"]
     write_config(run, workspace["config"])  # back to the config the results were made with
     assert planned_jobs(run, run / "config.yaml") == []
+    # how the jobs run, not what they compute (fp32: batch size and threads move cosines by < 3e-7,
+    # tests/benchmarks/bench_batch_invariance.py): nothing reruns
     config = copy.deepcopy(workspace["config"])
-    config["models"]["bert"]["batch_size"] = 3
+    config["models"]["bert"].update(batch_size=3, threads=1, cpu_workers=2, mem_mb=5000)
+    config["models"]["tfidf"].update(threads=1, mem_mb=5000)
+    assert [j for j in planned_jobs(run, write_config(run, config)) if j[0] != "all"] == []
+    # what they compute: precision reruns that model's jobs, and only those
+    config["models"]["bert"]["precision"] = "bf16"
     jobs = [j for j in planned_jobs(run, write_config(run, config)) if j[0] != "all"]
     assert {r for r, _ in jobs} == {"embed", "csc_score", "csc_plot", "csc_aggregate", "report"}
     assert all(wc.get("model", "bert") == "bert" for _, wc in jobs)

@@ -6,18 +6,34 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import shutil
 import sys
-import tempfile
 from glob import escape as glob_escape
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 SEP = "\x1f"  # unit separator: cannot occur in a whitespace-normalised sentence
+
+TORCH_FAMILIES = ("sentence_transformers", "transformers")
+# Model settings that say how an embedding job runs, not which vectors it writes. Measured with
+# all-MiniLM-L6-v2 (tests/benchmarks/bench_batch_invariance.py): in fp32, batch size and padding
+# move vectors by at most 1.6e-7 and pairwise cosines by 2.5e-7, and 1 or 2 torch threads give
+# identical bits; resources and corpora change nothing. These reach the job outside Snakemake's
+# params, so changing them reruns nothing, and they are not in the spec digest.
+RUN_SETTINGS = frozenset({"threads", "mem_mb", "runtime", "batch_size", "cpu_workers", "corpora", "gpu_model"})
+REDUCED_PRECISIONS = ("bf16", "fp16")
+
+
+def vector_settings(spec: dict) -> dict:
+    """The part of a model's config entry that decides its vectors. In bf16/fp16 the batch size
+    does: the batch's padding moves pairwise cosines by up to 2.5e-3 (same benchmark)."""
+    out = {k: v for k, v in spec.items() if k not in RUN_SETTINGS}
+    if spec.get("family") in TORCH_FAMILIES and spec.get("precision", "fp32") in REDUCED_PRECISIONS:
+        out["batch_size"] = spec.get("batch_size", 32)
+    return out
 
 
 def stable_id(*parts: object) -> int:
@@ -59,6 +75,25 @@ def setup_logging(log_path: str | None = None, name: str = "workflow") -> loggin
     return logger
 
 
+TMP_SUFFIX_LEN = 8  # random hex characters after `.tmp-<name>-`
+
+
+def _tmp_sibling(final: Path, is_dir: bool) -> Path:
+    """Create `.tmp-<name>-<8 hex>` beside `final` with the permissions the process umask gives
+    (0666/0777 minus umask, as open() and mkdir() would), unlike tempfile's 0600/0700: results are
+    shared on clusters. O_EXCL / mkdir fail rather than reuse an existing name."""
+    while True:
+        tmp = final.parent / f".tmp-{final.name}-{secrets.token_hex(TMP_SUFFIX_LEN // 2)}"
+        try:
+            if is_dir:
+                os.mkdir(tmp, 0o777)
+            else:
+                os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+
+
 @contextlib.contextmanager
 def atomic_path(final: str | os.PathLike, is_dir: bool = False) -> Iterator[Path]:
     """Yield a temporary path beside `final`; move it into place only if the block succeeds.
@@ -68,15 +103,9 @@ def atomic_path(final: str | os.PathLike, is_dir: bool = False) -> Iterator[Path
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     # left by a killed earlier attempt at this output (one job at a time writes an output)
-    for stale in final.parent.glob(f".tmp-{glob_escape(final.name)}-" + "?" * 8):  # tempfile adds 8 characters
+    for stale in final.parent.glob(f".tmp-{glob_escape(final.name)}-" + "?" * TMP_SUFFIX_LEN):
         shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
-    if is_dir:
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
-    else:
-        fd, name = tempfile.mkstemp(prefix=f".tmp-{final.name}-", dir=final.parent)
-        os.close(fd)
-        tmp = Path(name)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are shared on clusters
+    tmp = _tmp_sibling(final, is_dir)
     try:
         yield tmp
         if is_dir and final.exists():

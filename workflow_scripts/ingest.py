@@ -4,7 +4,9 @@ Formats: ParaCrawl's gzipped plain-text bitext (`en<TAB>nl`), OPUS "moses" zips 
 file per language), TMX, generic TSV (columns by index
 or header name), one sentence per line, and one column of a CSV. Each row becomes one sentence
 (`sentence_id`, `pair_id`, `language`, `text`, `n_tokens`). Bad input lines are counted per reason
-in `report.json` and skipped: they never stop a multi-million-line run.
+in `report.json` and skipped: they never stop a multi-million-line run. Input that cannot be read
+to its end (a truncated gzip or zip) is an error naming the file and the last line read, and
+leaves no output.
 """
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import sys
 import urllib.request
 import xml.etree.ElementTree as ET
+import zipfile
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -36,6 +40,22 @@ SCHEMA = pa.schema([
 ])
 EXAMPLES_PER_REASON = 5
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+# Longest text (in characters, after whitespace normalisation) that is sent on; the schema's default
+# for `sources.<name>.max_chars` is the same. 10,000 is four times the longest line of the real
+# ParaCrawl and Tatoeba samples, and beyond what any encoder reads (512 tokens are a few thousand
+# characters): longer "sentences" are unsegmented documents or junk that would only cost tagger time.
+DEFAULT_MAX_CHARS = 10_000
+# Control characters left after normalisation (NUL, escape, C1 controls...); the whitespace ones
+# (tab, newline, \x1c-\x1f, \x85) are whitespace to str.split and are normalised to spaces instead.
+CONTROL_CHAR = re.compile("[" + re.escape("".join(
+    ch for ch in map(chr, [*range(0x20), *range(0x7F, 0xA0)]) if not ch.isspace())) + "]")
+# lone surrogates that errors="surrogateescape" puts in place of bytes that are not UTF-8
+ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+# what a record number counts, per format, for error messages
+RECORD_UNIT = {"tmx": "translation unit", "csv": "CSV record"}
+# unreadable compressed input: gzip.GzipFile raises EOFError at a truncated end, zlib.error or
+# BadGzipFile on corrupt data; zipfile raises BadZipFile (e.g. a bad CRC) on a corrupt member
+READ_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile, zipfile.BadZipFile)
 
 
 class BadRecord(Exception):
@@ -69,73 +89,110 @@ def _decode(raw: bytes) -> str:
         raise BadRecord("undecodable", f"byte {err.start}") from None
 
 
-def _checked(text: str | None) -> str:
+def _checked(text: str | None, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     if text is None:
         raise BadRecord("missing_field")
     text = normalise(text)
     if not text:
         raise BadRecord("empty")
+    control = CONTROL_CHAR.search(text)
+    if control:
+        raise BadRecord("control_char", f"U+{ord(control.group()):04X} at character {control.start()}")
+    if len(text) > max_chars:
+        raise BadRecord("too_long", f"{len(text)} characters, max_chars {max_chars}")
     return text
 
 
-def read_delimited(path, columns: dict[str, int | str], delimiter: str = "\t",
-                   header: bool = False) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
+def read_delimited(path, columns: dict[str, int | str], delimiter: str = "\t", header: bool = False,
+                   n_fields: int | None = None, max_chars: int = DEFAULT_MAX_CHARS,
+                   ) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
     """Bitext / TSV / one-sentence-per-line reader. Yields (line number, {language: text}) or
-    (line number, BadRecord). No quoting: ParaCrawl text contains quote characters."""
+    (line number, BadRecord). No quoting: ParaCrawl text contains quote characters.
+
+    A line may hold at most `n_fields` fields (with a header: the header's; by default one past the
+    highest column used). More fields mean a stray delimiter, so which field is which is unknown:
+    such a line is `extra_field`, never split at a guess. A line with fewer fields is
+    `missing_field` only where a column that is read is absent."""
+    indices = None if header else dict(columns)
+    if n_fields is None and indices is not None:
+        n_fields = max(indices.values()) + 1
     with open_binary(path) as f:
-        names: list[str] | None = None
         for lineno, raw in enumerate(f, start=1):
             raw = raw.rstrip(b"\r\n")
             try:
                 fields = _decode(raw).split(delimiter)
-                if header and names is None:
-                    names = fields
-                    missing = [c for c in columns.values() if isinstance(c, str) and c not in names]
-                    if missing:
-                        raise ValueError(f"{path}: header has no column(s) {missing}; it has {names}")
+                if indices is None:  # the header line
+                    missing = [c for c in columns.values() if isinstance(c, str) and c not in fields]
+                    beyond = [c for c in columns.values() if isinstance(c, int) and c >= len(fields)]
+                    if missing or beyond:
+                        raise ValueError(f"{path}: header has no column(s) {missing or beyond}; it has {fields}")
+                    indices = {lang: fields.index(c) if isinstance(c, str) else c for lang, c in columns.items()}
+                    n_fields = len(fields)
                     continue
-                record = {}
-                for lang, col in columns.items():
-                    idx = names.index(col) if isinstance(col, str) else col
-                    record[lang] = _checked(fields[idx] if idx < len(fields) else None)
-                yield lineno, record
+                if len(fields) > n_fields:
+                    raise BadRecord("extra_field", f"{len(fields)} fields, expected at most {n_fields}")
+                yield lineno, {lang: _checked(fields[idx] if idx < len(fields) else None, max_chars)
+                               for lang, idx in indices.items()}
             except BadRecord as bad:
                 yield lineno, bad
 
 
-def read_csv_column(path, columns: dict[str, str]) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
-    """One or more named columns of a quoted CSV (e.g. ESCO labels); multi-line cells allowed."""
-    with open_binary(path) as fb:
-        data = fb.read()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        # decode what we can; the rows holding replacement characters are counted as undecodable
-        text = data.decode("utf-8-sig", errors="replace")
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in columns.values() if c not in (reader.fieldnames or [])]
-    if missing:
-        raise ValueError(f"{path}: CSV has no column(s) {missing}; it has {reader.fieldnames}")
-    for rowno, row in enumerate(reader, start=2):
-        try:
-            record = {}
-            for lang, col in columns.items():
-                value = row.get(col)
-                if value is not None and "\ufffd" in value:
-                    raise BadRecord("undecodable")
-                record[lang] = _checked(value)
-            yield rowno, record
-        except BadRecord as bad:
-            yield rowno, bad
+def read_csv_column(path, columns: dict[str, str], max_chars: int = DEFAULT_MAX_CHARS,
+                    ) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
+    """One or more named columns of a quoted CSV (e.g. ESCO labels); multi-line cells allowed.
+    Streamed; a record numbers as in a spreadsheet (header = 1). Bytes that are not UTF-8 are
+    decoded to lone surrogates (surrogateescape), which valid UTF-8 never yields, so only the
+    records holding them are `undecodable`. A record with more cells than the header is
+    `extra_field`; a cell past csv's field-size limit is `too_long`."""
+    # cells up to max_chars must be readable, so that the length check, not csv, decides
+    csv.field_size_limit(max(csv.field_size_limit(), max_chars + 1))
+    with open_binary(path) as fb, io.TextIOWrapper(fb, encoding="utf-8-sig", errors="surrogateescape",
+                                                   newline="") as text:
+        reader = csv.DictReader(text)
+        missing = [c for c in columns.values() if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: CSV has no column(s) {missing}; it has {reader.fieldnames}")
+        rowno = 1
+        while True:
+            rowno += 1
+            try:
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    return
+                except csv.Error as err:  # csv skips the rest of the line and reads on
+                    if "field larger than field limit" not in str(err):  # none other in the default dialect
+                        raise ValueError(f"{path}: CSV record {rowno}: {err}") from err
+                    raise BadRecord("too_long", str(err)) from None
+                if None in row:  # DictReader's key for cells beyond the header
+                    raise BadRecord("extra_field", f"{len(row) - 1 + len(row[None])} cells, header has "
+                                                   f"{len(reader.fieldnames)}")
+                record = {}
+                for lang, col in columns.items():
+                    value = row.get(col)
+                    if value is not None and ESCAPED_BYTE.search(value):
+                        raise BadRecord("undecodable", f"column {col}")
+                    record[lang] = _checked(value, max_chars)
+                yield rowno, record
+            except BadRecord as bad:
+                yield rowno, bad
 
 
-def read_tmx(path, languages: list[str]) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
+def read_tmx(path, languages: list[str], max_chars: int = DEFAULT_MAX_CHARS,
+             ) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
     """Streaming TMX reader: one record per <tu>, keeping the <seg> of each wanted language.
-    Language codes match on their primary subtag (`en-GB` counts as `en`)."""
+    Language codes match on their primary subtag (`en-GB` counts as `en`). Memory stays bounded:
+    each finished <tu> is removed from its parent (`<body>`), which would otherwise keep every
+    one of them, cleared or not, to the end of the file."""
     with open_binary(path) as f:
         tu_no = 0
+        open_elements = []  # the path from the root to the element being parsed
         try:
-            for _event, elem in ET.iterparse(f, events=("end",)):
+            for event, elem in ET.iterparse(f, events=("start", "end")):
+                if event == "start":
+                    open_elements.append(elem)
+                    continue
+                open_elements.pop()
                 if elem.tag != "tu":
                     continue
                 tu_no += 1
@@ -145,9 +202,10 @@ def read_tmx(path, languages: list[str]) -> Iterator[tuple[int, dict[str, str] |
                     seg = tuv.find("seg")
                     if lang and seg is not None:
                         segs[lang] = "".join(seg.itertext())
-                elem.clear()
+                if open_elements:  # every earlier sibling is read already: drop them, this <tu> too
+                    del open_elements[-1][:]
                 try:
-                    yield tu_no, {lang: _checked(segs.get(lang)) for lang in languages}
+                    yield tu_no, {lang: _checked(segs.get(lang), max_chars) for lang in languages}
                 except BadRecord as bad:
                     yield tu_no, bad
         except ET.ParseError as err:
@@ -155,13 +213,17 @@ def read_tmx(path, languages: list[str]) -> Iterator[tuple[int, dict[str, str] |
             yield tu_no + 1, BadRecord("xml_error", str(err))
 
 
-def read_moses(path, files: dict[str, str]) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
+def read_moses(path, files: dict[str, str], max_chars: int = DEFAULT_MAX_CHARS,
+               ) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
     """OPUS "moses" release: one file per language, line-aligned, inside a zip (`files` names the
     members, e.g. ParaCrawl.en-nl.en / ParaCrawl.en-nl.nl). Lines past the end of a shorter file
     are counted as unaligned."""
     import itertools
-    import zipfile
-    with zipfile.ZipFile(path) as archive:
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as err:  # e.g. a truncated download: the directory is at the end
+        raise ValueError(f"{path}: not a readable zip file ({err})") from err
+    with archive:
         names = set(archive.namelist())
         missing = [m for m in files.values() if m not in names]
         if missing:
@@ -173,7 +235,7 @@ def read_moses(path, files: dict[str, str]) -> Iterator[tuple[int, dict[str, str
                     yield lineno, BadRecord("unaligned", "one language file ended before the other")
                     continue
                 try:
-                    yield lineno, {lang: _checked(_decode(line.rstrip(b"\r\n")))
+                    yield lineno, {lang: _checked(_decode(line.rstrip(b"\r\n")), max_chars)
                                    for lang, line in zip(handles, lines)}
                 except BadRecord as bad:
                     yield lineno, bad
@@ -185,20 +247,19 @@ def read_moses(path, files: dict[str, str]) -> Iterator[tuple[int, dict[str, str
 def records(spec: dict, path: str) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
     fmt = spec["format"]
     langs = spec["languages"]
-    if fmt == "bitext":
+    max_chars = spec.get("max_chars", DEFAULT_MAX_CHARS)
+    if fmt in ("bitext", "tsv"):
         cols = spec.get("columns") or {lang: i for i, lang in enumerate(langs)}
-        return read_delimited(path, cols, "\t", header=False)
-    if fmt == "tsv":
-        cols = spec.get("columns") or {lang: i for i, lang in enumerate(langs)}
-        return read_delimited(path, cols, "\t", header=spec.get("header", False))
+        return read_delimited(path, cols, "\t", header=fmt == "tsv" and spec.get("header", False),
+                              n_fields=spec.get("fields"), max_chars=max_chars)
     if fmt == "lines":
-        return read_delimited(path, {langs[0]: 0}, "\n", header=False)
+        return read_delimited(path, {langs[0]: 0}, "\n", n_fields=1, max_chars=max_chars)
     if fmt == "csv":
-        return read_csv_column(path, spec["columns"])
+        return read_csv_column(path, spec["columns"], max_chars)
     if fmt == "tmx":
-        return read_tmx(path, langs)
+        return read_tmx(path, langs, max_chars)
     if fmt == "moses":
-        return read_moses(path, spec["files"])
+        return read_moses(path, spec["files"], max_chars)
     raise ValueError(f"unknown format {fmt!r}")
 
 
@@ -234,22 +295,29 @@ def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, lo
     examples: dict[str, list] = {}
     n_records = 0
     rows_per_language = Counter()
+    lineno = 0
     with atomic_path(out_dir, is_dir=True) as tmp:
         writer = ShardWriter(tmp, shard_rows)
-        for lineno, rec in records(spec, path):
-            if isinstance(rec, BadRecord):
-                bad[rec.reason] += 1
-                ex = examples.setdefault(rec.reason, [])
-                if len(ex) < EXAMPLES_PER_REASON:
-                    ex.append({"line": lineno, "detail": rec.detail})
-                continue
-            n_records += 1
-            pair_id = stable_id(source, *(rec[lang] for lang in spec["languages"] if lang in rec))
-            for lang, text in rec.items():
-                writer.add((stable_id(source, lang, text), pair_id, lang, text, n_tokens(text)))
-                rows_per_language[lang] += 1
-            if n_records % 500_000 == 0:
-                log.info("%s: %d records read, %d skipped", source, n_records, sum(bad.values()))
+        try:
+            for lineno, rec in records(spec, path):
+                if isinstance(rec, BadRecord):
+                    bad[rec.reason] += 1
+                    ex = examples.setdefault(rec.reason, [])
+                    if len(ex) < EXAMPLES_PER_REASON:
+                        ex.append({"line": lineno, "detail": rec.detail})
+                    continue
+                n_records += 1
+                pair_id = stable_id(source, *(rec[lang] for lang in spec["languages"] if lang in rec))
+                for lang, text in rec.items():
+                    writer.add((stable_id(source, lang, text), pair_id, lang, text, n_tokens(text)))
+                    rows_per_language[lang] += 1
+                if n_records % 500_000 == 0:
+                    log.info("%s: %d records read, %d skipped", source, n_records, sum(bad.values()))
+        except READ_ERRORS as err:
+            # the rest of the input is unreadable: a partial corpus must not pass for the whole one
+            unit = RECORD_UNIT.get(spec["format"], "line")
+            raise ValueError(f"{path}: input ends early or is corrupt after {unit} {lineno} "
+                             f"({type(err).__name__}: {err}); no output written") from err
         writer.flush()
         report = {
             "source": source,

@@ -57,6 +57,23 @@ def total_variation(quotas: dict[int, int], shares: dict[int, float]) -> float:
     return 0.5 * sum(abs(quotas.get(s, 0) / total - p) for s, p in shares.items())
 
 
+def _top_up(quotas: dict[int, int], shares: dict[int, float], available: dict[int, int], cap: int,
+            tolerance: float) -> dict[int, int]:
+    """One sentence at a time, up to `cap` in all, to the stratum furthest below its share of the
+    new total (ties: the shorter length), while the distance stays within the tolerance."""
+    quotas = dict(quotas)
+    while (total := sum(quotas.values())) < cap:
+        open_ = [s for s in shares if quotas[s] < available.get(s, 0)]
+        if not open_:
+            break
+        best = max(open_, key=lambda s: (shares[s] * (total + 1) - quotas[s], -s))
+        quotas[best] += 1
+        if total_variation(quotas, shares) > tolerance:
+            quotas[best] -= 1
+            break
+    return quotas
+
+
 def match_quotas(available: dict[int, int], reference: dict[int, int], tolerance: float = 0.05,
                  max_total: int | None = None) -> tuple[dict[int, int], float]:
     """Per-stratum (token count) quotas that follow the reference length distribution.
@@ -64,6 +81,12 @@ def match_quotas(available: dict[int, int], reference: dict[int, int], tolerance
     Returns as many sentences as possible (at most `max_total`) whose length distribution stays
     within `tolerance` total-variation distance of the reference; with tolerance 0 the proportions
     are kept exactly and the scarcest length decides the size. Also returns the distance reached.
+    When `max_total` binds, the quotas sum to exactly `max_total` if the tolerance allows (the
+    sentences that rounding each quota down leaves over go to the strata furthest below their
+    share). When no subset gets within the tolerance (a reference length the source lacks,
+    or too few sentences for the proportions), the result keeps the reference proportions among
+    the lengths the source has, sized by the scarcest, and the distance returned exceeds the
+    tolerance: the caller decides what to do (derive_corpus warns and records it).
     """
     total_ref = sum(reference.values())
     shares = {s: c / total_ref for s, c in reference.items() if c}
@@ -83,8 +106,11 @@ def match_quotas(available: dict[int, int], reference: dict[int, int], tolerance
 
     size = lambda n: sum(_quotas_for(n, shares, available).values())
     if size(exact_n) > cap:
-        # the cap binds before any stratum runs out: scale the exact proportions down
+        # the cap binds before any stratum runs out: scale the exact proportions down, then fill
+        # up to the cap what rounding down left (less than one sentence per stratum)
         n = largest(0.0, exact_n, lambda n: size(n) <= cap)
+        quotas = _top_up(_quotas_for(n, shares, available), shares, available, cap, tolerance)
+        return quotas, total_variation(quotas, shares)
     elif total_variation(_quotas_for(exact_n, shares, available), shares) > tolerance:
         n = exact_n
     else:
@@ -114,8 +140,8 @@ def select_rows(index: pl.DataFrame, spec: dict, seed: int, reference_dir: str |
         strata = frame["n_tokens"].clip(upper_bound=LENGTH_STRATUM_CAP)
         available = dict(zip(*np.unique(strata.to_numpy(), return_counts=True)))
         available = {int(k): int(v) for k, v in available.items()}
-        quotas, distance = match_quotas(available, reference, spec.get("length_match_tolerance", 0.05),
-                                        spec.get("max_sentences"))
+        tolerance = spec.get("length_match_tolerance", 0.05)
+        quotas, distance = match_quotas(available, reference, tolerance, spec.get("max_sentences"))
         keyed = frame.with_columns(stratum=strata, key=pl.Series(sample_key(seed, frame["sentence_id"].to_numpy())))
         keyed = keyed.filter(pl.col("stratum").is_in(list(quotas)))
         keyed = keyed.with_columns(rank=pl.col("key").rank("ordinal").over("stratum"))
@@ -123,6 +149,7 @@ def select_rows(index: pl.DataFrame, spec: dict, seed: int, reference_dir: str |
         frame = keyed.filter(pl.col("rank") <= quota_col).drop("stratum", "key", "rank")
         info["length_matched_to"] = spec["match_lengths_of"]
         info["length_distribution_distance"] = round(distance, 6)  # total variation to the reference
+        info["length_match_tolerance_met"] = bool(distance <= tolerance)
     cap = spec.get("max_sentences")
     if cap is not None and frame.height > cap:
         # a key of its own: reusing the stratum-sampling key would bias the cap towards strata
@@ -150,6 +177,12 @@ def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: 
     ) if files else pl.DataFrame(schema={"row": pl.UInt32, "sentence_id": pl.UInt64, "n_tokens": pl.Int32})
     keep, info = select_rows(index, spec, seed, reference_dir)
     del index
+    if not info.get("length_match_tolerance_met", True):
+        log.warning("%s: no subset of %s's sentences gets within length_match_tolerance %s of %s's length "
+                    "distribution; kept the reference proportions among the lengths available: total "
+                    "variation %s (manifest: length_match_tolerance_met false)", corpus, spec["source"],
+                    spec.get("length_match_tolerance", 0.05), spec["match_lengths_of"],
+                    info["length_distribution_distance"])
     log.info("%s: %d of %d %s sentences selected; copying them", corpus, len(keep), info["rows_read"], lang)
     with atomic_path(out_dir, is_dir=True) as tmp:
         shards: list[dict] = []

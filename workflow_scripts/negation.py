@@ -22,13 +22,26 @@ Choices for the ambiguous cases:
   re-tagged, lowercased, after "Please"; it counts as an imperative if it then comes out VB/VBP, is
   a WordNet verb lemma and the next word is not a finite verb ("Work is hard." stays declarative).
 - VBD/VBZ verbs WordNet does not know -> "unknown_verb" rather than a guessed base form.
+- A sentence is tagged left to right only as far as its decision reads tags (the tagger's tag of
+  word i depends on words up to i+2 only): the same results as tagging whole sentences, several times faster.
+- The tagger mode's results depend on the NLTK data and version: nltk_resources() names them
+  (package@digest, no paths); Snakemake reruns the perturbation when they change, and its report
+  records them. Without the data it falls back to the rules, as if use_tagger were false.
 Reasons: auxiliary, do_support, already_negated, no_verb, needs_tagger, empty, inverted, unknown_verb.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.metadata
 import os
 import re
+import sys
+import zipfile
+import zlib
 from dataclasses import dataclass
+
+import numpy as np
 
 BE = {"am", "is", "are", "was", "were"}
 MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must"}
@@ -51,7 +64,7 @@ EDGES = re.compile(r"^(\W*)(.*?)(\W*)$", re.S)
 CLITIC = re.compile(r"^(.*[a-z0-9])('s|'m|'re|'ll|'ve|'d)$")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Unit:
     text: str  # as fed to the tagger (case kept, apostrophes normalised)
     w: str  # lowercased, for matching
@@ -59,7 +72,7 @@ class _Unit:
     kind: str  # "word", "stem" (followed by a clitic in the same token) or "clitic"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Sent:
     toks: list[str]
     cores: list[str]  # tokens with leading/trailing punctuation stripped
@@ -67,25 +80,48 @@ class _Sent:
     question: bool
 
 
+_NEGATED = None  # _token()'s units for a token that is a negation
+
+
+def _token(tok: str) -> tuple[str, tuple | None]:
+    """A whitespace token's core (punctuation stripped) and its units as (text, w, kind), or
+    _NEGATED. Depends on the token alone, so _parse caches it."""
+    pre, core, post = EDGES.match(tok).groups()
+    if not core:
+        return core, ()
+    norm = core.replace("\u2019", "'").replace("\u2018", "'")
+    low = norm.lower()
+    if low in NEGATORS or low.endswith("n't"):
+        return core, _NEGATED
+    m = CLITIC.match(low)
+    if m:
+        cut = len(m.group(1))
+        return core, ((norm[:cut], low[:cut], "stem"), (norm[cut:], low[cut:], "clitic"))
+    if low.endswith("s") and post[:1] in ("'", "\u2019"):
+        return core, ((norm, low, "word"), ("'", "'", "poss"))  # "analysts'": tag as PTB does
+    return core, ((norm, low, "word"),)
+
+
+_TOKENS: dict[str, tuple] = {}  # _token() of frequent tokens (the first ones seen, bounded)
+_TOKENS_MAX = 100_000
+
+
 def _parse(sentence: str) -> _Sent | tuple:
     toks = sentence.split()
-    cores = [EDGES.match(t).group(2) for t in toks]
+    cores = []
     units: list[_Unit] = []
-    for i, core in enumerate(cores):
-        if not core:
-            continue
-        norm = core.replace("\u2019", "'").replace("\u2018", "'")
-        low = norm.lower()
-        if low in NEGATORS or low.endswith("n't"):
+    for i, tok in enumerate(toks):
+        found = _TOKENS.get(tok)
+        if found is None:
+            found = _token(tok)
+            if len(_TOKENS) < _TOKENS_MAX:
+                _TOKENS[tok] = found
+        core, parts = found
+        if parts is _NEGATED:
             return None, "already_negated", None
-        m = CLITIC.match(low)
-        if m:
-            cut = len(m.group(1))
-            units += [_Unit(norm[:cut], low[:cut], i, "stem"), _Unit(norm[cut:], low[cut:], i, "clitic")]
-        else:
-            units.append(_Unit(norm, low, i, "word"))
-            if low.endswith("s") and EDGES.match(toks[i]).group(3)[:1] in ("'", "\u2019"):
-                units.append(_Unit("'", "'", i, "poss"))  # "analysts'": tag as PTB does
+        cores.append(core)
+        for text, w, kind in parts:
+            units.append(_Unit(text, w, i, kind))
     if not units:
         return None, "empty", None
     question = sentence.rstrip().rstrip("\"')]\u201d\u2019\u00bb").endswith("?")
@@ -109,66 +145,339 @@ def _do_support(s: _Sent, i: int, aux: str, base: str) -> tuple[str, str, int]:
     return " ".join(out), "do_support", i
 
 
+# --- NLTK resources: what the tagger mode reads, and their identity ------------------------------
+# The results depend on these files (and on nltk's tagging code), so their identity is part of what
+# decides a rerun (Snakemake params) and of the perturbation report. Identity = package name and a
+# digest of the CRC-32 and size of each file read, never a path, which differs between machines.
+TAGGER_PACKAGE = "averaged_perceptron_tagger_eng"
+TAGGER_FILES = tuple(f"{TAGGER_PACKAGE}.{part}.json" for part in ("weights", "tagdict", "classes"))
+WORDNET_PACKAGE = "wordnet"
+WORDNET_FILES = ("index.verb", "verb.exc")  # verb lemmas and irregular verb forms: all it reads
+RULES_ONLY = {"mode": "rules"}  # no tagger: reads no NLTK data, depends on no NLTK version
+NLTK_DATA_HINT = ("install them with `python -m nltk.downloader averaged_perceptron_tagger_eng wordnet` "
+                  "(or copy an nltk_data folder) and point NLTK_DATA at that folder; `make` uses "
+                  "../shared/data/nltk_data when it exists")
+
+
+def _digest(sizes_crcs: dict[str, tuple[int, int]]) -> str:
+    text = ";".join(f"{name}:{size}:{crc:08x}" for name, (size, crc) in sorted(sizes_crcs.items()))
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def _fingerprint(version: str, tagger: dict, wordnet: dict) -> dict:
+    return {"mode": "tagger", "nltk": version, "tagger": f"{TAGGER_PACKAGE}@{_digest(tagger)}",
+            "wordnet": f"{WORDNET_PACKAGE}@{_digest(wordnet)}"}
+
+
+def _search_paths() -> list[str]:
+    """nltk.data.path as nltk sets it on import (nltk/data.py), without importing nltk: that takes
+    3 s, too long for every Snakemake start. The job checks the result against nltk's own lookup."""
+    paths = [os.path.expanduser(d) for d in os.environ.get("NLTK_DATA", "").split(os.pathsep) if d]
+    if "APPENGINE_RUNTIME" not in os.environ and os.path.expanduser("~/") != "~/":
+        paths.append(os.path.expanduser("~/nltk_data"))
+    paths += [os.path.join(sys.prefix, "nltk_data"), os.path.join(sys.prefix, "share", "nltk_data"),
+              os.path.join(sys.prefix, "lib", "nltk_data")]
+    if os.name == "nt":
+        paths += [os.path.join(os.environ.get("APPDATA", "C:\\"), "nltk_data"),
+                  r"C:\nltk_data", r"D:\nltk_data", r"E:\nltk_data"]
+    else:
+        paths += ["/usr/share/nltk_data", "/usr/local/share/nltk_data", "/usr/lib/nltk_data",
+                  "/usr/local/lib/nltk_data"]
+    return paths
+
+
+def _package_files(kind: str, package: str, files: tuple[str, ...]) -> dict[str, tuple[int, int]] | None:
+    """(size, CRC-32) of the package's files where nltk.data.find finds the package: a folder on
+    any search path first, then a zip of the same name."""
+    paths = _search_paths()
+    for root in paths:
+        folder = os.path.join(root, kind, package)
+        if os.path.isdir(folder):
+            out = {}
+            for name in files:
+                try:
+                    with open(os.path.join(folder, name), "rb") as f:
+                        data = f.read()
+                except OSError:
+                    return None
+                out[name] = (len(data), zlib.crc32(data))
+            return out
+    for root in paths:
+        archive = os.path.join(root, kind, package + ".zip")
+        if os.path.isfile(archive):
+            try:
+                with zipfile.ZipFile(archive) as z:
+                    infos = [z.getinfo(f"{package}/{name}") for name in files]
+            except (OSError, KeyError, zipfile.BadZipFile):
+                continue
+            return {name: (i.file_size, i.CRC) for name, i in zip(files, infos)}
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _planned(use_tagger: bool, nltk_data: str | None, home: str | None) -> tuple[dict, tuple[str, ...]]:
+    if not use_tagger:
+        return RULES_ONLY, ()
+    try:
+        version = importlib.metadata.version("nltk")
+    except importlib.metadata.PackageNotFoundError:
+        return RULES_ONLY, ("nltk (Python package)",)
+    tagger = _package_files("taggers", TAGGER_PACKAGE, TAGGER_FILES)
+    wordnet = _package_files("corpora", WORDNET_PACKAGE, WORDNET_FILES)
+    missing = tuple(name for name, found in ((TAGGER_PACKAGE, tagger), (WORDNET_PACKAGE, wordnet)) if not found)
+    return (RULES_ONLY, missing) if missing else (_fingerprint(version, tagger, wordnet), ())
+
+
+def nltk_resources(use_tagger: bool = True) -> tuple[dict, list[str]]:
+    """(fingerprint, missing NLTK packages) of the grammatical negation on this machine, without
+    loading anything: {"mode": "rules"}, or {"mode": "tagger", "nltk": version, "tagger": ...,
+    "wordnet": ...} with each package's name@digest. GrammaticalNegator(use_tagger).fingerprint
+    is the same, computed from what it loaded."""
+    fingerprint, missing = _planned(bool(use_tagger), os.environ.get("NLTK_DATA"), os.environ.get("HOME"))
+    return dict(fingerprint), list(missing)
+
+
+def grammatical_negation_plan(perturb_settings: dict, language: str) -> dict | None:
+    """What a corpus's grammatical negation depends on, for Snakemake params: None where the
+    corpus gets none, else nltk_resources()'s fingerprint. Same defaults as perturb.py."""
+    settings = perturb_settings.get("grammatical_negation", {})
+    if not settings.get("enabled", True) or language not in settings.get("languages", ["en"]):
+        return None
+    return nltk_resources(settings.get("use_tagger", True))[0]
+
+
+# --- tagging ---------------------------------------------------------------------------------
+class _Perceptron:
+    """nltk's PerceptronTagger.tag, one position at a time, with the same tags.
+
+    The tagger is greedy, left to right: the tag of word i is decided from the words i-2..i+2 and
+    the two tags before it (PerceptronTagger._get_features), so tags 0..k depend on words 0..k+2
+    only. The negation mostly decides at the first verb-ish word; tagging stops there.
+    Scoring is nltk's AveragedPerceptron.predict on a dense weight matrix: each label's score adds
+    the same weights in the same feature order (numpy sums along the slow axis one row after the
+    other; an absent weight adds an exact 0.0), so the floats are identical, and the highest score
+    wins with ties to the alphabetically last label, as nltk's max over (score, label) does.
+    """
+
+    def __init__(self, tagger):
+        self.tagdict = tagger.tagdict
+        self.normalize = tagger.normalize
+        self.classes = sorted(tagger.classes)
+        column = {label: j for j, label in enumerate(self.classes)}
+        # a label outside `classes` would take part in nltk's sums but never win: not modelled here
+        self.exact = all(label in column for w in tagger.model.weights.values() for label in w)
+        self.row = {feature: r for r, feature in enumerate(tagger.model.weights)}
+        self.matrix = np.zeros((len(self.row), len(self.classes)))  # 75k x 45: 27 MB
+        for feature, w in tagger.model.weights.items():
+            r = self.row[feature]
+            for label, weight in w.items():
+                if label in column:
+                    self.matrix[r, column[label]] = weight
+        self.last = len(self.classes) - 1
+
+    def tag_at(self, i: int, word: str, ctx: list[str], prev: str, prev2: str) -> str:
+        """Tag of word i; ctx holds the normalised words padded by two START and two END markers."""
+        tag = self.tagdict.get(word)
+        if tag:
+            return tag
+        i += 2
+        row = self.row
+        # the features of PerceptronTagger._get_features, in its order
+        rows = [r for r in (
+            row.get("bias"), row.get("i suffix " + word[-3:]), row.get("i pref1 " + (word[0] if word else "")),
+            row.get("i-1 tag " + prev), row.get("i-2 tag " + prev2), row.get(f"i tag+i-2 tag {prev} {prev2}"),
+            row.get("i word " + ctx[i]), row.get(f"i-1 tag+i word {prev} {ctx[i]}"),
+            row.get("i-1 word " + ctx[i - 1]), row.get("i-1 suffix " + ctx[i - 1][-3:]),
+            row.get("i-2 word " + ctx[i - 2]), row.get("i+1 word " + ctx[i + 1]),
+            row.get("i+1 suffix " + ctx[i + 1][-3:]), row.get("i+2 word " + ctx[i + 2])) if r is not None]
+        if not rows:
+            return self.classes[-1]
+        scores = self.matrix[rows].sum(axis=0)
+        return self.classes[self.last - int(scores[::-1].argmax())]  # the last of the highest
+
+
+class _Tags:
+    """Tags of one word sequence, computed left to right only as far as they are read.
+
+    `first` may replace the tag of word 0 (the imperative re-tagging); the words after it are
+    tagged from the tagger's own tag, as when the whole sentence was tagged first. Without a
+    _Perceptron (nltk's tagger does not match it) the whole sequence is tagged by nltk's tag()."""
+    __slots__ = ("_p", "_tagger", "_words", "_first", "_tags", "_ctx", "_prev", "_prev2")
+
+    def __init__(self, perceptron: _Perceptron | None, tagger, words: list[str], first=None):
+        self._p, self._tagger, self._words, self._first = perceptron, tagger, words, first
+        self._tags: list[str] = []
+        self._ctx = ["-START-", "-START2-"]
+        self._prev, self._prev2 = "-START-", "-START2-"
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    def __getitem__(self, k: int) -> str:
+        tags = self._tags
+        if 0 <= k < len(tags):  # read before (decisions look at a tag more than once)
+            return tags[k]
+        words = self._words
+        if not 0 <= k < len(words):
+            raise IndexError(k)
+        if self._p is None and not tags:
+            tags += [t for _, t in self._tagger.tag(words)]
+            if self._first is not None:
+                tags[0] = self._first(tags[0])
+        ctx, n = self._ctx, len(words)
+        while len(tags) <= k:
+            i = len(tags)
+            while len(ctx) < i + 5:  # the words up to i+2, then END markers
+                j = len(ctx) - 2
+                ctx.append(self._p.normalize(words[j]) if j < n else ("-END-", "-END2-")[j - n])
+            tag = self._p.tag_at(i, words[i], ctx, self._prev, self._prev2)
+            self._prev2, self._prev = self._prev, tag
+            tags.append(self._first(tag) if i == 0 and self._first is not None else tag)
+        return tags[k]
+
+
+# sentences whose tags the _Perceptron must reproduce before it replaces nltk's tag() (a changed
+# nltk would fail here and fall back to nltk's own, slower tagging)
+_SELF_CHECK = [
+    "The quick brown fox jumps over the lazy dog .",
+    "In 1998 the well-known firm sold 3,000 shares to Smith & Co. for $ 12m",
+    "Close the door , please !",
+    "Had I known , I would have left earlier",
+    "She doesn't like re-tagging 42 X-rays of 2024",
+]
+
+
 class GrammaticalNegator:
-    def __init__(self, use_tagger: bool = True):
+    def __init__(self, use_tagger: bool = True, lazy_tags: bool = True):
+        """use_tagger: load NLTK's tagger and WordNet verbs (else rules only; see the module
+        docstring). lazy_tags=False tags whole sentences with nltk's own tag() (the reference
+        the tests compare the lazy tagging against)."""
         self.has_tagger = False
         self.tagger_error: str | None = None  # why the tagger could not be loaded, for logs
-        self._tagger = self._lemmatizer = None
+        self.missing: list[str] = []  # NLTK packages use_tagger asked for and not found
+        self.fingerprint = dict(RULES_ONLY)  # what the results depend on (see nltk_resources)
+        self._tagger = self._perceptron = None
+        self._verb_lemmas: frozenset[str] = frozenset()
+        self._verb_exceptions: dict[str, list[str]] = {}
+        self._verb_rules: list[tuple[str, str]] = []
         if use_tagger:
-            self._load()
+            self._load(lazy_tags)
 
-    def _load(self) -> None:
+    def _load(self, lazy_tags: bool) -> None:
         try:
             import nltk
-            # nltk reads NLTK_DATA only when imported; honour it if it was set later
-            for p in reversed(os.environ.get("NLTK_DATA", "").split(os.pathsep)):
-                if p and p not in nltk.data.path:
-                    nltk.data.path.insert(0, p)
-            from nltk.stem import WordNetLemmatizer
+        except ImportError as e:
+            self.missing, self.tagger_error = ["nltk (Python package)"], f"ImportError: {e}"
+            return
+        # nltk reads NLTK_DATA only when imported; honour it if it was set later
+        for p in reversed(os.environ.get("NLTK_DATA", "").split(os.pathsep)):
+            if p and p not in nltk.data.path:
+                nltk.data.path.insert(0, p)
+        errors = {}
+        tagger = wordnet = None
+        try:
             from nltk.tag.perceptron import PerceptronTagger
-
-            tagger = PerceptronTagger()  # loads averaged_perceptron_tagger_eng; LookupError if absent
-            lemmatizer = WordNetLemmatizer()
-            lemmatizer._morphy("walks", "v")  # WordNet loads lazily: force it now, not mid-corpus
+            loc = nltk.data.find(f"taggers/{TAGGER_PACKAGE}/")
+            tagger = (PerceptronTagger(loc=loc), {n: _crc_of(loc.join(n)) for n in TAGGER_FILES})
         except (ImportError, LookupError, OSError, ValueError) as e:
+            errors[TAGGER_PACKAGE] = e
+        try:
+            wordnet = self._load_wordnet(nltk)
+        except (ImportError, LookupError, OSError, ValueError) as e:
+            errors[WORDNET_PACKAGE] = e
+        if errors:
+            self.missing = list(errors)
+            e = next(iter(errors.values()))
             lines = [ln.strip() for ln in str(e).splitlines() if ln.strip(" *")]
             self.tagger_error = f"{type(e).__name__}: {lines[0] if lines else ''}"
+            self._verb_lemmas, self._verb_exceptions = frozenset(), {}
             return
-        self._tagger, self._lemmatizer, self.has_tagger = tagger, lemmatizer, True
+        self._tagger = tagger[0]
+        self.fingerprint = _fingerprint(nltk.__version__, tagger[1], wordnet)
+        self.has_tagger = True
+        if lazy_tags:
+            perceptron = _Perceptron(self._tagger)
+            words = [s.split() for s in _SELF_CHECK]
+            if perceptron.exact and all(
+                    [_Tags(perceptron, None, w)[i] for i in range(len(w))] == [t for _, t in self._tagger.tag(w)]
+                    for w in words):
+                self._perceptron = perceptron
+            else:
+                self.tagger_error = "nltk's tagger differs from the fast path: tagging whole sentences with nltk"
+
+    def _load_wordnet(self, nltk) -> dict[str, tuple[int, int]]:
+        """The verb lemmas and irregular verb forms of WordNet, found where nltk.corpus.wordnet
+        finds them (a folder, else the zip). Read from the two files themselves (WordNet's WNDB
+        format): nltk's WordNet reader takes seconds and 180 MB per process loading all of it."""
+        from nltk.corpus.reader.wordnet import WordNetCorpusReader
+        try:
+            root = nltk.data.find(f"corpora/{WORDNET_PACKAGE}")
+        except LookupError:
+            root = nltk.data.find(f"corpora/{WORDNET_PACKAGE}.zip/{WORDNET_PACKAGE}/")
+        texts = {}
+        for name in WORDNET_FILES:
+            with root.join(name).open() as f:
+                texts[name] = f.read()
+        lemmas = set()
+        for line in texts["index.verb"].decode("utf-8").splitlines():
+            if line and not line.startswith(" "):  # lines opening with spaces are the licence
+                fields = line.split()
+                if len(fields) > 1 and fields[1] == "v":
+                    lemmas.add(fields[0])
+        exceptions = {}
+        for line in texts["verb.exc"].decode("utf-8").splitlines():
+            terms = line.split()
+            if terms:
+                exceptions[terms[0]] = terms[1:]
+        self._verb_lemmas, self._verb_exceptions = frozenset(lemmas), exceptions
+        self._verb_rules = list(WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS["v"])
+        return {name: (len(data), zlib.crc32(data)) for name, data in texts.items()}
+
+    def verb_lemmas(self, form: str) -> list[str]:
+        """WordNet's base forms of a verb form, in WordNet's morphy order: the form itself if it
+        is a verb lemma, then its listed irregular bases or else its regular suffix rewrites
+        (what nltk's private wordnet._morphy(form, "v") returns)."""
+        forms = self._verb_exceptions.get(form)
+        if forms is None:
+            forms = [form[:-len(old)] + new for old, new in self._verb_rules if form.endswith(old)]
+        out: list[str] = []
+        for f in [form, *forms]:
+            if f in self._verb_lemmas and f not in out:
+                out.append(f)
+        return out
 
     def negate(self, sentence: str) -> tuple[str | None, str, int | None]:
         """Return (negated_text, reason, position); position indexes the first inserted word
         in the output's whitespace tokens. See the module docstring for the reasons."""
-        return self.negate_many([sentence])[0]
+        s = _parse(sentence)
+        if isinstance(s, tuple):
+            return s
+        if not self.has_tagger:
+            return self._rules(s)
+        # a sentence is tagged only as far as its decision reads tags
+        return self._tagged(s, _Tags(self._perceptron, self._tagger, [u.text for u in s.units],
+                                     lambda tag: self._first_tag(s, tag)))
 
     def negate_many(self, sentences: list[str]) -> list[tuple[str | None, str, int | None]]:
-        parsed = [_parse(s) for s in sentences]
-        results: list = [p if isinstance(p, tuple) else None for p in parsed]
-        todo = [i for i, p in enumerate(parsed) if not isinstance(p, tuple)]
-        if not self.has_tagger:
-            for i in todo:
-                results[i] = self._rules(parsed[i])
-            return results
-        tagged = self._tagger.tag_sents([[u.text for u in parsed[i].units] for i in todo])
-        tags = {i: [t for _, t in tg] for i, tg in zip(todo, tagged)}
-        # second, batched pass: re-tag candidate imperatives after "Please" (see module docstring)
-        cand = [i for i in todo if self._imperative_candidate(parsed[i], tags[i])]
-        retagged = self._tagger.tag_sents([["Please", parsed[i].units[0].text.lower()]
-                                           + [u.text for u in parsed[i].units[1:]] for i in cand])
-        for i, tg in zip(cand, retagged):
-            nxt = tg[2] if len(tg) > 2 else None
-            if tg[1][1] in ("VB", "VBP") and not (nxt and (nxt[1] in FINITE or nxt[0].lower() in BE)):
-                tags[i][0] = "VB"
-        for i in todo:
-            results[i] = self._tagged(parsed[i], tags[i])
-        return results
+        return [self.negate(s) for s in sentences]
 
-    def _imperative_candidate(self, s: _Sent, tags: list[str]) -> bool:
+    def _first_tag(self, s: _Sent, tag: str) -> str:
+        """The perceptron tagger mis-tags many sentence-initial imperatives ("Close" -> RB): a
+        first word that is a WordNet verb lemma is re-tagged, lowercased, after "Please"; VB/VBP
+        there, not followed by a finite verb, makes it an imperative (VB)."""
         u = s.units[0]
-        return (tags[0] != "VB" and u.kind == "word" and u.w.isalpha() and u.w not in NOT_IMPERATIVE
-                and u.w not in BE | MODALS | HAVE | DO and u.w in self._lemmatizer._morphy(u.w, "v"))
+        if (tag == "VB" or u.kind != "word" or not u.w.isalpha() or u.w in NOT_IMPERATIVE
+                or u.w in BE or u.w in MODALS or u.w in HAVE or u.w in DO or u.w not in self._verb_lemmas):
+            return tag
+        words = ["Please", u.text.lower()] + [x.text for x in s.units[1:]]
+        retagged = _Tags(self._perceptron, self._tagger, words)
+        if retagged[1] not in ("VB", "VBP"):
+            return tag
+        if len(words) > 2 and (words[2].lower() in BE or retagged[2] in FINITE):
+            return tag
+        return "VB"
 
-    def _inverted(self, s: _Sent, k: int, tags: list[str] | None):
+    def _inverted(self, s: _Sent, k: int, tags):
         """Place "not" for the auxiliary at unit k: after it, or after an inverted subject pronoun."""
         u, nxt = s.units[k], s.units[k + 1] if k + 1 < len(s.units) else None
         if k > 0 and not s.question:
@@ -207,13 +516,15 @@ class GrammaticalNegator:
                 return None, "needs_tagger", None  # auxiliary or main verb: needs tags
         return None, "needs_tagger", None
 
-    def _tagged(self, s: _Sent, tags: list[str]):
-        """Tagger mode: the first verb-ish token decides."""
+    def _tagged(self, s: _Sent, tags: _Tags):
+        """Tagger mode: the first verb-ish token decides. Tags are read only where a decision
+        needs them (each read tags the sentence up to there)."""
         n = len(s.units)
-        for k, (u, t) in enumerate(zip(s.units, tags)):
+        for k, u in enumerate(s.units):
             if u.kind == "stem" and u.w == "let":
                 return _after(s, u.tok)
             if u.kind == "clitic":
+                t = tags[k]
                 if t in FINITE or t == "VB":  # 's tagged POS is a possessive
                     return _after(s, u.tok)
                 continue
@@ -221,7 +532,7 @@ class GrammaticalNegator:
                 continue
             nxt_pronoun = k + 1 < n and s.units[k + 1].kind == "word" and s.units[k + 1].w in SUBJECT_PRONOUNS
             noun_modal = k > 0 and s.units[k - 1].w in DETERMINERS  # "The can is empty."
-            if u.w in BE or (t == "MD" and not noun_modal) or (k == 0 and u.w in MODALS and nxt_pronoun):
+            if u.w in BE or (k == 0 and u.w in MODALS and nxt_pronoun) or (not noun_modal and tags[k] == "MD"):
                 return self._inverted(s, k, tags)
             if u.w in HAVE or u.w in DO:
                 # auxiliary if a participle (have) / base verb (do) follows, possibly after an
@@ -240,6 +551,7 @@ class GrammaticalNegator:
                     return _after(s, s.units[k + 1].tok if inv else u.tok)
                 if s.question and k + 1 < n and tags[k + 1] in NP_TAGS:
                     return None, "inverted", None  # "Does the cat sleep?"
+            t = tags[k]
             if t == "VB":
                 if (k > 0 and tags[k - 1] == "TO") or (k == 0 and u.w in NOT_IMPERATIVE):
                     continue  # infinitive ("To err is human."), or "Welcome to ...", "Please help."
@@ -255,6 +567,13 @@ class GrammaticalNegator:
         # the tag says the form is inflected, so prefer a lemma other than the word itself
         # ("saw" -> "see", "found" -> "find", "lay" -> "lie"); WordNetLemmatizer.lemmatize
         # would return the shortest candidate, often the word itself
-        cands = self._lemmatizer._morphy(w, "v")
+        cands = self.verb_lemmas(w)
         other = [c for c in cands if c != w]
         return min(other or cands, key=len) if cands else None
+
+
+def _crc_of(pointer) -> tuple[int, int]:
+    """(size, CRC-32) of a file behind an nltk path pointer (folder or zip member)."""
+    with pointer.open() as f:
+        data = f.read()
+    return len(data), zlib.crc32(data)

@@ -19,12 +19,17 @@ def markdown_table(frame: pl.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
-def build(overlap: str, lengths: str, ingest: list[str], perturb: list[str], plots: list[str], out: str) -> None:
+def build(overlap: str, lengths: str, ingest: list[str], perturb: list[str], plots: list[str], out: str,
+          table3: str | None = None) -> None:
     base = Path(out).parent
     parts = ["# Concept Separation Curves", "",
              "Overlap of the normalised densities of fuzzed and negated similarities (equation 2; "
-             "lower = the model separates meaning from surface form better).", "",
-             markdown_table(pl.read_csv(overlap)), "",
+             "lower = the model separates meaning from surface form better), with its bootstrapped 95% "
+             "interval (original sentences resampled, their variants with them).", ""]
+    if table3:
+        parts += ["## Table 3 layout: models x corpora, per condition", "",
+                  markdown_table(pl.read_csv(table3, infer_schema=False)), ""]
+    parts += ["## All overlap rows", "", markdown_table(pl.read_csv(overlap)), "",
              "## Sentence lengths (whitespace tokens, % of sentences)", "",
              markdown_table(pl.read_csv(lengths, infer_schema=False)), "",
              "## Input quality", "", "| source | records | skipped | reasons |", "|---|---|---|---|"]
@@ -51,13 +56,14 @@ def build(overlap: str, lengths: str, ingest: list[str], perturb: list[str], plo
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--overlap", required=True)
+    ap.add_argument("--table3")
     ap.add_argument("--lengths", required=True)
     ap.add_argument("--ingest", nargs="+", required=True)
     ap.add_argument("--perturb", nargs="+", required=True)
     ap.add_argument("--plots", nargs="+", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    build(a.overlap, a.lengths, a.ingest, a.perturb, a.plots, a.out)
+    build(a.overlap, a.lengths, a.ingest, a.perturb, a.plots, a.out, a.table3)
 
 
 if __name__ == "__main__":

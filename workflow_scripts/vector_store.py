@@ -18,14 +18,14 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from workflow_scripts.common import partition_of
+from workflow_scripts.common import partition_of, vector_settings
+
 
 class StoreMismatch(ValueError):
     """A store that does not match what the caller expects (rows, ids, dimension, model)."""
@@ -37,16 +37,20 @@ class MissingKeys(KeyError):
 
 class NpyAppender:
     """Build a .npy file from appended row blocks without holding them. The header (which needs the
-    final row count) has a fixed size: it is reserved first and written in place on close, so the
-    rows are written once."""
-
-    HEADER_BYTES = 256  # a multiple of 64, as the format asks; any shape's dict fits
+    final row count) is written first for 0 rows and rewritten in place on close, so the rows are
+    written once. numpy's header writer pads the row count to 21 digits for exactly this
+    (np.lib.format.GROWTH_AXIS_MAX_DIGITS), so the header's length does not change."""
 
     def __init__(self, path: Path, dtype, row_shape: tuple = ()):
         self.path, self.dtype, self.row_shape = Path(path), np.dtype(dtype), tuple(row_shape)
         self.out = open(self.path, "wb")
-        self.out.write(b"\0" * self.HEADER_BYTES)
         self.rows = 0
+        self._write_header()
+        self.header_bytes = self.out.tell()
+
+    def _write_header(self) -> None:
+        header = np.lib.format.header_data_from_array_1_0(np.empty((0, *self.row_shape), self.dtype))
+        np.lib.format.write_array_header_1_0(self.out, {**header, "shape": (self.rows, *self.row_shape)})
 
     def append(self, block) -> None:
         block = np.ascontiguousarray(block, dtype=self.dtype)
@@ -56,12 +60,13 @@ class NpyAppender:
         self.rows += len(block)
 
     def close(self) -> None:
-        text = repr({"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
-                     "shape": (self.rows, *self.row_shape)})
-        magic = b"\x93NUMPY\x01\x00"  # format 1.0: a 2-byte header length follows
-        text = text.ljust(self.HEADER_BYTES - len(magic) - 2 - 1) + "\n"
         self.out.seek(0)
-        self.out.write(magic + struct.pack("<H", len(text)) + text.encode("latin1"))
+        self._write_header()
+        if self.out.tell() != self.header_bytes:  # would overwrite the first rows
+            raise RuntimeError(f"{self.path}: .npy header grew from {self.header_bytes} to {self.out.tell()} bytes")
+        self.out.close()
+
+    def abort(self) -> None:
         self.out.close()
 
 
@@ -73,7 +78,10 @@ def keys_digest(sorted_keys: np.ndarray, rows: np.ndarray | None) -> str:
 
 
 class PartitionWriter:
-    """Write a partition chunk by chunk: `add(keys, vectors)` with dense arrays or CSR matrices."""
+    """Write a partition chunk by chunk: `add(keys, vectors)` with dense arrays or CSR matrices.
+
+    Use it as a context manager: on an error its open files are closed (the caller's atomic_path
+    then removes the directory)."""
 
     def __init__(self, directory: Path, manifest: dict, sparse: bool = False, dtype="float32", dim: int | None = None):
         self.directory, self.manifest, self.sparse = Path(directory), dict(manifest), sparse
@@ -91,6 +99,21 @@ class PartitionWriter:
         else:
             self.dtype = np.dtype(dtype)
             self.vectors: NpyAppender | None = None
+
+    def __enter__(self) -> "PartitionWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.abort()
+
+    def _appenders(self) -> list:
+        found = [self.norms] + ([self.data, self.indices, self.indptr] if self.sparse else [self.vectors])
+        return [a for a in found if a is not None]
+
+    def abort(self) -> None:
+        for appender in self._appenders():
+            appender.abort()
 
     def add(self, keys: np.ndarray, vectors) -> None:
         keys = np.asarray(keys, dtype=np.uint64)
@@ -144,9 +167,9 @@ def write_partition(directory: Path, keys: np.ndarray, manifest: dict, vectors) 
     """Write a whole partition at once (keys in any order; dense array or sparse matrix)."""
     sparse = sp.issparse(vectors)
     dtype = np.float32 if sparse else np.asarray(vectors).dtype
-    writer = PartitionWriter(directory, manifest, sparse=sparse, dtype=dtype, dim=vectors.shape[1])
-    writer.add(keys, vectors)
-    return writer.close()
+    with PartitionWriter(directory, manifest, sparse=sparse, dtype=dtype, dim=vectors.shape[1]) as writer:
+        writer.add(keys, vectors)
+        return writer.close()
 
 
 def _load(directory: Path, name: str):
@@ -311,7 +334,7 @@ class VectorStore:
 
 
 def spec_digest(spec: dict) -> str:
-    """Digest of the model settings that change vectors (not threads, memory or batch size)."""
-    ignored = {"threads", "mem_mb", "runtime", "batch_size", "cpu_workers", "corpora", "device", "gpu_model"}
-    relevant = {k: v for k, v in spec.items() if k not in ignored}
+    """Digest of the model settings that change vectors (not threads, memory or batch size; not the
+    device either: it is recorded in the manifest, and a change reruns the job through its params)."""
+    relevant = {k: v for k, v in vector_settings(spec).items() if k != "device"}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,62 @@
+"""Shared statistics: seeded bootstrap intervals for any probe.
+
+Every probe resamples its own items (sentences, triplets, questions, phrases) with replacement and
+reports the 95% percentile interval of its statistic. The random stream is derived from the config
+seed and the names involved (corpus, model, condition, ...), so a rerun with the same config gives
+the same interval, and two tables never share a stream by accident.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from workflow_scripts.common import stable_id
+
+LEVEL = 0.95
+
+
+def bootstrap_rng(seed: int, *names: object) -> np.random.Generator:
+    """Generator seeded by the config seed and the names of what is being resampled."""
+    key = stable_id("bootstrap", seed, *names)
+    return np.random.default_rng(np.random.SeedSequence([seed, key & 0xFFFFFFFF, key >> 32]))
+
+
+def resample_counts(rng: np.random.Generator, replicates: int, items: int) -> np.ndarray:
+    """(replicates, items) multinomial counts: how often each item is drawn in each bootstrap
+    resample of `items` draws with replacement (the classic bootstrap, as integer weights)."""
+    if items == 0:
+        return np.zeros((replicates, 0), dtype=np.int64)
+    return rng.multinomial(items, np.full(items, 1.0 / items), size=replicates)
+
+
+def percentile_interval(replicates: np.ndarray, level: float = LEVEL) -> tuple[float, float, int]:
+    """(low, high, valid): percentile interval of the finite replicate values. NaN bounds when
+    fewer than half the replicates are defined (the statistic is then not worth an interval)."""
+    values = np.asarray(replicates, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    if not len(values) or len(finite) < 0.5 * len(values):
+        return float("nan"), float("nan"), int(len(finite))
+    tail = 100.0 * (1.0 - level) / 2.0
+    low, high = np.percentile(finite, [tail, 100.0 - tail])
+    return float(low), float(high), int(len(finite))
+
+
+def bootstrap_statistic(values: np.ndarray, statistic: Callable[[np.ndarray, np.ndarray], float], replicates: int,
+                        seed: int, *names: object, level: float = LEVEL) -> tuple[float, float, int]:
+    """Interval of `statistic(values, weights)` over item resamples; `weights` are the integer draw
+    counts of each item (row) of `values`. For a mean: `lambda v, w: np.average(v, weights=w)`."""
+    values = np.asarray(values)
+    counts = resample_counts(bootstrap_rng(seed, *names), replicates, len(values))
+    stats = np.array([statistic(values, w) if w.sum() else np.nan for w in counts])
+    return percentile_interval(stats, level)
+
+
+def bootstrap_mean(values: np.ndarray, replicates: int, seed: int, *names: object,
+                   level: float = LEVEL) -> tuple[float, float, int]:
+    """Interval of the mean of per-item values (accuracies as 0/1, similarities, ...), vectorised."""
+    values = np.asarray(values, dtype=np.float64)
+    if not len(values):
+        return float("nan"), float("nan"), 0
+    counts = resample_counts(bootstrap_rng(seed, *names), replicates, len(values))
+    return percentile_interval(counts @ values / len(values), level)

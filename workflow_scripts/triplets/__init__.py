@@ -1,0 +1,1 @@
+"""Sentence-triplet probe (Zhu, Li & de Melo, seed 002): sentence transformations and datasets."""
