@@ -2,7 +2,6 @@
 #   ingest -> length_filter -> perturb -> embed -> csc (score, density, plots, tables)
 # Run: `make run` (sets up .venv), or `snakemake --cores all` inside the environment.
 
-import os
 import sys
 
 # `--configfile X` replaces the default config rather than extending it: a study's config must not
@@ -12,9 +11,9 @@ if not workflow.overwrite_configfiles:
 
 # Jobs run `python -m workflow_scripts.<stage>`: the stage modules come from this checkout, and
 # `python` is the interpreter running Snakemake (with --sdm conda the env's bin comes first instead).
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (workflow.basedir, os.environ.get("PYTHONPATH")) if p)
-os.environ["PATH"] = os.pathsep.join((os.path.dirname(sys.executable), os.environ.get("PATH", "")))
+from workflow_scripts.common import prepare_job_environment
+
+prepare_job_environment(workflow.basedir, sys.executable)
 
 include: "rules/common.smk"
 

@@ -1,5 +1,6 @@
 # Shared definitions: validated config, result paths, resource declarations.
 import json
+import os
 from collections import namedtuple
 
 from workflow_scripts.config import validate
@@ -11,7 +12,6 @@ SHARD_ROWS = config["shard_rows"]
 PARTS = config["embedding_partitions"]
 PART_IDS = [f"{p:03d}" for p in range(PARTS)]
 NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
-PY = "python -m workflow_scripts"
 
 wildcard_constraints:
     source=NAME,
@@ -110,8 +110,71 @@ def res(rule_name, key):
 
 
 def log_path(rule_name, *parts):
-    return f"{R}/logs/{rule_name}/" + "/".join(parts) + ".log"
+    return os.path.join(R, "logs", rule_name, *parts) + ".log"
 
 
 def bench_path(rule_name, *parts):
-    return f"{R}/benchmarks/{rule_name}/" + "/".join(parts) + ".tsv"
+    return os.path.join(R, "benchmarks", rule_name, *parts) + ".tsv"
+
+
+# ---- input functions of rules/ingest.smk ----
+def source_input(wildcards):
+    spec = config["sources"][wildcards.source]
+    if "url" in spec:
+        return f"{R}/downloads/sources/{wildcards.source}/{os.path.basename(spec['url']) or 'data'}"
+    return spec["path"]
+
+
+# ---- input functions of rules/length_filter.smk ----
+def reference_corpus(wildcards):
+    ref = config["corpora"][wildcards.corpus].get("match_lengths_of")
+    return {"reference": f"{R}/corpora/{ref}"} if ref else {}
+
+
+# ---- input functions of rules/embed.smk ----
+def model_file(model):
+    spec = config["models"][model]
+    if "url" in spec:
+        # a .gz download is verified, then stored decompressed (fastText's cc.*.300.bin.gz)
+        return f"{R}/downloads/models/{model}/{os.path.basename(spec['url']).removesuffix('.gz')}"
+    return spec.get("path")
+
+
+def embed_inputs(wildcards):
+    spec = config["models"][wildcards.model]
+    if spec["family"] == "tfidf":
+        return {"texts": [f"{R}/texts/{wildcards.scope}/part-{wildcards.part}.parquet"],
+                "fitted": f"{R}/models/{wildcards.model}/tfidf-{wildcards.scope}.json"}
+    inputs = {"texts": [f"{R}/texts/{c}/part-{wildcards.part}.parquet" for c in model_corpora(wildcards.model)]}
+    if spec["family"] == "fasttext":
+        inputs["model_file"] = model_file(wildcards.model)
+    return inputs
+
+
+def embed_options(wildcards, input):
+    opts = []
+    if "fitted" in input.keys():
+        opts.append(f"--fitted {input.fitted}")
+    if "model_file" in input.keys():
+        opts.append(f"--model-file {input.model_file}")
+    return " ".join(opts)
+
+
+def model_resource(key):
+    def get(wildcards, attempt=1):
+        spec = config["models"][wildcards.model]
+        base = spec.get(key, config.get("resources", {}).get("embed", {}).get(key, DEFAULT_RESOURCES["embed"][key]))
+        return base * attempt if key in ("mem_mb", "runtime") else base
+    return get
+
+
+def tfidf_fit_texts(wildcards):
+    if config["models"][wildcards.model].get("fit_on", "originals_and_variants") == "originals":
+        return []
+    return [f"{R}/texts/{wildcards.corpus}/part-{p}.parquet" for p in PART_IDS]
+
+
+# ---- input functions of rules/csc.smk ----
+def csc_stores(wildcards):
+    scope = store_scope(wildcards.model, wildcards.corpus)
+    return [f"{R}/embeddings/{wildcards.model}/{scope}/part-{p}" for p in PART_IDS]

@@ -2,11 +2,6 @@
 # plots, and the aggregated overlap table and report.
 
 
-def csc_stores(wildcards):
-    scope = store_scope(wildcards.model, wildcards.corpus)
-    return [f"{R}/embeddings/{wildcards.model}/{scope}/part-{p}" for p in PART_IDS]
-
-
 rule csc_score:
     input:
         variants=f"{R}/perturbations/{{corpus}}",
@@ -30,7 +25,7 @@ rule csc_score:
     resources: mem_mb=res("csc_score", "mem_mb"), runtime=res("csc_score", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "{PY}.csc score --variants-dir {input.variants:q} --stores {input.stores:q} --model {wildcards.model}"
+        "python -m workflow_scripts.csc score --variants-dir {input.variants:q} --stores {input.stores:q} --model {wildcards.model}"
         " --corpus {wildcards.corpus} --spec {params.spec:q} --exact-max-n {params.exact_max_n} --grid-step {params.grid_step}"
         " --bootstrap-b {params.bootstrap_b} --bootstrap-groups {params.bootstrap_groups} --seed {params.seed}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"
@@ -48,7 +43,7 @@ rule csc_plot:
     resources: mem_mb=res("csc_plot", "mem_mb"), runtime=res("csc_plot", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "MPLBACKEND=Agg {PY}.csc plot --curves {input.curves:q} --summary {input.summary:q}"
+        "MPLBACKEND=Agg python -m workflow_scripts.csc plot --curves {input.curves:q} --summary {input.summary:q}"
         " --png {output.png:q} --svg {output.svg:q} > {log:q} 2>&1"
 
 
@@ -65,7 +60,7 @@ rule csc_aggregate:
     resources: mem_mb=res("csc_aggregate", "mem_mb"), runtime=res("csc_aggregate", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "{PY}.csc aggregate --summaries {input:q} --out {output.overlap:q} --table3 {output.table3:q}"
+        "python -m workflow_scripts.csc aggregate --summaries {input:q} --out {output.overlap:q} --table3 {output.table3:q}"
         " --corpora {params.corpora:q} --models {params.models:q} > {log:q} 2>&1"
 
 
@@ -83,5 +78,5 @@ rule report:
     resources: mem_mb=res("report", "mem_mb"), runtime=res("report", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "{PY}.report --overlap {input.overlap:q} --table3 {input.table3:q} --lengths {input.lengths:q} --ingest {input.ingest:q}"
+        "python -m workflow_scripts.report --overlap {input.overlap:q} --table3 {input.table3:q} --lengths {input.lengths:q} --ingest {input.ingest:q}"
         " --perturb {input.perturb:q} --plots {input.plots:q} --out {output:q} > {log:q} 2>&1"

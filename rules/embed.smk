@@ -1,42 +1,5 @@
 # Stage 4: vector stores. One job per (model, scope, partition); every unique text of the
 # partition is embedded once per model, whatever corpora and probes it comes from.
-import os
-
-
-def model_file(model):
-    spec = config["models"][model]
-    if "url" in spec:
-        # a .gz download is verified, then stored decompressed (fastText's cc.*.300.bin.gz)
-        return f"{R}/downloads/models/{model}/{os.path.basename(spec['url']).removesuffix('.gz')}"
-    return spec.get("path")
-
-
-def embed_inputs(wildcards):
-    spec = config["models"][wildcards.model]
-    if spec["family"] == "tfidf":
-        return {"texts": [f"{R}/texts/{wildcards.scope}/part-{wildcards.part}.parquet"],
-                "fitted": f"{R}/models/{wildcards.model}/tfidf-{wildcards.scope}.json"}
-    inputs = {"texts": [f"{R}/texts/{c}/part-{wildcards.part}.parquet" for c in model_corpora(wildcards.model)]}
-    if spec["family"] == "fasttext":
-        inputs["model_file"] = model_file(wildcards.model)
-    return inputs
-
-
-def embed_options(wildcards, input):
-    opts = []
-    if "fitted" in input.keys():
-        opts.append(f"--fitted {input.fitted}")
-    if "model_file" in input.keys():
-        opts.append(f"--model-file {input.model_file}")
-    return " ".join(opts)
-
-
-def model_resource(key):
-    def get(wildcards, attempt=1):
-        spec = config["models"][wildcards.model]
-        base = spec.get(key, config.get("resources", {}).get("embed", {}).get(key, DEFAULT_RESOURCES["embed"][key]))
-        return base * attempt if key in ("mem_mb", "runtime") else base
-    return get
 
 
 rule download_model:
@@ -50,14 +13,8 @@ rule download_model:
     resources: mem_mb=res("download", "mem_mb"), runtime=res("download", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "{PY}.ingest download --url {params.url:q} --sha256 {params.sha256} {params.gunzip} --out {output:q}"
+        "python -m workflow_scripts.ingest download --url {params.url:q} --sha256 {params.sha256} {params.gunzip} --out {output:q}"
         " > {log:q} 2>&1"
-
-
-def tfidf_fit_texts(wildcards):
-    if config["models"][wildcards.model].get("fit_on", "originals_and_variants") == "originals":
-        return []
-    return [f"{R}/texts/{wildcards.corpus}/part-{p}.parquet" for p in PART_IDS]
 
 
 rule fit_tfidf:
@@ -72,7 +29,7 @@ rule fit_tfidf:
     resources: mem_mb=res("fit_tfidf", "mem_mb"), runtime=res("fit_tfidf", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "{PY}.embed fit-tfidf --spec {params.spec:q} --corpus-dir {input.corpus:q} --texts {input.texts:q}"
+        "python -m workflow_scripts.embed fit-tfidf --spec {params.spec:q} --corpus-dir {input.corpus:q} --texts {input.texts:q}"
         " --out {output:q} > {log:q} 2>&1"
 
 
@@ -100,7 +57,7 @@ rule embed:
         cpu_workers=lambda wc: config["models"][wc.model].get("cpu_workers", 1),
     conda: "../envs/workflow.yaml"
     shell:
-        "HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} {PY}.embed embed --model {wildcards.model} --spec {params.spec:q}"
+        "HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} python -m workflow_scripts.embed embed --model {wildcards.model} --spec {params.spec:q}"
         " --scope {wildcards.scope} --partition {wildcards.part} --partitions {params.partitions}"
         " --texts {input.texts:q} {params.options} --out {output:q} --threads {threads}"
         " --batch-size {resources.batch_size} --cpu-workers {resources.cpu_workers} > {log:q} 2>&1"

@@ -1,12 +1,4 @@
 # Stage 1: corpus sources (local files, or URLs verified by sha256) -> Parquet shards + report.
-import os
-
-
-def source_input(wildcards):
-    spec = config["sources"][wildcards.source]
-    if "url" in spec:
-        return f"{R}/downloads/sources/{wildcards.source}/{os.path.basename(spec['url']) or 'data'}"
-    return spec["path"]
 
 
 rule download_source:
@@ -18,7 +10,7 @@ rule download_source:
     threads: res("download", "threads")
     resources: mem_mb=res("download", "mem_mb"), runtime=res("download", "runtime")
     conda: "../envs/workflow.yaml"
-    shell: "{PY}.ingest download --url {params.url:q} --sha256 {params.sha256} --out {output:q} > {log:q} 2>&1"
+    shell: "python -m workflow_scripts.ingest download --url {params.url:q} --sha256 {params.sha256} --out {output:q} > {log:q} 2>&1"
 
 
 rule ingest:
@@ -33,5 +25,5 @@ rule ingest:
     resources: mem_mb=res("ingest", "mem_mb"), runtime=res("ingest", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "{PY}.ingest ingest --source {wildcards.source} --spec {params.spec:q} --input {input:q}"
+        "python -m workflow_scripts.ingest ingest --source {wildcards.source} --spec {params.spec:q} --input {input:q}"
         " --out {output.shards:q} --report {output.report:q} --shard-rows {params.shard_rows} > {log:q} 2>&1"

@@ -2,11 +2,6 @@
 # the length-bucket table (seed paper's Table 2 layout).
 
 
-def reference_corpus(wildcards):
-    ref = config["corpora"][wildcards.corpus].get("match_lengths_of")
-    return {"reference": f"{R}/corpora/{ref}"} if ref else {}
-
-
 rule derive_corpus:
     input:
         unpack(reference_corpus),
@@ -23,7 +18,7 @@ rule derive_corpus:
     resources: mem_mb=res("derive_corpus", "mem_mb"), runtime=res("derive_corpus", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "POLARS_MAX_THREADS={threads} {PY}.length_filter derive --corpus {wildcards.corpus} --spec {params.spec:q}"
+        "POLARS_MAX_THREADS={threads} python -m workflow_scripts.length_filter derive --corpus {wildcards.corpus} --spec {params.spec:q}"
         " --source-dir {input.source:q} {params.reference} --out {output:q} --seed {params.seed}"
         " --shard-rows {params.shard_rows} > {log:q} 2>&1"
 
@@ -35,4 +30,4 @@ rule length_buckets:
     threads: res("length_buckets", "threads")
     resources: mem_mb=res("length_buckets", "mem_mb"), runtime=res("length_buckets", "runtime")
     conda: "../envs/workflow.yaml"
-    shell: "{PY}.length_filter table --corpus-dirs {input:q} --out {output:q} > {log:q} 2>&1"
+    shell: "python -m workflow_scripts.length_filter table --corpus-dirs {input:q} --out {output:q} > {log:q} 2>&1"

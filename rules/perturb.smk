@@ -19,6 +19,6 @@ rule perturb:
     resources: mem_mb=res("perturb", "mem_mb"), runtime=res("perturb", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "{PY}.perturb --corpus-dir {input:q} --settings {params.settings:q} --seed {params.seed}"
+        "python -m workflow_scripts.perturb --corpus-dir {input:q} --settings {params.settings:q} --seed {params.seed}"
         " --partitions {params.partitions} --out-variants {output.variants:q} --out-texts {output.texts:q}"
         " --report {output.report:q} --workers {threads} --nltk {params.nltk:q} > {log:q} 2>&1"

@@ -76,3 +76,13 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
     with atomic_path(tmp_path / "d", is_dir=True) as tmp:
         (tmp / "f").write_text("x")
     assert (tmp_path / "d" / "f").read_text() == "x" and len(list(tmp_path.iterdir())) == 1
+
+
+def test_snakemake_lint_is_clean():
+    """The catalog's habits: input functions in rules/common.smk, non-file values through params."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "-s", str(ROOT / "Snakefile"),
+                          "--directory", str(ROOT)], capture_output=True, text=True)
+    text = out.stdout + out.stderr
+    assert "Congratulations, your workflow is in a good condition!" in text, text[-3000:]

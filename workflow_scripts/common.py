@@ -36,6 +36,13 @@ def vector_settings(spec: dict) -> dict:
     return out
 
 
+def prepare_job_environment(workflow_dir: str, python: str) -> None:
+    """Make the workflow's jobs import `workflow_scripts` from this checkout and run `python` as
+    the interpreter that runs Snakemake (exported, so local and cluster jobs inherit it)."""
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (workflow_dir, os.environ.get("PYTHONPATH")) if p)
+    os.environ["PATH"] = os.pathsep.join((os.path.dirname(python), os.environ.get("PATH", "")))
+
+
 def stable_id(*parts: object) -> int:
     """64-bit id from the given parts (blake2b), identical across processes, machines and versions.
 
