@@ -298,8 +298,7 @@ def _curve_plan(moments: dict, weights: dict, conditions: list[str], grid_step: 
 
 
 def _batches(sims_path, columns):
-    for batch in pq.ParquetFile(sims_path).iter_batches(READ_BATCH, columns=columns):
-        yield batch
+    return pq.ParquetFile(sims_path).iter_batches(READ_BATCH, columns=columns)
 
 
 def _kind_mask(batch, kind: str) -> np.ndarray:
