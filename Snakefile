@@ -1,5 +1,8 @@
-# Probing sentence embeddings at corpus scale. Stages, one rule file each:
-#   ingest -> length_filter -> perturb -> embed -> csc (score, density, plots, tables)
+# Probing sentence embeddings at corpus scale. Shared stages, one rule file each:
+#   ingest -> length_filter -> (probes write their texts) -> embed -> (probes score) -> report
+# and nltk_data (NLTK packages a probe needs). Probes, one rule file each, on the contract in the
+# README ("Probes"): csc (Concept Separation Curves), triplets (sentence triplets), montague
+# (adjective-noun modifier consistency).
 # Run: `make run` (sets up .venv), or `snakemake --cores all` inside the environment.
 
 import sys
@@ -18,14 +21,20 @@ prepare_job_environment(workflow.basedir, sys.executable)
 include: "rules/common.smk"
 
 # Seconds of work on small files: on a cluster they run on the submitting node, not through sbatch.
-localrules: all, length_buckets, csc_plot, csc_aggregate, report
+localrules: all, length_buckets, csc_plot, csc_aggregate, triplets_aggregate, montague_phrases, montague_aggregate, retrieval_aggregate, settheory_aggregate, report
 
 
+include: "rules/nltk_data.smk"
 include: "rules/ingest.smk"
 include: "rules/length_filter.smk"
-include: "rules/perturb.smk"
 include: "rules/embed.smk"
 include: "rules/csc.smk"
+include: "rules/triplets.smk"
+include: "rules/montague.smk"
+include: "rules/retrieval.smk"
+include: "rules/articles.smk"
+include: "rules/settheory.smk"
+include: "rules/report.smk"
 
 
 rule all:
@@ -34,4 +43,8 @@ rule all:
         f"{R}/tables/csc_overlap.csv",
         expand(f"{R}/plots/csc/{{pair.corpus}}/{{pair.model}}.png", pair=CSC_PAIRS),
         f"{R}/report.md",
+        [f"{R}/tables/triplets_accuracy.csv"] if TRIPLET_PAIRS else [],
+        [f"{R}/tables/montague_single.csv"] if MONTAGUE_PAIRS else [],
+        [f"{R}/tables/retrieval_accuracy.csv"] if RETRIEVAL_PAIRS else [],
+        [f"{R}/tables/settheory_shares.csv"] if SETTHEORY_PAIRS else [],
     default_target: True

@@ -1,5 +1,31 @@
-# Stage 5: Concept Separation Curves — similarities, densities and overlap per (corpus, model),
-# plots, and the aggregated overlap table and report.
+# The Concept Separation Curves probe (methods.md §1), on the probe contract (README, "Probes"):
+#   perturb     its texts: fuzzing / negation / grammatical negation variants of a corpus, and the
+#               texts to embed, hash-partitioned so that each embedding job reads only its own
+#   csc_score   similarities from the vector stores, KDE curves, overlap with bootstrapped CI
+#   csc_plot, csc_aggregate   plots, the overlap table and the seed paper's Table 3 layout
+# Code: workflow_scripts/csc/; config: the `csc` section.
+
+
+rule perturb:
+    input: f"{R}/corpora/{{corpus}}"
+    output:
+        variants=directory(f"{R}/perturbations/{{corpus}}"),
+        texts=expand(f"{R}/texts/{{{{corpus}}}}/part-{{part}}.parquet", part=PART_IDS),
+        report=f"{R}/reports/perturb/{{corpus}}.json",
+    params:
+        settings=csc_perturb_settings,
+        seed=SEED,
+        partitions=PARTS,
+        nltk=nltk_plan,
+    log: log_path("perturb", "{corpus}")
+    benchmark: bench_path("perturb", "{corpus}")
+    threads: res("perturb", "threads")
+    resources: mem_mb=res("perturb", "mem_mb"), runtime=res("perturb", "runtime")
+    conda: "../envs/workflow.yaml"
+    shell:
+        "python -m workflow_scripts.csc.perturb --corpus-dir {input:q} --settings {params.settings:q} --seed {params.seed}"
+        " --partitions {params.partitions} --out-variants {output.variants:q} --out-texts {output.texts:q}"
+        " --report {output.report:q} --workers {threads} --nltk {params.nltk:q} > {log:q} 2>&1"
 
 
 rule csc_score:
@@ -25,7 +51,7 @@ rule csc_score:
     resources: mem_mb=res("csc_score", "mem_mb"), runtime=res("csc_score", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "python -m workflow_scripts.csc score --variants-dir {input.variants:q} --stores {input.stores:q} --model {wildcards.model}"
+        "python -m workflow_scripts.csc.curves score --variants-dir {input.variants:q} --stores {input.stores:q} --model {wildcards.model}"
         " --corpus {wildcards.corpus} --spec {params.spec:q} --exact-max-n {params.exact_max_n} --grid-step {params.grid_step}"
         " --bootstrap-b {params.bootstrap_b} --bootstrap-groups {params.bootstrap_groups} --seed {params.seed}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"
@@ -43,7 +69,7 @@ rule csc_plot:
     resources: mem_mb=res("csc_plot", "mem_mb"), runtime=res("csc_plot", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "MPLBACKEND=Agg python -m workflow_scripts.csc plot --curves {input.curves:q} --summary {input.summary:q}"
+        "MPLBACKEND=Agg python -m workflow_scripts.csc.curves plot --curves {input.curves:q} --summary {input.summary:q}"
         " --png {output.png:q} --svg {output.svg:q} > {log:q} 2>&1"
 
 
@@ -60,23 +86,5 @@ rule csc_aggregate:
     resources: mem_mb=res("csc_aggregate", "mem_mb"), runtime=res("csc_aggregate", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "python -m workflow_scripts.csc aggregate --summaries {input:q} --out {output.overlap:q} --table3 {output.table3:q}"
+        "python -m workflow_scripts.csc.curves aggregate --summaries {input:q} --out {output.overlap:q} --table3 {output.table3:q}"
         " --corpora {params.corpora:q} --models {params.models:q} > {log:q} 2>&1"
-
-
-rule report:
-    input:
-        overlap=f"{R}/tables/csc_overlap.csv",
-        table3=f"{R}/tables/csc_table3.csv",
-        lengths=f"{R}/tables/length_buckets.csv",
-        ingest=expand(f"{R}/reports/ingest/{{source}}.json", source=config["sources"]),
-        perturb=expand(f"{R}/reports/perturb/{{corpus}}.json", corpus=config["corpora"]),
-        plots=[f"{R}/plots/csc/{p.corpus}/{p.model}.png" for p in CSC_PAIRS],
-    output: f"{R}/report.md"
-    log: log_path("report", "all")
-    threads: res("report", "threads")
-    resources: mem_mb=res("report", "mem_mb"), runtime=res("report", "runtime")
-    conda: "../envs/workflow.yaml"
-    shell:
-        "python -m workflow_scripts.report --overlap {input.overlap:q} --table3 {input.table3:q} --lengths {input.lengths:q} --ingest {input.ingest:q}"
-        " --perturb {input.perturb:q} --plots {input.plots:q} --out {output:q} > {log:q} 2>&1"

@@ -1,5 +1,6 @@
-# Stage 4: vector stores. One job per (model, scope, partition); every unique text of the
-# partition is embedded once per model, whatever corpora and probes it comes from.
+# Stage 4: vector stores. One job per (model, text set, partition): a text set is a corpus or a
+# probe's dataset (rules/common.smk, "text sets"). Every unique text of the partition is embedded
+# once per model; a derived corpus copies its parent's vectors instead of encoding them again.
 
 
 rule download_model:
@@ -18,19 +19,18 @@ rule download_model:
 
 
 rule fit_tfidf:
-    input:
-        corpus=f"{R}/corpora/{{corpus}}",
-        texts=tfidf_fit_texts,
-    output: f"{R}/models/{{model}}/tfidf-{{corpus}}.json"
-    params: spec=lambda wc: as_json(embed_spec(wc.model))
-    log: log_path("fit_tfidf", "{model}", "{corpus}")
-    benchmark: bench_path("fit_tfidf", "{model}", "{corpus}")
+    input: unpack(tfidf_fit_inputs)
+    output: f"{R}/models/{{model}}/tfidf-{{scope}}.json"
+    params:
+        spec=lambda wc: as_json(embed_spec(wc.model)),
+        options=tfidf_fit_options,
+    log: log_path("fit_tfidf", "{model}", "{scope}")
+    benchmark: bench_path("fit_tfidf", "{model}", "{scope}")
     threads: res("fit_tfidf", "threads")
     resources: mem_mb=res("fit_tfidf", "mem_mb"), runtime=res("fit_tfidf", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
-        "python -m workflow_scripts.embed fit-tfidf --spec {params.spec:q} --corpus-dir {input.corpus:q} --texts {input.texts:q}"
-        " --out {output:q} > {log:q} 2>&1"
+        "python -m workflow_scripts.embed fit-tfidf --spec {params.spec:q} {params.options} --out {output:q} > {log:q} 2>&1"
 
 
 rule embed:

@@ -1,11 +1,12 @@
 # Stage 1: corpus sources (local files, or URLs verified by sha256) -> Parquet shards + report.
+# download_source fetches probe sources (SICK, MSRP, ...) too.
 
 
 rule download_source:
     output: f"{R}/downloads/sources/{{source}}/{{filename}}"
     params:
-        url=lambda wc: config["sources"][wc.source]["url"],
-        sha256=lambda wc: config["sources"][wc.source]["sha256"],
+        url=lambda wc: source_spec(wc.source)["url"],
+        sha256=lambda wc: source_spec(wc.source)["sha256"],
     log: log_path("download", "{source}", "{filename}")
     threads: res("download", "threads")
     resources: mem_mb=res("download", "mem_mb"), runtime=res("download", "runtime")

@@ -8,7 +8,16 @@ import yaml
 from workflow_scripts.common import atomic_path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = {"ingest", "derive_corpus", "perturb", "fit_tfidf", "embed", "csc_score"}
+HEAVY = {"ingest", "derive_corpus", "perturb", "fit_tfidf", "embed", "csc_score", "triplets_build", "triplets_score"}
+HEAVY |= {"articles", "settheory_samples", "settheory_filter", "settheory_measures"}
+SHARED_STAGES = {"nltk_data", "ingest", "length_filter", "embed", "report"}
+SHARED_STAGES |= {"articles"}
+PROBES = {"csc", "triplets"}
+PROBES |= {"montague"}
+HEAVY |= {"montague_score"}
+PROBES |= {"settheory"}
+PROBES |= {"retrieval"}
+HEAVY |= {"retrieval_build", "retrieval_search", "retrieval_isotropy", "retrieval_metrics"}
 
 
 def rule_blocks():
@@ -31,11 +40,23 @@ def test_directives_are_parsed_per_rule():
     assert d["resources"] == "mem_mb=1,\n        runtime=2,"
 
 
-def test_one_rule_file_per_stage_and_module():
+def test_one_rule_file_per_stage_and_probe():
+    """The probe contract's layout: a shared stage is a rule file and a module; a probe is a rule
+    file, a package of its own and a config section of its name."""
     stages = {p.stem for p in (ROOT / "rules").glob("*.smk")} - {"common"}
-    assert stages == {"ingest", "length_filter", "perturb", "embed", "csc"}
-    for stage in stages:
+    assert stages == SHARED_STAGES | PROBES
+    for stage in SHARED_STAGES:
         assert (ROOT / "workflow_scripts" / f"{stage}.py").exists()
+    from workflow_scripts.config import load_schema, probe_names
+    assert set(probe_names()) == PROBES
+    schema = load_schema()
+    for probe in PROBES:
+        assert (ROOT / "workflow_scripts" / probe / "__init__.py").exists()
+        assert not (ROOT / "workflow_scripts" / f"{probe}.py").exists()
+        assert probe in schema["properties"], f"probe {probe} has no config section"
+        rules = set(re.findall(r"^rule (\w+):", (ROOT / "rules" / f"{probe}.smk").read_text(), re.M))
+        assert rules <= set(schema["properties"]["resources"]["propertyNames"]["enum"]), probe
+        assert f"workflow_scripts/{probe}/" in (ROOT / "rules" / f"{probe}.smk").read_text()
 
 
 @pytest.mark.parametrize("file,rule,body", list(rule_blocks()), ids=lambda v: v if isinstance(v, str) and "\n" not in v else "")

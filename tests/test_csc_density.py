@@ -5,7 +5,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.stats import norm
 
-from workflow_scripts.csc import (GRID, SIM_SCHEMA, Moments, Window, analyse, bandwidth, binned_density,
+from workflow_scripts.csc.curves import (GRID, SIM_SCHEMA, Moments, Window, analyse, bandwidth, binned_density,
                                   exact_density, make_grid, normalise, overlap, undefined_reason)
 
 
@@ -174,7 +174,7 @@ def test_identical_sentences_give_a_degenerate_interval(tmp_path, log):
 
 def test_each_replicate_is_the_overlap_of_its_resample(tmp_path, log, monkeypatch):
     """The group machinery against an explicit resample: repeat each drawn sentence's variants."""
-    import workflow_scripts.csc as csc
+    import workflow_scripts.csc.curves as csc
     rng = np.random.default_rng(9)
     fuzz = {i: list(rng.normal(0.9, 0.03, 3)) for i in range(1, 31)}
     neg = {i: list(rng.normal(0.8, 0.05, 3)) for i in range(1, 31)}

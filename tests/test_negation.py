@@ -1,4 +1,4 @@
-"""Tests for workflow_scripts.negation (grammatical English negation, SNCSE-style, addition only).
+"""Tests for workflow_scripts.csc.negation (grammatical English negation, SNCSE-style, addition only).
 
 Tagger-free tests always run. Tagger tests need the offline NLTK data (perceptron tagger JSON and
 WordNet), found through NLTK_DATA or <repo>/../shared/data/nltk_data, and skip when it is absent.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_scripts.negation import GrammaticalNegator
+from workflow_scripts.csc.negation import GrammaticalNegator
 
 
 def _nltk_data_dir() -> Path | None:
@@ -238,7 +238,7 @@ def test_verb_lemmas_hand_checked(tagged):
 
 def test_fast_tagger_matches_nltk_tag(tagged):
     """The per-position tagger gives nltk's own tags (digits, years, hyphens, unknown words)."""
-    from workflow_scripts.negation import _Tags
+    from workflow_scripts.csc.negation import _Tags
     nltk_tagger = tagged._tagger
     for sentence in ["The quick brown fox jumps over the lazy dog .", "In 1998 3,000 X-rays cost $ 12m",
                      "Zorblax frimbled the quaggish wemp", "a", "Please close it"]:
@@ -322,7 +322,7 @@ def _resources_in_subprocess(nltk_data: Path, home: Path, then_append: tuple[Pat
     import json
     import subprocess
     import sys
-    script = ("import json, sys\nfrom workflow_scripts import negation\n"
+    script = ("import json, sys\nfrom workflow_scripts.csc import negation\n"
               "def state():\n"
               "    n = negation.GrammaticalNegator(True)\n"
               "    return {'planned': negation.nltk_resources(True), 'loaded': n.fingerprint, 'missing': n.missing,"
@@ -342,7 +342,7 @@ def _resources_in_subprocess(nltk_data: Path, home: Path, then_append: tuple[Pat
 
 def test_fingerprint_names_the_data_not_the_place(tagged):
     import importlib.metadata
-    from workflow_scripts.negation import grammatical_negation_plan, nltk_resources
+    from workflow_scripts.csc.negation import grammatical_negation_plan, nltk_resources
     expected = {**SHARED_FINGERPRINT, "nltk": importlib.metadata.version("nltk")}
     assert nltk_resources(True) == (expected, [])
     assert tagged.fingerprint == expected  # what was loaded is what was planned

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from workflow_scripts.perturb import Perturber, insertion_variants
+from workflow_scripts.csc.perturb import Perturber, insertion_variants
 
 SETTINGS = {"variants_per_sentence": 3, "fuzz_terms": {"en": ["a", "the"], "nl": ["de", "het"]},
             "negation_terms": {"en": ["not"], "nl": ["niet"]}}
@@ -73,7 +73,7 @@ def test_seeded_variants_pinned_here_and_in_a_fresh_process():
     from collections import Counter
     rows = Perturber(SETTINGS, "en", seed=13).variants([42], ["one two three four five six seven eight"], Counter())
     assert rows == PINNED_VARIANTS
-    script = ("import json, collections\nfrom workflow_scripts.perturb import Perturber\n"
+    script = ("import json, collections\nfrom workflow_scripts.csc.perturb import Perturber\n"
               f"rows = Perturber({SETTINGS!r}, 'en', seed=13).variants([42], ['one two three four five six seven eight'],"
               " collections.Counter())\nprint(json.dumps(rows))")
     # a fresh interpreter with another hash seed: nothing may depend on Python's salted hash()
@@ -84,7 +84,7 @@ def test_seeded_variants_pinned_here_and_in_a_fresh_process():
 
 def test_inlined_shuffle_and_ids_equal_the_library_ones():
     from workflow_scripts.common import stable_id
-    from workflow_scripts.perturb import _shuffle, variant_id
+    from workflow_scripts.csc.perturb import _shuffle, variant_id
     for seed in range(200):
         for n in (0, 1, 2, 3, 7, 16, 33, 100, 257):
             a, b = list(range(n)), list(range(n))
@@ -121,7 +121,7 @@ def test_worker_processes_give_the_same_outputs(tmp_path):
     import polars as pl
 
     from workflow_scripts.common import text_key
-    from workflow_scripts.perturb import perturb_corpus
+    from workflow_scripts.csc.perturb import perturb_corpus
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     sentences = [f"the {w} sat on mat number {i} today" for i, w in enumerate(["cat", "dog", "bird"] * 7)]
@@ -181,7 +181,7 @@ HAND_SETTINGS = {"variants_per_sentence": 3, "fuzz_terms": {"en": ["the"]}, "neg
 def _run(tmp_path, settings, name="out", expected_nltk=None, log=None):
     import logging
 
-    from workflow_scripts.perturb import perturb_corpus
+    from workflow_scripts.csc.perturb import perturb_corpus
     out = tmp_path / name
     return perturb_corpus(str(tmp_path / "corpus"), settings, 5, 2, str(out / "variants"),
                           [str(out / f"texts-{p}.parquet") for p in range(2)], str(out / "report.json"),
@@ -225,7 +225,7 @@ def test_report_records_the_nltk_data_and_refuses_another_plan(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     script = ("import json, sys\nfrom workflow_scripts.common import setup_logging\n"
-              "from workflow_scripts.perturb import perturb_corpus\n"
+              "from workflow_scripts.csc.perturb import perturb_corpus\n"
               "out = sys.argv[1]\n"
               "perturb_corpus(sys.argv[2], json.loads(sys.argv[3]), 5, 2, out + '/variants', [out + '/t0', out + '/t1'],"
               " out + '/report.json', setup_logging(out + '/log', 'p'))\n")
@@ -241,7 +241,7 @@ def test_report_records_the_nltk_data_and_refuses_another_plan(tmp_path):
     log = (tmp_path / "bare" / "log").read_text()
     assert "WARNING" in log and "missing (averaged_perceptron_tagger_eng, wordnet" in log and "NLTK_DATA" in log
 
-    from workflow_scripts.negation import GrammaticalNegator, nltk_resources
+    from workflow_scripts.csc.negation import GrammaticalNegator, nltk_resources
     planned, missing = nltk_resources(True)
     if missing or not GrammaticalNegator(True).has_tagger:
         pytest.skip("no NLTK data here for the tagger half")
@@ -265,7 +265,7 @@ def test_plan_for_no_grammatical_negation_is_checked(tmp_path):
 def test_in_order_keeps_at_most_ahead_results_pending():
     """Results come back in order, and no more than `ahead` shards are submitted and not yet
     taken: finished shards cannot pile up in the writing process (pool.imap queues them all)."""
-    from workflow_scripts.perturb import _in_order
+    from workflow_scripts.csc.perturb import _in_order
 
     class Done:
         def __init__(self, value):
@@ -290,7 +290,7 @@ def test_in_order_keeps_at_most_ahead_results_pending():
 
 def test_batches_do_not_change_the_files(tmp_path, monkeypatch):
     """A shard is perturbed BATCH sentences at a time; the files are the same bytes whatever BATCH."""
-    import workflow_scripts.perturb as perturb
+    import workflow_scripts.csc.perturb as perturb
     _write_corpus(tmp_path / "corpus", [[f"the {w} sat on mat number {i} today" for i in range(9) for w in ("cat", "dog")],
                                         ["hello there", "It is here."]])
     settings = {**HAND_SETTINGS, "fuzz_terms": {"en": ["a", "the"]}}

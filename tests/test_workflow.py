@@ -41,13 +41,13 @@ def workspace(tmp_path_factory):
         "corpora": {"mini_en": {"source": "mini", "language": "en"},
                     "mini_nl": {"source": "mini", "language": "nl"},
                     "mini_en_short": {"source": "mini", "language": "en", "max_tokens": 6}},
-        "perturb": {"grammatical_negation": {"enabled": True, "languages": ["en"], "use_tagger": False}},
         "models": {"tfidf": {"family": "tfidf"},
                    "tfidf_paper": {"family": "tfidf", "preset": "paper"},
                    "bert": {"family": "transformers", "path": str(bert), "device": "cpu", "batch_size": 4},
                    "ft": {"family": "fasttext", "url": ft_gz.as_uri(), "sha256": sha(ft_gz),
                           "corpora": ["mini_en"]}},
-        "csc": {"exact_kde_max_n": 20},  # small, so that both KDE paths run
+        "csc": {"exact_kde_max_n": 20,  # small, so that both KDE paths run
+                "perturb": {"grammatical_negation": {"enabled": True, "languages": ["en"], "use_tagger": False}}},
     }
     run = base / "run1"
     run.mkdir()
@@ -151,7 +151,7 @@ def test_adding_a_model_runs_only_its_jobs(workspace):
     for rule, wc in jobs:
         if rule in ("embed", "csc_score", "csc_plot"):
             assert wc["model"] == "bert2", (rule, wc)
-    assert sum(r == "embed" for r, _ in jobs) == 2  # one per partition
+    assert sum(r == "embed" for r, _ in jobs) == 6  # one per corpus and partition
     assert sum(r == "csc_score" for r, _ in jobs) == 3  # one per corpus
 
 
@@ -178,11 +178,11 @@ def test_store_mismatch_is_detected_by_the_workflow(workspace, tmp_path):
     run = workspace["base"] / "run_mismatch"
     shutil.copytree(workspace["run"], run)
     res = run / "results" / "embeddings"
-    shutil.rmtree(res / "bert" / "shared" / "part-000")
-    shutil.copytree(res / "tfidf" / "mini_en" / "part-000", res / "bert" / "shared" / "part-000")
-    from workflow_scripts.csc import score
+    shutil.rmtree(res / "bert" / "mini_en" / "part-000")
+    shutil.copytree(res / "tfidf" / "mini_en" / "part-000", res / "bert" / "mini_en" / "part-000")
+    from workflow_scripts.csc.curves import score
     from workflow_scripts.common import setup_logging
     with pytest.raises(Exception, match="differs|expected 'bert'"):
         score(str(run / "results" / "perturbations" / "mini_en"),
-              [str(res / "bert" / "shared" / f"part-{p:03d}") for p in range(2)], "bert", "mini_en", 20,
+              [str(res / "bert" / "mini_en" / f"part-{p:03d}") for p in range(2)], "bert", "mini_en", 20,
               str(tmp_path / "out"), setup_logging(None, "t"))

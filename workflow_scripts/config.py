@@ -1,4 +1,5 @@
-"""Load and validate the workflow config against `schemas/config.schema.yaml`.
+"""Load and validate the workflow config against `schemas/config.schema.yaml` and each probe's
+`<probe>/schema.yaml`.
 
 A bad value raises ConfigError naming the key (dotted path) and the expected form; defaults from
 the schema are filled in; cross-references (a corpus's source, a length-matching reference, a
@@ -20,8 +21,25 @@ class ConfigError(ValueError):
     pass
 
 
+# Each probe's package carries the schema of its config section (README, "Probes").
+PROBE_SCHEMAS = sorted(Path(__file__).parent.glob("*/schema.yaml"))
+
+
+def probe_names() -> list[str]:
+    return [path.parent.name for path in PROBE_SCHEMAS]
+
+
 def load_schema() -> dict:
-    return copy.deepcopy(_parsed_schema(SCHEMA_PATH.read_text()))
+    """The config schema: the shared one, with each probe's section under its name and the probe's
+    rules added to the keys `resources` takes."""
+    schema = copy.deepcopy(_parsed_schema(SCHEMA_PATH.read_text()))
+    rules = schema["properties"]["resources"]["propertyNames"]["enum"]
+    for path in PROBE_SCHEMAS:
+        section = copy.deepcopy(_parsed_schema(path.read_text()))
+        rules += section.pop("x-rules")
+        schema["properties"][path.parent.name] = section
+    schema["properties"]["models"]["additionalProperties"]["properties"]["probes"]["items"]["enum"] = probe_names()
+    return schema
 
 
 @functools.lru_cache(maxsize=4)
@@ -93,6 +111,8 @@ def validate(config: dict) -> dict:
             elif err.validator == "additionalProperties":
                 lines.append(f"config key `{where}`: {err.message} (allowed: "
                              f"{', '.join(sorted(err.schema.get('properties', {})))})")
+            elif err.validator == "not" and "x-expected" in err.schema:
+                lines.append(f"config key `{where}`: needs {err.schema['x-expected']}")
             elif err.validator in ("oneOf", "anyOf", "allOf", "if"):
                 expected = err.schema.get("x-expected", f"the combinations in {SCHEMA_PATH.name}")
                 lines.append(f"config key `{where}`: needs {expected}")
@@ -224,18 +244,205 @@ def _check_references(config: dict) -> None:
                                 "not itself length-matched")
         if c.get("min_tokens") is not None and c.get("max_tokens") is not None and c["min_tokens"] > c["max_tokens"]:
             problems.append(f"config key `corpora.{name}`: min_tokens {c['min_tokens']} > max_tokens {c['max_tokens']}")
-    perturb = config["perturb"]
+    perturb = config["csc"]["perturb"]
     for name, c in corpora.items():
         for key in ("fuzz_terms", "negation_terms"):
             if c["language"] not in perturb[key]:
-                problems.append(f"config key `perturb.{key}`: no terms for language {c['language']!r} "
+                problems.append(f"config key `csc.perturb.{key}`: no terms for language {c['language']!r} "
                                 f"(needed by corpus {name!r}); expected e.g. {{{c['language']}: [...]}}")
     step = config["csc"]["grid_step"]
     if abs(round(2.0 / step) * step - 2.0) > 1e-9:
         problems.append(f"config key `csc.grid_step`: {step} does not divide 2; expected a step that divides "
                         "2, e.g. 0.001 (the paper's 2001 points) or 0.0001")
+    # every probe names its datasets (triplet datasets, retrieval sets, ...) under <probe>.datasets
+    datasets = {d for probe in probe_names() for d in (config.get(probe) or {}).get("datasets", {})}
     for name, m in config["models"].items():
         for corpus in m.get("corpora", []):
             if corpus not in corpora:
                 problems.append(f"config key `models.{name}.corpora`: no corpus named {corpus!r}")
+        for dataset in m.get("datasets", []):
+            if dataset not in datasets:
+                problems.append(f"config key `models.{name}.datasets`: no probe dataset named {dataset!r} "
+                                f"(configured: {sorted(datasets) or 'none'})")
+    if "triplets" in config:
+        problems += _triplet_problems(config["triplets"], set(config["sources"]))
+    if "retrieval" in config:
+        problems += _retrieval_problems(config["retrieval"])
+    problems += _settheory_problems(config)  # also the `articles` section and models' gguf_file
     _raise(problems)
+
+
+# The source formats each kind of triplet dataset can be built from (methods.md §3).
+TRIPLET_SOURCE_FORMATS = {
+    "negation_detection": {"sick", "msrp", "treebank", "lines"},
+    "negation_variants": {"sick", "msrp", "treebank", "lines"},
+    "clause_relatedness": {"msrp", "treebank", "lines"},
+    "argument_sensitivity": set(),  # templates
+    "fixed_point_reorder": {"sick"},  # needs SICK's pairs, labels and relatedness
+}
+
+
+def _triplet_problems(triplets: dict, corpus_sources: set) -> list[str]:
+    problems = []
+    sources = triplets.get("sources", {})
+    for name in sorted(set(sources) & corpus_sources):
+        problems.append(f"config key `triplets.sources.{name}`: the name is taken by `sources.{name}`; "
+                        "expected a name of its own (downloads are kept per source name)")
+    for name, d in triplets["datasets"].items():
+        key = f"triplets.datasets.{name}"
+        if "file" in d:
+            for other in ("kind", "sources", "max_triplets"):
+                if other in d:
+                    problems.append(f"config key `{key}.{other}`: a dataset read from `file` is not built; "
+                                    f"drop `{other}` or `file`")
+            continue
+        for other in ("format", "columns", "scoring"):
+            if other in d:
+                problems.append(f"config key `{key}.{other}`: only a dataset read from `file` takes `{other}`")
+        kind = d.get("kind", name)
+        if kind not in TRIPLET_SOURCE_FORMATS:
+            problems.append(f"config key `{key}`: {name!r} is not a built-in dataset; expected `kind: <one of "
+                            f"{', '.join(TRIPLET_SOURCE_FORMATS)}>` or `file: <your triplets>`")
+            continue
+        allowed = TRIPLET_SOURCE_FORMATS[kind]
+        if not allowed:
+            if d.get("sources"):
+                problems.append(f"config key `{key}.sources`: {kind} is built from templates "
+                                "(triplets.templates), not from sources")
+            continue
+        if not d.get("sources"):
+            problems.append(f"config key `{key}.sources`: {kind} needs sources: names under triplets.sources "
+                            f"of format {', '.join(sorted(allowed))}")
+        for src in d.get("sources", []):
+            if src not in sources:
+                problems.append(f"config key `{key}.sources`: no source {src!r} under triplets.sources")
+            elif sources[src]["format"] not in allowed:
+                problems.append(f"config key `{key}.sources`: {src!r} is a {sources[src]['format']} source; "
+                                f"{kind} takes {', '.join(sorted(allowed))}")
+    return problems
+
+
+# Keys each kind of retrieval set reads (workflow_scripts/retrieval/sets.py SPEC_KEYS, plus the
+# probe's own `eval_split`), and the qrels splits each built kind writes (None: the user's).
+RETRIEVAL_KIND_KEYS = {
+    "beir": {"kind", "path", "url", "sha256", "splits", "eval_split"},
+    "3gpp": {"kind", "sources", "specs", "questions", "teleqna", "generator", "eval_split"},
+    "msrp": {"kind", "path", "url", "sha256", "eval_split"},
+    "tatoeba": {"kind", "path", "url", "sha256", "columns", "eval_split"},
+}
+RETRIEVAL_KIND_SPLITS = {"beir": None, "3gpp": ("train", "test"), "msrp": ("test",), "tatoeba": ("test",)}
+
+
+def _retrieval_problems(retrieval: dict) -> list[str]:
+    problems = []
+
+    def location(key: str, entry: dict) -> None:
+        has_path, has_url = "path" in entry, "url" in entry or "sha256" in entry
+        if has_path == has_url or (has_url and not ("url" in entry and "sha256" in entry)):
+            problems.append(f"config key `{key}`: needs `path` (a local file or folder), or `url` with `sha256`")
+
+    for name, d in retrieval["datasets"].items():
+        key, kind = f"retrieval.datasets.{name}", d["kind"]
+        for extra in sorted(set(d) - RETRIEVAL_KIND_KEYS[kind]):
+            problems.append(f"config key `{key}.{extra}`: a {kind} set does not read `{extra}` (it reads "
+                            f"{', '.join(sorted(RETRIEVAL_KIND_KEYS[kind] - {'kind'}))})")
+        if kind == "3gpp":
+            if "sources" not in d:
+                problems.append(f"config key `{key}.sources`: a 3gpp set needs sources: {{path: <clauses .jsonl or "
+                                "folder>}, or {url, sha256}")
+            else:
+                location(f"{key}.sources", d["sources"])
+            methods = d.get("questions", ["templates"])
+            for method in ("teleqna", "generator"):
+                if method in d and method not in methods:
+                    problems.append(f"config key `{key}.{method}`: settings for `{method}` questions, but "
+                                    f"`questions` ({', '.join(methods)}) does not ask for them")
+            if "teleqna" in methods:
+                if "teleqna" not in d:
+                    problems.append(f"config key `{key}.teleqna`: `teleqna` questions need the release: "
+                                    "{path: <TeleQnA zip>} or {url, sha256}")
+                else:
+                    location(f"{key}.teleqna", {k: v for k, v in d["teleqna"].items() if k in ("path", "url", "sha256")})
+        else:
+            location(key, {k: v for k, v in d.items() if k in ("path", "url", "sha256")})
+        splits = RETRIEVAL_KIND_SPLITS[kind] or d.get("splits")
+        wanted = d.get("eval_split", retrieval["eval_split"])
+        for split in [wanted] if isinstance(wanted, str) else wanted:
+            if splits is not None and split not in splits:
+                where = f"{key}.eval_split" if "eval_split" in d else "retrieval.eval_split"
+                problems.append(f"config key `{where}`: set {name!r} ({kind}) has no split {split!r}; expected one of "
+                                f"{', '.join(splits)}")
+    k = retrieval["k"]
+    if k["min"] > k["max"]:
+        problems.append(f"config key `retrieval.k`: min {k['min']} > max {k['max']}")
+    elif k["max"] > retrieval["top_k"]:
+        problems.append(f"config key `retrieval.k.max`: {k['max']} needs at least {k['max']} retrieved documents, "
+                        f"but `retrieval.top_k` is {retrieval['top_k']}")
+    ks = range(k["min"], k["max"] + 1, k["step"])
+    if retrieval["table_k"] not in ks:
+        problems.append(f"config key `retrieval.table_k`: {retrieval['table_k']} is not among the k of `retrieval.k` "
+                        f"({', '.join(map(str, ks))})")
+    return problems
+
+
+def _settheory_problems(config: dict) -> list[str]:
+    """The `articles` section, models' `gguf_file`, and the `settheory` section (seed 001): what the
+    schema cannot say."""
+    problems = []
+    articles = config.get("articles") or {}
+    taken = {**{n: "sources" for n in config["sources"]},
+             **{n: "triplets.sources" for n in (config.get("triplets") or {}).get("sources", {})}}
+    for name, spec in articles.items():
+        if name in taken:
+            problems.append(f"config key `articles.{name}`: the name is taken by `{taken[name]}.{name}`; expected a "
+                            "name of its own (downloads are kept per name)")
+        if "file_type" in spec and spec["format"] != "hf":
+            problems.append(f"config key `articles.{name}.file_type`: only an `hf` collection has a file type "
+                            "(a story collection is .story files)")
+    for name, m in config["models"].items():
+        if "gguf_file" in m and m["family"] != "transformers":
+            problems.append(f"config key `models.{name}.gguf_file`: GGUF files load in family transformers only, "
+                            f"not {m['family']!r}")
+    st = config.get("settheory")
+    if not st:
+        return problems
+    from workflow_scripts.settheory.samples import DEFAULT_GENERATORS, DEFAULT_PROMPTS
+    generators = {**DEFAULT_GENERATORS, **st.get("generators", {})}
+    prompts = {**DEFAULT_PROMPTS, **st.get("prompts", {})}
+    for name, d in st["datasets"].items():
+        key = f"settheory.datasets.{name}"
+        if name == "samples":
+            problems.append(f"config key `{key}`: `samples` is reserved (results/settheory/samples/ holds every "
+                            "sample set's table); expected another name")
+        if ("file" in d) == ("articles" in d):
+            problems.append(f"config key `{key}`: needs exactly one of `articles` (build the samples from an "
+                            "article collection) or `file` (import a table of samples)")
+            continue
+        if "file" in d:
+            if "max_articles" in d:
+                problems.append(f"config key `{key}.max_articles`: an imported sample set (`file`) reads no articles")
+            continue
+        for other in ("format", "columns"):
+            if other in d:
+                problems.append(f"config key `{key}.{other}`: only an imported sample set (`file`) takes `{other}`")
+        if d["articles"] not in articles:
+            problems.append(f"config key `{key}.articles`: no collection {d['articles']!r} under `articles` "
+                            f"(configured: {sorted(articles) or 'none'})")
+        if d.get("generator", "smollm2") not in generators:
+            problems.append(f"config key `{key}.generator`: no generator {d['generator']!r} (settheory.generators "
+                            f"and the built-in: {', '.join(sorted(generators))})")
+        if d.get("prompt", "fuse_fewshot") not in prompts:
+            problems.append(f"config key `{key}.prompt`: no prompt {d['prompt']!r} (settheory.prompts and the "
+                            f"built-in: {', '.join(sorted(prompts))})")
+        if d["min_words"] > d["max_words"]:
+            problems.append(f"config key `{key}`: min_words {d['min_words']} > max_words {d['max_words']}")
+    for encoder in st["filter"]["encoders"]:
+        if encoder not in config["models"]:
+            problems.append(f"config key `settheory.filter.encoders`: no model {encoder!r} under `models`")
+    for criterion, per_measure in st["fixed_bounds"].items():
+        for measure, bounds in per_measure.items():
+            for pair in ([bounds] if criterion == "c4" else bounds):
+                if not pair[0] < pair[1]:
+                    problems.append(f"config key `settheory.fixed_bounds.{criterion}.{measure}`: {pair} is not "
+                                    "[low, high] with low < high")
+    return problems

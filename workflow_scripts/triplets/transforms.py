@@ -93,7 +93,7 @@ REASONS = {
                             "no_copula", "complex_subject", "already_negated", "predicate_not_verbal",
                             "coordinated_predicate"),
     "synonym_substitution": ("empty", "no_verb", "question", "no_main_verb", "copula", "phrasal_verb",
-                             "unknown_verb", "no_synonym"),
+                             "unknown_verb", "frame_verb", "no_synonym"),
     "embedded_clause": ("empty", "no_reporting_verb", "ambiguous_object", "no_clause"),
     "passivization": _SVO_REASONS + ("not_passivizable",),
     "argument_reordering": _SVO_REASONS + ("unchanged",),
@@ -559,6 +559,14 @@ def quantifier_negation(sentence: str | Parsed) -> Result:
 
 
 # --- Synonym Substitution -------------------------------------------------------------------------
+# Verbs whose WordNet synonyms take other complements ("said the purchase was expected" -> "told
+# the purchase ...", "asked them to" -> "inquired them to", "made it worse" -> "did it worse"):
+# reporting, cognition and light verbs are neither replaced nor used as replacements. Measured on
+# the shared SICK/WSJ/MSRP build, say -> tell alone was 19% of Negation Detection's S+.
+FRAME_VERBS = frozenset({"say", "tell", "ask", "think", "know", "believe", "make", "do", "have", "get", "go",
+                         "become", "take", "give", "come", "let", "keep", "seem", "put", "set"})
+
+
 @functools.lru_cache(maxsize=None)
 def _synonym(lemma: str, tag: str) -> str | None:
     """The WordNet synonym of a verb lemma, deterministically: take the lemma's most frequent verb
@@ -579,7 +587,8 @@ def _synonym(lemma: str, tag: str) -> str | None:
         return None
     synset = max(senses, key=lambda s: s[:2])[2]
     usable = [lem for lem in synset.lemmas() if lem.name().isalpha()
-              and lem.name().lower() not in (lemma, "be") and lem.count() >= 2
+              and lem.name().lower() not in (lemma, "be") and lem.name().lower() not in FRAME_VERBS
+              and lem.count() >= 2
               and _inflect(lem.name().lower(), tag)]
     if not usable:
         return None
@@ -614,6 +623,8 @@ def synonym_substitution(sentence: str | Parsed) -> Result:
         return _no("unknown_verb")
     if lemma == "be":
         return _no("copula")
+    if lemma in FRAME_VERBS:
+        return _no("frame_verb")
     synonym = _synonym(lemma, tag)
     if synonym is None:
         return _no("no_synonym")

@@ -147,7 +147,7 @@ def _init_worker(settings: dict, language: str, seed: int, partitions: int) -> N
     negator = None
     grammatical = _negation_settings(settings, language)
     if grammatical is not None:
-        from workflow_scripts.negation import GrammaticalNegator
+        from workflow_scripts.csc.negation import GrammaticalNegator
         negator = GrammaticalNegator(use_tagger=grammatical.get("use_tagger", True))
     _WORKER_STATE.update(perturber=Perturber(settings, language, seed, negator), partitions=partitions)
 
@@ -224,7 +224,7 @@ def _in_order(pool, fn, items: list, ahead: int):
 def _check_negation(info: dict, expected: str | None, use_tagger: bool, log) -> None:
     """Log what the grammatical negation runs with; refuse to go on if it is not what the
     workflow planned with (then its rerun decision and the outputs' provenance would be wrong)."""
-    from workflow_scripts.negation import NLTK_DATA_HINT
+    from workflow_scripts.csc.negation import NLTK_DATA_HINT
     log.info("grammatical negation on, %s the tagger: %s", "with" if info["tagger"] else "without",
              json.dumps(info["nltk"], sort_keys=True))
     if use_tagger and info["missing"]:

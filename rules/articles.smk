@@ -1,0 +1,27 @@
+# Shared stage: news-article collections (the top-level `articles:` section) -> Parquet shards of
+# articles with stable ids and their sentences (NLTK punkt), and a report of the records skipped per
+# reason. Formats: CNN/DailyMail .story files (a folder, one file or a tar archive) and the Hugging
+# Face cnn_dailymail layout (Parquet, CSV or JSON Lines; gzip detected from the content). A `url` is
+# fetched and verified by download_source (rules/ingest.smk). Code: workflow_scripts/articles.py.
+
+
+rule articles:
+    input: unpack(articles_inputs)
+    output:
+        shards=directory(f"{R}/articles/{{collection}}"),
+        report=f"{R}/reports/articles/{{collection}}.json",
+    params:
+        spec=lambda wc: as_json(config["articles"][wc.collection]),
+        # NLTK's punkt data (name@digest): a change splits the sentences again
+        punkt=articles_punkt_plan,
+        nltk_path=nltk_data_path,
+    wildcard_constraints: collection=NAME
+    log: log_path("articles", "{collection}")
+    benchmark: bench_path("articles", "{collection}")
+    threads: res("articles", "threads")
+    resources: mem_mb=res("articles", "mem_mb"), runtime=res("articles", "runtime")
+    conda: "../envs/workflow.yaml"
+    shell:
+        "NLTK_DATA={params.nltk_path:q} python -m workflow_scripts.articles --name {wildcards.collection}"
+        " --spec {params.spec:q} --input {input.release:q} --out {output.shards:q} --report {output.report:q}"
+        " > {log:q} 2>&1"

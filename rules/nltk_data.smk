@@ -1,0 +1,19 @@
+# Shared stage: NLTK data packages the probes need (tagger, WordNet, the WSJ treebank sample).
+# Planned before any job (rules/common.smk, NLTK_PLAN): what this machine has is used where it is
+# (NLTK_DATA, nltk's default folders, <results>/nltk_data); what is missing is fetched by this rule
+# with nltk's own downloader and verified against the index's checksums, or, with no connection or
+# `nltk_download: never`, the run stops before any job with the packages and how to provide them.
+
+
+rule nltk_download:
+    output: NLTK_MANIFEST
+    params:
+        packages=lambda wc: sorted({p for pkgs in NLTK_PLAN["missing"].values() for p in pkgs}),
+        dest=lambda wc: os.path.dirname(NLTK_MANIFEST),
+    log: log_path("nltk_download", "all")
+    threads: res("nltk_download", "threads")
+    resources: mem_mb=res("nltk_download", "mem_mb"), runtime=res("nltk_download", "runtime")
+    conda: "../envs/workflow.yaml"
+    shell:
+        "python -m workflow_scripts.nltk_data download --packages {params.packages:q} --dest {params.dest:q}"
+        " --manifest {output:q} > {log:q} 2>&1"

@@ -1,0 +1,267 @@
+"""Triplet scoring and tables (workflow_scripts/triplets/scores.py) on hand-made vector stores."""
+import math
+import re
+import subprocess
+import sys
+
+import numpy as np
+import polars as pl
+import pytest
+import scipy.sparse as sp
+
+from workflow_scripts.bootstrap import bootstrap_mean
+from workflow_scripts.common import partition_of, text_key
+from workflow_scripts.triplets import scores as ts
+from workflow_scripts.vector_store import StoreMismatch, spec_digest, write_partition
+
+SPEC = {"family": "hashing", "dim": 3}
+R2 = 1 / math.sqrt(2)
+
+# Literal 3-D vectors; cosines by hand:
+#   e1.d12 = 1, norms 1 and sqrt 2 -> 1/sqrt 2;  e1.d1m2 -> 1/sqrt 2 (a tie with e1.d12);  d12.d1m2 = 0
+#   e1.v34 = 3/5 = 0.6;  e1.v43 = 0.8;  v34.v43 = 24/25 = 0.96;  e2.v34 = 0.8;  e2.d12 = 1/sqrt 2
+#   e3 is orthogonal to all others;  zero has no cosine (NaN)
+VECTORS = {"e1": (1, 0, 0), "e2": (0, 1, 0), "e3": (0, 0, 1), "d12": (1, 1, 0), "d1m2": (1, -1, 0),
+           "v34": (3, 4, 0), "v43": (4, 3, 0), "zero": (0, 0, 0)}
+# id, S, S+, S*, then cos(S,S+), cos(S,S*), cos(S+,S*) by hand, strict and negation_variants verdicts
+TRIPLETS = [
+    (1, "e1", "d12", "e2", R2, 0.0, R2, True, False),  # nv: S+^S* only ties S^S+
+    (2, "e1", "d12", "d1m2", R2, R2, 0.0, False, False),  # strict tie -> incorrect
+    (3, "e1", "v34", "v43", 0.6, 0.8, 0.96, False, True),  # strict wrong, nv right
+    (4, "e1", "v43", "e3", 0.8, 0.0, 0.0, True, False),  # strict right, nv wrong
+    (5, "e1", "d12", "zero", R2, np.nan, np.nan, None, None),  # zero vector: undefined
+    (6, "e2", "v34", "e1", 0.8, 0.0, 0.6, True, False),
+]
+
+
+def make_store(directory, vectors=VECTORS, model="m", spec=SPEC, sparse=False, partitions=2):
+    keys = np.array([text_key(t) for t in vectors], dtype=np.uint64)
+    rows = np.array(list(vectors.values()), dtype=np.float32)
+    dirs = []
+    for p in range(partitions):
+        sel = np.flatnonzero(partition_of(keys, partitions) == p)
+        d = directory / f"{model}-{'csr' if sparse else 'dense'}-{p}"
+        manifest = {"model": model, "scope": "shared", "partition": p, "partitions": partitions, "family": "x",
+                    "spec_digest": spec_digest(spec)}
+        write_partition(d, keys[sel], manifest, sp.csr_matrix(rows[sel]) if sparse else rows[sel])
+        dirs.append(str(d))
+    return dirs
+
+
+def write_triplets(path, triplets=TRIPLETS):
+    pl.DataFrame({"id": [t[0] for t in triplets], "s": [t[1] for t in triplets], "s_plus": [t[2] for t in triplets],
+                  "s_star": [t[3] for t in triplets], "source": "hand", "rule": "test"},
+                 schema_overrides={"id": pl.UInt64}).write_parquet(path)
+    return str(path)
+
+
+def write_scores(path, sims, correct, ids=None):
+    """A scores file as score() writes it, from given cosines (n x 3) and verdicts (None: undefined)."""
+    sims = np.asarray(sims, dtype=np.float64).reshape(-1, 3)
+    pl.DataFrame({"id": pl.Series(ids if ids is not None else np.arange(len(sims)), dtype=pl.UInt64),
+                  "sim_s_splus": sims[:, 0], "sim_s_sstar": sims[:, 1], "sim_splus_sstar": sims[:, 2],
+                  "correct": pl.Series(list(correct), dtype=pl.Boolean)}).write_parquet(path)
+    return str(path)
+
+
+def random_scores(path, n, seed=0, undefined=0):
+    """n strict-scored triplets with random cosines; the first `undefined` have a NaN."""
+    rng = np.random.default_rng(seed)
+    sims = rng.uniform(-0.2, 1.0, size=(n, 3))
+    sims[:undefined, 1:] = np.nan
+    correct = [None if i < undefined else bool(a > b) for i, (a, b, _) in enumerate(sims)]
+    return write_scores(path, sims, correct), sims, correct
+
+
+# ---- score -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_similarities_and_strict_verdicts_equal_hand_values(tmp_path, log, sparse):
+    stores = make_store(tmp_path, sparse=sparse)
+    out = ts.score(write_triplets(tmp_path / "t.parquet"), stores, "m", SPEC, "strict", log)
+    assert out.columns == ["id", "sim_s_splus", "sim_s_sstar", "sim_splus_sstar", "correct"]
+    assert out.dtypes == [pl.UInt64, pl.Float64, pl.Float64, pl.Float64, pl.Boolean]
+    assert out["id"].to_list() == [t[0] for t in TRIPLETS]
+    want = np.array([t[4:7] for t in TRIPLETS], dtype=np.float64)
+    got = out.select("sim_s_splus", "sim_s_sstar", "sim_splus_sstar").to_numpy()
+    assert np.allclose(got, want, rtol=0, atol=1e-7, equal_nan=True)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert out["correct"].to_list() == [t[7] for t in TRIPLETS]
+    # the tie is exact (same dot product and norms), and strict > calls it incorrect
+    tie = out.row(1, named=True)
+    assert tie["sim_s_splus"] == tie["sim_s_sstar"] and tie["correct"] is False
+
+
+def test_negation_variants_rule_differs_from_strict(tmp_path, log):
+    stores = make_store(tmp_path)
+    path = write_triplets(tmp_path / "t.parquet")
+    nv = ts.score(path, stores, "m", SPEC, "negation_variants", log)
+    strict = ts.score(path, stores, "m", SPEC, "strict", log)
+    assert nv["correct"].to_list() == [t[8] for t in TRIPLETS]
+    assert nv.drop("correct").equals(strict.drop("correct"))
+    differ = [i for i, (a, b) in enumerate(zip(nv["correct"], strict["correct"])) if a is not None and a != b]
+    assert differ == [0, 2, 3, 5]  # both directions: strict-only right (0, 3, 5) and nv-only right (2)
+
+
+def test_unknown_scoring_and_other_spec_or_model_are_refused(tmp_path, log):
+    stores = make_store(tmp_path)
+    path = write_triplets(tmp_path / "t.parquet")
+    with pytest.raises(ValueError, match="unknown triplet scoring"):
+        ts.score(path, stores, "m", SPEC, "lenient", log)
+    with pytest.raises(StoreMismatch, match="another configuration"):
+        ts.score(path, stores, "m", {**SPEC, "dim": 4}, "strict", log)
+    with pytest.raises(StoreMismatch, match="expected 'other'"):
+        ts.score(path, stores, "other", SPEC, "strict", log)
+
+
+def test_score_cli_writes_the_scores_file(tmp_path):
+    stores = make_store(tmp_path)
+    out = tmp_path / "s" / "scores.parquet"
+    cmd = [sys.executable, "-m", "workflow_scripts.triplets.scores", "score", "--triplets",
+           write_triplets(tmp_path / "t.parquet"), "--stores", *stores, "--model", "m",
+           "--spec", '{"family": "hashing", "dim": 3}',
+           "--scoring", "strict", "--out", str(out), "--log", str(tmp_path / "score.log")]
+    subprocess.run(cmd, check=True, capture_output=True, cwd=ts.__file__.rsplit("/workflow_scripts/", 1)[0])
+    frame = pl.read_parquet(out)
+    assert frame["correct"].to_list() == [t[7] for t in TRIPLETS]
+    assert [p.name for p in out.parent.iterdir()] == ["scores.parquet"]  # no temporary file left
+
+
+# ---- aggregate -------------------------------------------------------------------------------
+
+def test_aggregate_counts_and_means_by_hand(tmp_path, log):
+    stores = make_store(tmp_path)
+    path = write_triplets(tmp_path / "t.parquet")
+    entries = []
+    for scoring in ts.SCORINGS:
+        scores = tmp_path / f"{scoring}.parquet"
+        ts.score(path, stores, "m", SPEC, scoring, log).write_parquet(scores)
+        entries.append({"dataset": scoring, "model": "m", "scores": str(scores), "scoring": scoring})
+    table = ts.aggregate(entries, 200, 7, log)
+    assert table.columns == [
+        "dataset", "model", "n", "n_undefined", "accuracy", "accuracy_ci_low", "accuracy_ci_high",
+        "mean_s_splus", "mean_s_splus_ci_low", "mean_s_splus_ci_high", "mean_s_sstar", "mean_s_sstar_ci_low",
+        "mean_s_sstar_ci_high", "mean_splus_sstar", "mean_splus_sstar_ci_low", "mean_splus_sstar_ci_high",
+        "scoring", "bootstrap_b"]
+    strict, nv = table.row(0, named=True), table.row(1, named=True)
+    for row in (strict, nv):
+        assert (row["n"], row["n_undefined"], row["bootstrap_b"]) == (5, 1, 200)
+        # means over the five defined triplets (1, 2, 3, 4, 6)
+        assert row["mean_s_splus"] == pytest.approx((R2 + R2 + 0.6 + 0.8 + 0.8) / 5, abs=1e-7)
+        assert row["mean_s_sstar"] == pytest.approx((0 + R2 + 0.8 + 0 + 0) / 5, abs=1e-7)
+        assert row["mean_splus_sstar"] == pytest.approx((R2 + 0 + 0.96 + 0 + 0.6) / 5, abs=1e-7)
+    assert strict["accuracy"] == pytest.approx(3 / 5) and strict["scoring"] == "strict"
+    assert nv["accuracy"] == pytest.approx(1 / 5) and nv["scoring"] == "negation_variants"
+
+
+def test_intervals_contain_estimates_and_are_reproducible(tmp_path, log):
+    path, sims, correct = random_scores(tmp_path / "s.parquet", 300, undefined=5)
+    entries = [{"dataset": "d", "model": "m", "scores": path, "scoring": "strict"}]
+    a = ts.aggregate(entries, 500, 1, log)
+    row = a.row(0, named=True)
+    assert (row["n"], row["n_undefined"]) == (295, 5)
+    hand = [c for c in correct if c is not None]
+    assert row["accuracy"] == pytest.approx(sum(hand) / len(hand))
+    for stat in ts.STATISTICS:
+        low, est, high = row[f"{stat}_ci_low"], row[stat], row[f"{stat}_ci_high"]
+        assert low <= est <= high and low < high, stat
+    # the interval of a share of 295 triplets is about +-2 x sqrt(p(1-p)/n) ~ +-0.057
+    assert 0.07 < row["accuracy_ci_high"] - row["accuracy_ci_low"] < 0.16
+    # the documented stream: bootstrap_mean over the defined triplets, named (triplets, d, m, statistic)
+    ok = ~np.isnan(sims).any(axis=1)
+    assert (row["mean_s_sstar_ci_low"], row["mean_s_sstar_ci_high"]) == bootstrap_mean(
+        sims[ok, 1], 500, 1, "triplets", "d", "m", "mean_s_sstar")[:2]
+    assert ts.aggregate(entries, 500, 1, log).equals(a)
+    other = ts.aggregate(entries, 500, 2, log).row(0, named=True)
+    assert other["accuracy"] == row["accuracy"]
+    assert (other["accuracy_ci_low"], other["accuracy_ci_high"], other["mean_s_splus_ci_low"]) != (
+        row["accuracy_ci_low"], row["accuracy_ci_high"], row["mean_s_splus_ci_low"])
+
+
+def test_no_bootstrap_and_no_defined_triplets_give_nan_not_a_crash(tmp_path, log):
+    path, _, _ = random_scores(tmp_path / "s.parquet", 20)
+    entry = {"dataset": "d", "model": "m", "scores": path, "scoring": "strict"}
+    row = ts.aggregate([entry], 0, 1, log).row(0, named=True)
+    assert math.isfinite(row["accuracy"]) and row["bootstrap_b"] == 0
+    assert all(math.isnan(row[f"{s}_ci_{e}"]) for s in ts.STATISTICS for e in ("low", "high"))
+    undefined = write_scores(tmp_path / "u.parquet", [[np.nan, np.nan, 0.5], [0.1, np.nan, np.nan]], [None, None])
+    empty = write_scores(tmp_path / "e.parquet", np.empty((0, 3)), [])
+    table = ts.aggregate([{"dataset": "d", "model": "u", "scores": undefined, "scoring": "strict"},
+                          {"dataset": "d", "model": "e", "scores": empty, "scoring": "strict"}], 100, 1, log)
+    assert table["n"].to_list() == [0, 0] and table["n_undefined"].to_list() == [2, 0]
+    assert table.select(pl.exclude("dataset", "model", "n", "n_undefined", "scoring", "bootstrap_b")
+                        ).fill_nan(None).null_count().row(0) == (2,) * 12
+
+
+def test_scores_from_another_rule_or_duplicates_are_refused(tmp_path, log):
+    path, _, _ = random_scores(tmp_path / "s.parquet", 50)
+    with pytest.raises(ValueError, match="does not follow"):
+        ts.aggregate([{"dataset": "d", "model": "m", "scores": path, "scoring": "negation_variants"}], 10, 1, log)
+    entry = {"dataset": "d", "model": "m", "scores": path, "scoring": "strict"}
+    with pytest.raises(ValueError, match="two score files"):
+        ts.aggregate([entry, entry], 10, 1, log)
+
+
+# ---- tables and plots ------------------------------------------------------------------------
+
+def test_fmt_percent_follows_the_paper():
+    assert ts.fmt_percent(0.97423, 0.9691, 0.9779) == "97.42% [96.9, 97.8]"
+    assert ts.fmt_percent(0.5, float("nan"), float("nan")) == "50.00%"
+    assert ts.fmt_percent(float("nan"), float("nan"), float("nan")) == "undefined"
+    assert ts.fmt_percent(0.911, 0.888, 0.932, 1) == "91.1% [88.8, 93.2]"
+
+
+def test_aggregate_cli_writes_tables_and_plots(tmp_path):
+    datasets, models = ["negation_detection", "negation_variants"], ["tfidf", "minilm", "glove"]
+    entries = []
+    for i, d in enumerate(datasets):
+        for j, m in enumerate(reversed(models)):  # entries out of order: the tables follow --datasets/--models
+            if (d, m) == ("negation_variants", "glove"):
+                continue  # a model missing from a dataset
+            path, _, _ = random_scores(tmp_path / f"{d}-{m}.parquet", 40, seed=10 * i + j, undefined=j)
+            entries.append({"dataset": d, "model": m, "scores": path,
+                            "scoring": "strict"})
+    entries_file = tmp_path / "entries.json"
+    entries_file.write_text(pl.DataFrame(entries).write_json())
+    tables, plots, out = tmp_path / "tables", tmp_path / "plots", tmp_path / "tables" / "triplets_accuracy.csv"
+    args = ["aggregate", "--bootstrap-b", "100", "--seed", "3", "--out", str(out), "--tables-dir", str(tables),
+            "--plots-dir", str(plots), "--datasets", *datasets, "--models", *models]
+    ts.main(args + ["--entries", str(entries_file)])
+    acc = pl.read_csv(out)
+    assert acc.select("dataset", "model").rows() == [(d, m) for d in datasets for m in models
+                                                     if (d, m) != ("negation_variants", "glove")]
+    assert acc["accuracy"].is_between(0, 1).all()
+    assert acc["n"].to_list()[:3] == [38, 39, 40]  # tfidf has 2 undefined, glove none
+
+    per = pl.read_csv(tables / "triplets_negation_detection.csv")
+    assert per.columns == ["model", "S^S+", "S^S*", "S+^S*", "Accuracy", "n", "n_undefined"]
+    assert per["model"].to_list() == models
+    cell = re.compile(r"^-?\d+\.\d\d% \[-?\d+\.\d, -?\d+\.\d\]$")
+    assert all(cell.match(v) for c in ("S^S+", "S^S*", "S+^S*", "Accuracy") for v in per[c])
+    first = acc.row(0, named=True)
+    assert per["Accuracy"][0] == ts.fmt_percent(first["accuracy"], first["accuracy_ci_low"], first["accuracy_ci_high"])
+    assert pl.read_csv(tables / "triplets_negation_variants.csv")["model"].to_list() == ["tfidf", "minilm"]
+
+    overview = pl.read_csv(tables / "triplets_overview.csv")
+    assert overview.columns == ["model", *datasets] and overview["model"].to_list() == models
+    assert re.match(r"^\d+\.\d% \[\d+\.\d, \d+\.\d\]$", overview["negation_detection"][0])
+    assert overview["negation_variants"][2] == ""  # blank: glove has no scores there
+    for d in datasets:
+        for ext, magic in (("png", b"\x89PNG"), ("svg", b"<?xml")):
+            assert (plots / f"{d}.{ext}").read_bytes().startswith(magic)
+    # a rerun writes the same tables (same seed, fixed SVG ids)
+    before = {p.name: p.read_bytes() for p in list(tables.iterdir()) + [plots / "negation_detection.svg"]}
+    ts.main(args + ["--entries", entries_file.read_text()])  # the JSON given inline
+    assert {p: (tables / p if p.endswith(".csv") else plots / p).read_bytes() for p in before} == before
+    assert not [p for p in list(tables.iterdir()) + list(plots.iterdir()) if p.name.startswith(".tmp-")]
+
+
+def test_plot_handles_undefined_rows(tmp_path, log):
+    undefined = write_scores(tmp_path / "u.parquet", [[np.nan, np.nan, 0.5]], [None])
+    entry = {"dataset": "d", "model": "u", "scores": undefined, "scoring": "negation_variants"}
+    table = ts.aggregate([entry], 0, 1, log)
+    ts.write_outputs(table, str(tmp_path / "acc.csv"), str(tmp_path), str(tmp_path / "p"), ["d", "empty"], ["u"], log)
+    assert (tmp_path / "p" / "d.png").stat().st_size > 0 and (tmp_path / "p" / "empty.svg").stat().st_size > 0
+    assert pl.read_csv(tmp_path / "triplets_d.csv")["Accuracy"].to_list() == ["undefined"]
+    with pytest.raises(ValueError, match="not listed"):
+        ts.write_outputs(table, str(tmp_path / "acc.csv"), str(tmp_path), str(tmp_path / "p"), ["d"], ["other"], log)

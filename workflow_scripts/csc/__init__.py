@@ -1,0 +1,8 @@
+"""Concept Separation Curves probe (methods.md §1): everything the probe owns.
+
+perturb   insertion fuzzing, insertion negation and grammatical negation variants of a corpus, and
+          the texts to embed (texts/<corpus>/part-NNN.parquet)
+negation  the English grammatical negation used by perturb
+curves    similarities from the vector stores, KDE curves, overlap with bootstrapped intervals,
+          plots and the aggregated tables
+"""

@@ -1,0 +1,696 @@
+"""Montague modifier probe: distances, the three consistency tests, shares with intervals, tables
+and heat maps (methods.md §5; seed paper 004, Tables 2-5).
+
+Distance d(x, y) = 1 - cos(x, y) between the vectors of two strings, read from one model's vector
+store (keys: common.text_key of the strings phrases.py wrote). Tests, per phrase:
+1. single-phrase intersectivity ("single"): pass iff every d(P, w) over the words w of P is <=
+   (non-strict, as the reference) every d(S, P\\S) over the splits of P into two non-empty parts,
+   each part encoded as a (sub-)phrase in word order. AN `a n`: max(d(P,a), d(P,n)) <= d(a,n).
+   AAN `a1 a2 n`: max(d(P,a1), d(P,a2), d(P,n)) <= min(d(a1,"a2 n"), d(a2,"a1 n"), d(n,"a1 a2")).
+   Keys: the adjective's type (AN), (outer type, inner type) = (type a1, type a2) (AAN, k^2 keys).
+2. phrase-pair intersectivity ("pair"): for nouns n != n' (unordered pairs) and ordered adjective
+   pairs a1 != a2, pass iff d(a1 n, a1 n') < d(a2 n, a2 n') (strict: a tie fails). Key (type a1,
+   type a2). A same-type key holds (a1, a2) and (a2, a1) alike, exactly one of which passes unless
+   they tie, so its share is 0.5 (less with ties): a property of the test, not of the model.
+3. non-subsectivity ("nonsubsective"): AN only, pass iff d(AN, A) < d(AN, N) (strict). Key: type.
+
+What the reference code does wrong and this module does not (methods.md §5):
+- Its filter against batch padding drops every distance >= 1. That also drops real distances
+  (cos <= 0), and every comparison with a zero vector (torch gives cos 0 for one), so it can only
+  turn failures into passes, and a phrase whose distances are all dropped passes with nothing
+  compared. Here every distance counts, whatever its size. `reference_padding_verdicts` repeats
+  the defect for the one-off measurement in tests/benchmarks/bench_montague.py only.
+- A zero-norm vector (a word a static model does not know; a TF-IDF string with no known term)
+  has no cosine. A comparison that needs one is *undefined*: counted (n_undefined), never a pass
+  or a fail. A word is unknown to the model when its own vector has norm 0; every comparison
+  involving a (sub-)phrase with an unknown word is undefined too (a word-vector mean would
+  otherwise silently drop the word), so a phrase never passes because nothing was compared.
+- It averages per-noun means, which weights test 2's comparisons unequally (noun i is the first
+  noun of 11 - i pairs). The estimate here is the pooled share of all defined comparisons of a key;
+  the reference's mean of per-noun means (a comparison belongs to the noun that comes first in the
+  list) is reported beside it for test 2, as `mean_of_noun_means`. (For tests 1 and 3 every noun has
+  the same number of phrases per key, so the two agree unless some are undefined.)
+- It gives no interval. Every share here has a 95% percentile bootstrap interval. Nouns and
+  adjectives are crossed factors, so the default resamples both (`nouns_and_adjectives`: the
+  two-way "pigeonhole" bootstrap; each replicate draws the nouns and the adjectives with
+  replacement, and an item weighs the product of its words' draw counts); `nouns` or `adjectives`
+  resample one factor only. The `resampled` column says which. Streams are seeded by the config
+  seed and ("montague", dataset, model, test); all keys of a test share a replicate's draws (the
+  intervals are marginal, one per key). B = 0 gives NaN bounds; a replicate in which a key has
+  no defined item is NaN, and fewer than half defined replicates give NaN bounds.
+
+Outputs of `score` (one job per dataset and model):
+- distances.parquet, per phrase: phrase_id, phrase, kind, key, noun_idx, adj1_idx, adj2_idx,
+  d_phrase_1..3 (d(P, word i) in word order; _3 null for AN), d_split_1..3 (d(word i, the rest),
+  for AN only d_split_1 = d(a, n)), single_pass and nonsubsective_pass (null where undefined;
+  nonsubsective only for AN).
+- pair_distances.parquet: adj_idx, adjective, type, noun_idx_1 < noun_idx_2, noun_1, noun_2,
+  distance = d(adj noun_1, adj noun_2): the distances test 2 compares.
+- shares.parquet: a row per (test, key) (columns SHARE_SCHEMA); summary.json: counts, unknown
+  words, zero-norm strings, bootstrap settings, store provenance.
+`aggregate` writes results/tables/montague_{single,pair,nonsubsective}.csv, montague_tables.md
+(the seed's Tables 2-5 layout: models as rows, types as columns; the k x k grids per model) and a
+heat map per (dataset, model) of the two k x k grids.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from workflow_scripts.bootstrap import LEVEL, bootstrap_rng, percentile_interval, resample_counts
+from workflow_scripts.common import atomic_path, setup_logging, text_key, write_json
+from workflow_scripts.montague.phrases import KEY_SEP, aan_key, join_words
+from workflow_scripts.vector_store import VectorStore, spec_digest
+
+TESTS = ("single", "pair", "nonsubsective")
+UNITS = ("nouns_and_adjectives", "nouns", "adjectives")
+CHUNK = 20_000  # string pairs per store lookup
+REPLICATE_CHUNK = 32  # bootstrap replicates per weight matrix (32 x items float64)
+DIST_COLUMNS = ("d_phrase_1", "d_phrase_2", "d_phrase_3", "d_split_1", "d_split_2", "d_split_3")
+DIST_SCHEMA = {"phrase_id": pl.UInt64, "phrase": pl.String, "kind": pl.String, "key": pl.String,
+               "noun_idx": pl.Int32, "adj1_idx": pl.Int32, "adj2_idx": pl.Int32,
+               **{c: pl.Float64 for c in DIST_COLUMNS}, "single_pass": pl.Boolean, "nonsubsective_pass": pl.Boolean}
+PAIR_SCHEMA = {"adj_idx": pl.Int32, "adjective": pl.String, "type": pl.String, "noun_idx_1": pl.Int32,
+               "noun_idx_2": pl.Int32, "noun_1": pl.String, "noun_2": pl.String, "distance": pl.Float64}
+SHARE_SCHEMA = {"dataset": pl.String, "model": pl.String, "test": pl.String, "kind": pl.String, "key": pl.String,
+                "type1": pl.String, "type2": pl.String, "n": pl.Int64, "n_undefined": pl.Int64,
+                "consistency": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+                "mean_of_noun_means": pl.Float64, "mean_of_noun_means_ci_low": pl.Float64,
+                "mean_of_noun_means_ci_high": pl.Float64, "resampled": pl.String, "bootstrap_b": pl.Int64}
+TABLE_FILES = {"single": "montague_single.csv", "pair": "montague_pair.csv",
+               "nonsubsective": "montague_nonsubsective.csv"}
+
+
+# ---- the tests, on distances ---------------------------------------------------------------------
+
+def single_verdicts(d_phrase: np.ndarray, d_split: np.ndarray, n_words: np.ndarray,
+                    known: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(passed, defined) of test 1 per phrase. d_phrase, d_split: (n, 3), columns past what a
+    phrase has are ignored (AN: two phrase-word distances, one split). Defined: all its distances
+    are numbers (and, with `known`, all its words are known). Non-strict, as the reference."""
+    d_phrase, d_split = np.asarray(d_phrase, np.float64), np.asarray(d_split, np.float64)
+    n_words = np.asarray(n_words)
+    cols = np.arange(3)
+    used_p = cols[None, :] < n_words[:, None]
+    used_s = cols[None, :] < np.where(n_words == 2, 1, n_words)[:, None]
+    finite = np.where(used_p, np.isfinite(d_phrase), True).all(1) & np.where(used_s, np.isfinite(d_split), True).all(1)
+    defined = finite if known is None else finite & np.asarray(known, bool)
+    with np.errstate(invalid="ignore"):
+        worst = np.where(used_p, d_phrase, -np.inf).max(1)
+        best = np.where(used_s, d_split, np.inf).min(1)
+        passed = (worst <= best) & defined
+    return passed, defined
+
+
+def strict_less(a: np.ndarray, b: np.ndarray, known: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(passed, defined) of `a < b` (tests 2 and 3): a tie fails; NaN on either side is undefined."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    defined = np.isfinite(a) & np.isfinite(b)
+    if known is not None:
+        defined &= np.asarray(known, bool)
+    with np.errstate(invalid="ignore"):
+        return (a < b) & defined, defined
+
+
+def reference_padding_verdicts(d_phrase: np.ndarray, d_split: np.ndarray, n_words: np.ndarray) -> np.ndarray:
+    """Test 1 as the reference code decides it, padding filter included: every distance >= 1 is
+    dropped (a zero vector's distance is 1 there: torch's cosine with a zero vector is 0), and the
+    phrase passes when what is left satisfies the test, vacuously when a side is empty. Only for
+    the one-off measurement of how many verdicts the defect changes (bench_montague.py)."""
+    d_phrase = np.where(np.isnan(d_phrase), 1.0, np.asarray(d_phrase, np.float64))
+    d_split = np.where(np.isnan(d_split), 1.0, np.asarray(d_split, np.float64))
+    n_words = np.asarray(n_words)
+    cols = np.arange(3)
+    used_p = (cols[None, :] < n_words[:, None]) & (d_phrase < 1.0)
+    used_s = (cols[None, :] < np.where(n_words == 2, 1, n_words)[:, None]) & (d_split < 1.0)
+    worst = np.where(used_p, d_phrase, -np.inf).max(1)
+    best = np.where(used_s, d_split, np.inf).min(1)
+    return worst <= best  # -inf <= anything and anything <= inf: vacuous passes
+
+
+# ---- shares with two-way bootstrap intervals ---------------------------------------------------
+
+def _onehot(columns: np.ndarray, select: np.ndarray, n_columns: int) -> sp.csr_matrix:
+    rows = np.flatnonzero(select)
+    return sp.csr_matrix((np.ones(len(rows)), (rows, columns[rows])), shape=(len(select), n_columns))
+
+
+def shares(noun_idx: np.ndarray, adj_idx: np.ndarray, key: np.ndarray, passed: np.ndarray, defined: np.ndarray,
+           n_keys: int, n_nouns: int, n_adjs: int, bootstrap_b: int, seed: int, names: tuple,
+           unit: str = "nouns_and_adjectives", group: np.ndarray | None = None) -> list[dict]:
+    """Per key: n (defined items), n_undefined, the pooled share of passes among defined items and
+    its bootstrap interval; with `group` (a noun index per item), also the mean over groups of the
+    per-group shares (the reference's mean of per-noun means) and its interval.
+
+    noun_idx, adj_idx: (items, 1 or 2) word indices, -1 for none. In a replicate an item weighs
+    the product of the draw counts of its nouns and adjectives (see the module docstring)."""
+    if unit not in UNITS:
+        raise ValueError(f"unknown bootstrap unit {unit!r}; expected one of {', '.join(UNITS)}")
+    noun_idx = np.atleast_2d(np.asarray(noun_idx, np.int64).T).T
+    adj_idx = np.atleast_2d(np.asarray(adj_idx, np.int64).T).T
+    key, passed, defined = np.asarray(key, np.int64), np.asarray(passed, bool), np.asarray(defined, bool)
+    passed = passed & defined
+    m_pass, m_def = _onehot(key, passed, n_keys), _onehot(key, defined, n_keys)
+    n_def = np.asarray(m_def.sum(0)).ravel()
+    n_all = np.bincount(key, minlength=n_keys)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        point = np.asarray(m_pass.sum(0)).ravel() / n_def
+    if group is not None:
+        group = np.asarray(group, np.int64)
+        gk = key * n_nouns + group
+        g_pass, g_def = _onehot(gk, passed, n_keys * n_nouns), _onehot(gk, defined, n_keys * n_nouns)
+        g_point = _mean_of_group_means(np.asarray(g_pass.sum(0)), np.asarray(g_def.sum(0)),
+                                       np.ones((1, n_nouns)), n_keys, n_nouns)[0]
+    reps = np.full((bootstrap_b, n_keys), np.nan)
+    g_reps = np.full((bootstrap_b, n_keys), np.nan)
+    if bootstrap_b > 0 and len(key):
+        rng = bootstrap_rng(seed, *names)
+        ones_n, ones_a = np.ones((bootstrap_b, n_nouns)), np.ones((bootstrap_b, n_adjs))
+        cn = resample_counts(rng, bootstrap_b, n_nouns) if unit != "adjectives" else ones_n
+        ca = resample_counts(rng, bootstrap_b, n_adjs) if unit != "nouns" else ones_a
+        # a last column of ones: index -1 (no second noun / adjective) weighs 1
+        cn = np.hstack([cn, np.ones((bootstrap_b, 1))]).astype(np.float64)
+        ca = np.hstack([ca, np.ones((bootstrap_b, 1))]).astype(np.float64)
+        for start in range(0, bootstrap_b, REPLICATE_CHUNK):
+            sl = slice(start, min(start + REPLICATE_CHUNK, bootstrap_b))
+            w = np.ones((sl.stop - sl.start, len(key)))
+            for col in noun_idx.T:
+                w *= cn[sl][:, col]
+            for col in adj_idx.T:
+                w *= ca[sl][:, col]
+            num, den = (m_pass.T @ w.T).T, (m_def.T @ w.T).T
+            with np.errstate(invalid="ignore", divide="ignore"):
+                reps[sl] = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+            if group is not None:
+                g_reps[sl] = _mean_of_group_means((g_pass.T @ w.T).T, (g_def.T @ w.T).T, cn[sl, :n_nouns],
+                                                  n_keys, n_nouns)
+    rows = []
+    for k in range(n_keys):
+        low, high, _ = percentile_interval(reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
+        row = {"n": int(n_def[k]), "n_undefined": int(n_all[k] - n_def[k]), "consistency": float(point[k]),
+               "ci_low": low, "ci_high": high}
+        if group is not None:
+            g_low, g_high, _ = percentile_interval(g_reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
+            row.update(mean_of_noun_means=float(g_point[k]), mean_of_noun_means_ci_low=g_low,
+                       mean_of_noun_means_ci_high=g_high)
+        rows.append(row)
+    return rows
+
+
+def pair_shares(passed: np.ndarray, defined: np.ndarray, adj_type: np.ndarray, n_types: int, noun_1: np.ndarray,
+                noun_2: np.ndarray, n_nouns: int, bootstrap_b: int, seed: int, names: tuple,
+                unit: str = "nouns_and_adjectives") -> list[dict]:
+    """`shares` for test 2, with the same draws and results, factorised: passed/defined are
+    (a1, a2, noun pair) arrays, and a comparison's weight c(n1) c(n2) c(a1) c(a2) is summed type by
+    type (a matrix product over a2, then over a1) instead of item by item: ~100x less work for the
+    published lists' 241,560 comparisons. Keys are (type a1) * n_types + type a2; groups (the
+    reference's per-noun means) are the pair's first noun."""
+    if unit not in UNITS:
+        raise ValueError(f"unknown bootstrap unit {unit!r}; expected one of {', '.join(UNITS)}")
+    n_adjs, _, n_pairs = passed.shape
+    defined = np.asarray(defined, bool)
+    passed = np.asarray(passed, bool) & defined
+    adj_type = np.asarray(adj_type, np.int64)
+    masks = [adj_type == t for t in range(n_types)]
+    group = np.zeros((n_pairs, n_nouns))
+    group[np.arange(n_pairs), noun_1] = 1.0
+    n_keys = n_types * n_types
+
+    def sums(ca: np.ndarray, cp: np.ndarray):
+        """(replicates, keys) and (replicates, keys, groups) weighted counts of passes and of
+        defined comparisons, for adjective draw counts ca and noun-pair weights cp."""
+        out = []
+        for cube in (passed, defined):
+            flat = cube.astype(np.float64).transpose(1, 0, 2).reshape(n_adjs, n_adjs * n_pairs)  # (a2, a1 * p)
+            z = np.zeros((len(ca), n_pairs, n_types, n_types))
+            for t2, m2 in enumerate(masks):
+                y = ((ca * m2) @ flat).reshape(len(ca), n_adjs, n_pairs)  # sum over a2 of type t2
+                for t1, m1 in enumerate(masks):
+                    z[:, :, t1, t2] = np.einsum("bap,ba->bp", y[:, m1, :], ca[:, m1])
+            z = z.reshape(len(ca), n_pairs, n_keys) * cp[:, :, None]
+            out.append((z.sum(1), np.einsum("bpk,pg->bkg", z, group)))
+        return out
+
+    ones_a, ones_p = np.ones((1, n_adjs)), np.ones((1, n_pairs))
+    (num, g_num), (den, g_den) = sums(ones_a, ones_p)
+    n_all = np.zeros(n_keys)
+    kk = adj_type[:, None] * n_types + adj_type[None, :]
+    np.add.at(n_all, kk[~np.eye(n_adjs, dtype=bool)], n_pairs)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        point = num[0] / den[0]
+    g_point = _mean_of_group_means(g_num.reshape(1, -1), g_den.reshape(1, -1), np.ones((1, n_nouns)), n_keys, n_nouns)[0]
+    reps = np.full((bootstrap_b, n_keys), np.nan)
+    g_reps = np.full((bootstrap_b, n_keys), np.nan)
+    if bootstrap_b > 0 and n_pairs and n_adjs > 1:
+        rng = bootstrap_rng(seed, *names)
+        cn = resample_counts(rng, bootstrap_b, n_nouns) if unit != "adjectives" else np.ones((bootstrap_b, n_nouns))
+        ca = resample_counts(rng, bootstrap_b, n_adjs) if unit != "nouns" else np.ones((bootstrap_b, n_adjs))
+        cn, ca = cn.astype(np.float64), ca.astype(np.float64)
+        for start in range(0, bootstrap_b, 8 * REPLICATE_CHUNK):
+            sl = slice(start, min(start + 8 * REPLICATE_CHUNK, bootstrap_b))
+            (num_b, g_num_b), (den_b, g_den_b) = sums(ca[sl], cn[sl][:, noun_1] * cn[sl][:, noun_2])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                reps[sl] = np.where(den_b > 0, num_b / np.where(den_b > 0, den_b, 1), np.nan)
+            g_reps[sl] = _mean_of_group_means(g_num_b.reshape(len(num_b), -1), g_den_b.reshape(len(num_b), -1),
+                                              cn[sl], n_keys, n_nouns)
+    rows = []
+    for k in range(n_keys):
+        low, high, _ = percentile_interval(reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
+        g_low, g_high, _ = percentile_interval(g_reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
+        rows.append({"n": int(round(den[0, k])), "n_undefined": int(round(n_all[k] - den[0, k])),
+                     "consistency": float(point[k]), "ci_low": low, "ci_high": high,
+                     "mean_of_noun_means": float(g_point[k]), "mean_of_noun_means_ci_low": g_low,
+                     "mean_of_noun_means_ci_high": g_high})
+    return rows
+
+
+def _mean_of_group_means(num: np.ndarray, den: np.ndarray, group_weight: np.ndarray, n_keys: int,
+                         n_groups: int) -> np.ndarray:
+    """(replicates, keys): per key, the mean over groups with a defined item of the groups' shares,
+    each group counted as often as it was drawn."""
+    num = np.asarray(num, np.float64).reshape(-1, n_keys, n_groups)
+    den = np.asarray(den, np.float64).reshape(-1, n_keys, n_groups)
+    has = den > 0
+    share = np.where(has, num / np.where(has, den, 1), 0.0)
+    weight = np.where(has, group_weight[:, None, :], 0.0)
+    total = weight.sum(2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (share * weight).sum(2) / np.where(total > 0, total, 1), np.nan)
+
+
+# ---- scoring one (dataset, model) -----------------------------------------------------------------
+
+class Distances:
+    """1 - cosine of string pairs from one store; each string's key computed once."""
+
+    def __init__(self, store: VectorStore):
+        self.store = store
+        self.keys: dict[str, int] = {}
+
+    def key_array(self, texts) -> np.ndarray:
+        keys = self.keys
+        return np.fromiter((keys[t] if t in keys else keys.setdefault(t, text_key(t)) for t in texts),
+                           dtype=np.uint64, count=len(texts))
+
+    def __call__(self, a: list[str], b: list[str]) -> np.ndarray:
+        out = np.empty(len(a), dtype=np.float64)
+        for start in range(0, len(a), CHUNK):
+            stop = min(start + CHUNK, len(a))
+            out[start:stop] = 1.0 - self.store.paired_cosine(self.key_array(a[start:stop]), self.key_array(b[start:stop]))
+            self.store.release_pages()
+        return out
+
+    def norms(self, texts: list[str]) -> np.ndarray:
+        _, norms = self.store.lookup(self.key_array(texts))
+        self.store.release_pages()
+        return norms
+
+
+def _nullable(name: str, passed: np.ndarray, defined: np.ndarray) -> pl.Series:
+    """A verdict column: null where the comparison is undefined."""
+    return pl.Series(name, passed, pl.Boolean).zip_with(pl.Series(defined, dtype=pl.Boolean),
+                                                        pl.Series(name, [None] * len(passed), pl.Boolean))
+
+
+def word_lists_of(phrases: pl.DataFrame) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(adjectives, their types, nouns, types in order) from the AN rows of phrases.parquet."""
+    an = phrases.filter(pl.col("kind") == "AN")
+    adj = an.unique("adj1_idx", keep="first").sort("adj1_idx")
+    noun = an.unique("noun_idx", keep="first").sort("noun_idx")
+    if adj["adj1_idx"].to_list() != list(range(adj.height)) or noun["noun_idx"].to_list() != list(range(noun.height)):
+        raise ValueError("phrases.parquet: word indices are not 0..n-1; rebuild the phrases")
+    types = list(dict.fromkeys(adj["type1"].to_list()))
+    return adj["adj1"].to_list(), adj["type1"].to_list(), noun["noun"].to_list(), types
+
+
+def compute_distances(phrases: pl.DataFrame, dist: Distances, log) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
+    adjs, adj_types, nouns, _ = word_lists_of(phrases)
+    norms = dist.norms(adjs + nouns)
+    known_adj, known_noun = norms[:len(adjs)] > 0, norms[len(adjs):] > 0
+    started = time.perf_counter()
+    frames = []
+    for kind in ("AN", "AAN"):
+        part = phrases.filter(pl.col("kind") == kind)
+        if not part.height:
+            continue
+        p = part["phrase"].to_list()
+        a1, n = part["adj1"].to_list(), part["noun"].to_list()
+        d = {}
+        if kind == "AN":
+            d["d_phrase_1"], d["d_phrase_2"] = dist(p, a1), dist(p, n)
+            d["d_split_1"] = dist(a1, n)
+            d["d_phrase_3"] = d["d_split_2"] = d["d_split_3"] = np.full(part.height, np.nan)
+            known = known_adj[part["adj1_idx"].to_numpy()] & known_noun[part["noun_idx"].to_numpy()]
+        else:
+            a2 = part["adj2"].to_list()
+            d["d_phrase_1"], d["d_phrase_2"], d["d_phrase_3"] = dist(p, a1), dist(p, a2), dist(p, n)
+            d["d_split_1"] = dist(a1, [join_words(x, y) for x, y in zip(a2, n)])
+            d["d_split_2"] = dist(a2, [join_words(x, y) for x, y in zip(a1, n)])
+            d["d_split_3"] = dist(n, [join_words(x, y) for x, y in zip(a1, a2)])
+            known = (known_adj[part["adj1_idx"].to_numpy()] & known_adj[part["adj2_idx"].to_numpy()]
+                     & known_noun[part["noun_idx"].to_numpy()])
+        n_words = np.full(part.height, 2 if kind == "AN" else 3)
+        single, single_def = single_verdicts(np.column_stack([d[c] for c in DIST_COLUMNS[:3]]),
+                                             np.column_stack([d[c] for c in DIST_COLUMNS[3:]]), n_words, known)
+        frame = part.select("phrase_id", "phrase", "kind", "key", "noun_idx", "adj1_idx", "adj2_idx").with_columns(
+            *(pl.Series(c, d[c], pl.Float64) for c in DIST_COLUMNS),
+            _nullable("single_pass", single, single_def))
+        if kind == "AN":
+            nonsub, nonsub_def = strict_less(d["d_phrase_1"], d["d_phrase_2"], known)
+            frame = frame.with_columns(_nullable("nonsubsective_pass", nonsub, nonsub_def))
+        else:
+            frame = frame.with_columns(pl.lit(None, pl.Boolean).alias("nonsubsective_pass"))
+        frames.append(frame)
+        log.info("%s phrases: %d, distances in %.1f s", kind, part.height, time.perf_counter() - started)
+    distances = pl.concat(frames).select(pl.col(c).cast(t) for c, t in DIST_SCHEMA.items())
+    # test 2: d(a n, a n') for every adjective and unordered noun pair
+    rows = [(ai, ni, nj) for ai in range(len(adjs)) for ni in range(len(nouns)) for nj in range(ni + 1, len(nouns))]
+    ai, ni, nj = (np.array([r[k] for r in rows], dtype=np.int64) for k in range(3)) if rows else (
+        np.empty(0, np.int64),) * 3
+    pair_d = dist([join_words(adjs[a], nouns[x]) for a, x in zip(ai, ni)],
+                  [join_words(adjs[a], nouns[y]) for a, y in zip(ai, nj)])
+    pairs = pl.DataFrame({"adj_idx": ai, "adjective": [adjs[a] for a in ai], "type": [adj_types[a] for a in ai],
+                          "noun_idx_1": ni, "noun_idx_2": nj, "noun_1": [nouns[x] for x in ni],
+                          "noun_2": [nouns[y] for y in nj], "distance": pair_d}, schema=PAIR_SCHEMA)
+    info = {"unknown_adjectives": [a for a, k in zip(adjs, known_adj) if not k],
+            "unknown_nouns": [x for x, k in zip(nouns, known_noun) if not k]}
+    return distances, pairs, info
+
+
+def pair_cubes(pairs: pl.DataFrame, n_adjs: int, known_adj: np.ndarray, known_noun: np.ndarray):
+    """Test 2 from the pair distances: (passed, defined) as (a1, a2, noun pair) arrays (a1 == a2 is
+    never defined), and each noun pair's first and second noun."""
+    n_pairs = pairs.height // max(n_adjs, 1)
+    ordered = pairs.sort("adj_idx", "noun_idx_1", "noun_idx_2")
+    d = ordered["distance"].to_numpy().astype(np.float64).reshape(n_adjs, n_pairs)
+    n1 = ordered["noun_idx_1"].to_numpy()[:n_pairs].astype(np.int64)
+    n2 = ordered["noun_idx_2"].to_numpy()[:n_pairs].astype(np.int64)
+    known = ((known_adj[:, None] & known_adj[None, :] & ~np.eye(n_adjs, dtype=bool))[:, :, None]
+             & (known_noun[n1] & known_noun[n2])[None, None, :])
+    passed, defined = strict_less(d[:, None, :], d[None, :, :], known)
+    return passed, defined, n1, n2
+
+
+def pair_items(pairs: pl.DataFrame, n_adjs: int, known_adj: np.ndarray, known_noun: np.ndarray) -> dict:
+    """Test 2's comparisons (a1, a2, noun pair) with a1 != a2, one item each (for `shares`)."""
+    passed, defined, n1, n2 = pair_cubes(pairs, n_adjs, known_adj, known_noun)
+    a1, a2 = np.nonzero(~np.eye(n_adjs, dtype=bool))
+    n_pairs = len(n1)
+    return {"a1": np.repeat(a1, n_pairs), "a2": np.repeat(a2, n_pairs), "n1": np.tile(n1, len(a1)),
+            "n2": np.tile(n2, len(a1)), "passed": passed[a1, a2].ravel(), "defined": defined[a1, a2].ravel()}
+
+
+def share_rows(distances: pl.DataFrame, pairs: pl.DataFrame, phrases: pl.DataFrame, info: dict, dataset: str,
+               model: str, bootstrap_b: int, seed: int, unit: str) -> list[dict]:
+    adjs, adj_types, nouns, types = word_lists_of(phrases)
+    tix = {t: i for i, t in enumerate(types)}
+    k = len(types)
+    base = {"dataset": dataset, "model": model, "resampled": unit, "bootstrap_b": int(bootstrap_b)}
+    out = []
+
+    def emit(test, kind, keys, results):
+        for (key, t1, t2), r in zip(keys, results):
+            out.append({**base, "test": test, "kind": kind, "key": key, "type1": t1, "type2": t2,
+                        "mean_of_noun_means": None, "mean_of_noun_means_ci_low": None,
+                        "mean_of_noun_means_ci_high": None, **r})
+
+    an = distances.filter(pl.col("kind") == "AN")
+    aan = distances.filter(pl.col("kind") == "AAN")
+    an_type = np.array([tix[adj_types[a]] for a in an["adj1_idx"].to_numpy()], dtype=np.int64)
+    single_names = ("montague", dataset, model)
+    for test, col in (("single", "single_pass"), ("nonsubsective", "nonsubsective_pass")):
+        passed = an[col].fill_null(False).to_numpy()
+        defined = an[col].is_not_null().to_numpy()
+        res = shares(an["noun_idx"].to_numpy(), an["adj1_idx"].to_numpy(), an_type, passed, defined, k, len(nouns),
+                     len(adjs), bootstrap_b, seed, (*single_names, test, "AN"), unit)
+        emit(test, "AN", [(t, t, None) for t in types], res)
+        if test == "single" and aan.height:
+            t1 = np.array([tix[adj_types[a]] for a in aan["adj1_idx"].to_numpy()], dtype=np.int64)
+            t2 = np.array([tix[adj_types[a]] for a in aan["adj2_idx"].to_numpy()], dtype=np.int64)
+            res = shares(aan["noun_idx"].to_numpy(), np.column_stack([aan["adj1_idx"].to_numpy(),
+                                                                      aan["adj2_idx"].to_numpy()]),
+                         t1 * k + t2, aan[col].fill_null(False).to_numpy(), aan[col].is_not_null().to_numpy(),
+                         k * k, len(nouns), len(adjs), bootstrap_b, seed, (*single_names, test, "AAN"), unit)
+            emit(test, "AAN", [(aan_key(a, b), a, b) for a in types for b in types], res)
+    known_adj = np.array([a not in info["unknown_adjectives"] for a in adjs])
+    known_noun = np.array([x not in info["unknown_nouns"] for x in nouns])
+    passed, defined, n1, n2 = pair_cubes(pairs, len(adjs), known_adj, known_noun)
+    type_idx = np.array([tix[t] for t in adj_types], dtype=np.int64)
+    res = pair_shares(passed, defined, type_idx, k, n1, n2, len(nouns), bootstrap_b, seed,
+                      (*single_names, "pair"), unit)
+    emit("pair", "pair", [(aan_key(a, b), a, b) for a in types for b in types], res)
+    return out
+
+
+def score(phrases_path: str, store_dirs: list[str], dataset: str, model: str, spec: dict, bootstrap_b: int,
+          seed: int, unit: str, out_dir: str, log) -> dict:
+    if unit not in UNITS:
+        raise ValueError(f"unknown bootstrap unit {unit!r}; expected one of {', '.join(UNITS)}")
+    started = time.perf_counter()
+    store = VectorStore(store_dirs, model=model, spec_digest=spec_digest(spec))
+    phrases = pl.read_parquet(phrases_path)
+    dist = Distances(store)
+    distances, pairs, info = compute_distances(phrases, dist, log)
+    scored = time.perf_counter()
+    rows = share_rows(distances, pairs, phrases, info, dataset, model, bootstrap_b, seed, unit)
+    out = Path(out_dir)
+    with atomic_path(out / "distances.parquet") as tmp:
+        distances.write_parquet(tmp, compression="zstd")
+    with atomic_path(out / "pair_distances.parquet") as tmp:
+        pairs.write_parquet(tmp, compression="zstd")
+    table = pl.DataFrame(rows, schema=SHARE_SCHEMA, orient="row")
+    with atomic_path(out / "shares.parquet") as tmp:
+        table.write_parquet(tmp)
+    strings = list(dist.keys)
+    zero = int((dist.norms(strings) == 0).sum())
+    summary = {
+        "dataset": dataset, "model": model, "phrases": distances.height, "strings_compared": len(strings),
+        "zero_norm_strings": zero, **info,
+        "undefined": {"single": int(distances["single_pass"].is_null().sum()),
+                      "nonsubsective": int(distances.filter(pl.col("kind") == "AN")["nonsubsective_pass"]
+                                           .is_null().sum()),
+                      "pair": int(sum(r["n_undefined"] for r in rows if r["test"] == "pair"))},
+        "distances_at_least_1": int((distances.select(DIST_COLUMNS).to_numpy() >= 1).sum()),
+        "padding_filter": "not applied: every distance counts, also >= 1 (methods.md §5)",
+        "ties": {"single": "<= (a tie passes, as the reference)", "pair": "< (a tie fails)",
+                 "nonsubsective": "< (a tie fails)"},
+        "estimate": "pooled share of defined comparisons per key; pair also mean_of_noun_means (the reference's)",
+        "bootstrap": {"replicates": int(bootstrap_b), "seed": int(seed), "resampled": unit, "level": LEVEL,
+                      "method": "percentile", "streams": "('montague', dataset, model, test[, kind])"},
+        "store": {k: store.manifest.get(k) for k in ("family", "origin", "dim", "dtype", "format", "device",
+                                                     "precision")},
+        "seconds": {"distances": round(scored - started, 2), "shares": round(time.perf_counter() - scored, 2)},
+    }
+    write_json(out / "summary.json", summary)
+    for r in rows:
+        if r["test"] != "single" or r["kind"] == "AN":
+            log.info("%s/%s %s %s: %.4f [%.4f, %.4f] (n %d, undefined %d)", dataset, model, r["test"], r["key"],
+                     r["consistency"], r["ci_low"], r["ci_high"], r["n"], r["n_undefined"])
+    log.info("%s/%s: %d phrases, %d strings (%d zero-norm), unknown words %s; distances %.1f s, shares %.1f s "
+             "(B=%d, %s)", dataset, model, distances.height, len(strings), zero,
+             info["unknown_adjectives"] + info["unknown_nouns"], summary["seconds"]["distances"],
+             summary["seconds"]["shares"], bootstrap_b, unit)
+    return summary
+
+
+# ---- tables and heat maps ------------------------------------------------------------------------
+
+def fmt_share(value, low, high) -> str:
+    """'0.93 [0.90, 0.95]'; no interval where undefined; 'undefined' without a value."""
+    if value is None or not math.isfinite(value):
+        return "undefined"
+    text = f"{value:.2f}"
+    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+        text += f" [{low:.2f}, {high:.2f}]"
+    return text
+
+
+def long_table(table: pl.DataFrame, test: str) -> pl.DataFrame:
+    cols = ["dataset", "model", "key", "n", "consistency", "ci_low", "ci_high"]
+    cols += ["kind"] if test == "single" else []
+    cols += ["type1", "type2", "n_undefined"]
+    if test == "pair":
+        cols += ["mean_of_noun_means", "mean_of_noun_means_ci_low", "mean_of_noun_means_ci_high"]
+    cols += ["resampled", "bootstrap_b"]
+    return table.filter(pl.col("test") == test).select(cols)
+
+
+def _grid(rows: pl.DataFrame, types: list[str], column: str = "consistency") -> np.ndarray:
+    cell = {(r["type1"], r["type2"]): r[column] for r in rows.iter_rows(named=True)}
+    return np.array([[cell.get((a, b), np.nan) if cell.get((a, b)) is not None else np.nan for b in types]
+                     for a in types], dtype=np.float64)
+
+
+def markdown_tables(table: pl.DataFrame, datasets: list[str], models: list[str]) -> str:
+    """The seed's Tables 2-5: models as rows, types as columns; the k x k grids once per model."""
+    lines = ["# Montague modifier consistency (seed 004, Tables 2-5)", "",
+             "Share of phrases (comparisons) that pass, pooled per key, with its bootstrapped 95% interval.",
+             "Single-phrase test: a tie passes (<=); pair and non-subsectivity tests: a tie fails (<).", ""]
+    for d in datasets:
+        part = table.filter(pl.col("dataset") == d)
+        if not part.height:
+            continue
+        types = list(dict.fromkeys(part.filter(pl.col("test") == "nonsubsective")["type1"].to_list()))
+        shown = [m for m in models if m in set(part["model"].to_list())]
+        r0 = part.row(0, named=True)
+        lines += [f"## {d}", "", f"Intervals: B = {r0['bootstrap_b']}, resampled: {r0['resampled']}.", ""]
+
+        def by_type(title, test, kind):
+            out = [f"### {title}", "", "| model | " + " | ".join(types) + " |",
+                   "|---|" + "---|" * len(types)]
+            for m in shown:
+                rows = {r["key"]: r for r in part.filter((pl.col("model") == m) & (pl.col("test") == test)
+                                                         & (pl.col("kind") == kind)).iter_rows(named=True)}
+                out.append(f"| {m} | " + " | ".join(fmt_share(rows[t]["consistency"], rows[t]["ci_low"],
+                                                               rows[t]["ci_high"]) if t in rows else ""
+                                                     for t in types) + " |")
+            return out + [""]
+
+        def grids(title, test, kind, rows_are):
+            out = [f"### {title}", "", f"Rows: {rows_are[0]} type; columns: {rows_are[1]} type.", ""]
+            for m in shown:
+                rows = {r["key"]: r for r in part.filter((pl.col("model") == m) & (pl.col("test") == test)
+                                                         & (pl.col("kind") == kind)).iter_rows(named=True)}
+                out += [f"**{m}**", "", f"| {rows_are[0]} \\ {rows_are[1]} | " + " | ".join(types) + " |",
+                        "|---|" + "---|" * len(types)]
+                for a in types:
+                    cells = []
+                    for b in types:
+                        r = rows.get(aan_key(a, b))
+                        cells.append(fmt_share(r["consistency"], r["ci_low"], r["ci_high"]) if r else "")
+                    out.append(f"| {a} | " + " | ".join(cells) + " |")
+                out.append("")
+            return out
+
+        lines += by_type("Table 2: single-phrase intersectivity, AN", "single", "AN")
+        lines += grids("Table 3: single-phrase intersectivity, AAN (outer a1 x inner a2)", "single", "AAN",
+                       ("outer (a1)", "inner (a2)"))
+        lines += grids("Table 4: phrase-pair intersectivity, d(a1 n, a1 n') < d(a2 n, a2 n')", "pair", "pair",
+                       ("a1", "a2"))
+        lines += by_type("Table 5: non-subsectivity, d(AN, A) < d(AN, N)", "nonsubsective", "AN")
+        lines += ["The reference code's aggregation of Table 4 (mean of per-noun means, a comparison counted "
+                  "under the noun that comes first) is the `mean_of_noun_means` column of montague_pair.csv.", ""]
+        undefined = part.group_by("model", maintain_order=True).agg(pl.col("n_undefined").sum())
+        undefined = undefined.filter(pl.col("n_undefined") > 0)
+        if undefined.height:
+            lines += ["Undefined comparisons (a zero-norm vector, e.g. a word the model does not know), counted "
+                      "and left out: " + ", ".join(f"{m} {n}" for m, n in undefined.iter_rows()) + ".", ""]
+    return "\n".join(lines) + "\n"
+
+
+def plot_heatmaps(table: pl.DataFrame, dataset: str, model: str, out_png: str, out_svg: str) -> None:
+    """The two k x k grids of one model: single-phrase AAN (outer x inner) and phrase pairs (a1 x a2)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "montague-heatmap"  # reruns give identical files
+    import matplotlib.pyplot as plt
+    part = table.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
+    types = list(dict.fromkeys(part.filter(pl.col("test") == "nonsubsective")["type1"].to_list()))
+    panels = [("single-phrase intersectivity (AAN)", part.filter((pl.col("test") == "single")
+                                                                  & (pl.col("kind") == "AAN")), "outer a1", "inner a2"),
+              ("phrase-pair intersectivity", part.filter(pl.col("test") == "pair"), "a1", "a2")]
+    k = len(types)
+    fig, axes = plt.subplots(1, 2, figsize=(4.0 + 2.2 * k, 1.6 + 0.95 * k))
+    for ax, (title, rows, ylab, xlab) in zip(axes, panels):
+        grid, low, high = (_grid(rows, types, c) for c in ("consistency", "ci_low", "ci_high"))
+        im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis")
+        for i in range(k):
+            for j in range(k):
+                v = grid[i, j]
+                text = "n/a" if not np.isfinite(v) else f"{v:.2f}"
+                if np.isfinite(low[i, j]) and np.isfinite(high[i, j]):
+                    text += f"\n[{low[i, j]:.2f}, {high[i, j]:.2f}]"
+                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                        color="black" if np.isfinite(v) and v > 0.6 else "white")
+        ax.set_xticks(range(k))
+        ax.set_xticklabels(types, rotation=30, ha="right", fontsize=8)
+        ax.set_yticks(range(k))
+        ax.set_yticklabels(types, fontsize=8)
+        ax.set_xlabel(xlab)
+        ax.set_ylabel(ylab)
+        ax.set_title(title, fontsize=9)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    r0 = part.row(0, named=True) if part.height else {"bootstrap_b": 0, "resampled": "?"}
+    fig.suptitle(f"{dataset} / {model}: consistency, {int(100 * LEVEL)}% bootstrap CI (B={r0['bootstrap_b']}, "
+                 f"resampled: {r0['resampled']})", fontsize=10)
+    fig.tight_layout()
+    for path in (out_png, out_svg):
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=Path(path).suffix[1:], dpi=110,
+                        metadata={"Date": None} if str(path).endswith(".svg") else None)
+    plt.close(fig)
+
+
+def aggregate(entries: list[dict], tables_dir: str, plots_dir: str, datasets: list[str], models: list[str],
+              log) -> pl.DataFrame:
+    frames = []
+    seen = set()
+    for e in entries:
+        if (e["dataset"], e["model"]) in seen:
+            raise ValueError(f"two share files for dataset {e['dataset']!r} and model {e['model']!r}")
+        seen.add((e["dataset"], e["model"]))
+        frame = pl.read_parquet(e["shares"])
+        if set(frame["dataset"].unique()) != {e["dataset"]} or set(frame["model"].unique()) != {e["model"]}:
+            raise ValueError(f"{e['shares']}: holds another dataset or model than {e['dataset']}/{e['model']}")
+        frames.append(frame)
+    table = pl.concat(frames) if frames else pl.DataFrame(schema=SHARE_SCHEMA)
+    rank_d = {d: i for i, d in enumerate(datasets)}
+    rank_m = {m: i for i, m in enumerate(models)}
+    table = table.with_row_index("_i").with_columns(
+        pl.col("dataset").replace_strict(rank_d, return_dtype=pl.Int64).alias("_d"),
+        pl.col("model").replace_strict(rank_m, return_dtype=pl.Int64).alias("_m")).sort("_d", "_m", "_i").drop(
+        "_d", "_m", "_i")
+    for test, name in TABLE_FILES.items():
+        with atomic_path(Path(tables_dir) / name) as tmp:
+            long_table(table, test).write_csv(tmp)
+    with atomic_path(Path(tables_dir) / "montague_tables.md") as tmp:
+        tmp.write_text(markdown_tables(table, datasets, models), encoding="utf-8")
+    for e in entries:
+        base = Path(plots_dir) / e["dataset"] / e["model"]
+        plot_heatmaps(table, e["dataset"], e["model"], f"{base}.png", f"{base}.svg")
+    log.info("%d (dataset, model) pairs -> tables in %s, heat maps in %s", len(entries), tables_dir, plots_dir)
+    return table
+
+
+# ---- command line --------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("score")
+    s.add_argument("--phrases", required=True)
+    s.add_argument("--stores", nargs="+", required=True)
+    s.add_argument("--dataset", required=True)
+    s.add_argument("--model", required=True)
+    s.add_argument("--spec", required=True, help="the model's config entry as JSON: the stores must match it")
+    s.add_argument("--bootstrap-b", type=int, required=True)
+    s.add_argument("--bootstrap-unit", choices=UNITS, required=True)
+    s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--out-dir", required=True)
+    s.add_argument("--log")
+    a = sub.add_parser("aggregate")
+    a.add_argument("--entries", required=True, help="JSON list of {dataset, model, shares}")
+    a.add_argument("--tables-dir", required=True)
+    a.add_argument("--plots-dir", required=True)
+    a.add_argument("--datasets", nargs="+", required=True)
+    a.add_argument("--models", nargs="+", required=True)
+    a.add_argument("--log")
+    args = ap.parse_args(argv)
+    log = setup_logging(args.log, "montague")
+    if args.cmd == "score":
+        score(args.phrases, args.stores, args.dataset, args.model, json.loads(args.spec), args.bootstrap_b,
+              args.seed, args.bootstrap_unit, args.out_dir, log)
+    else:
+        aggregate(json.loads(args.entries), args.tables_dir, args.plots_dir, args.datasets, args.models, log)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,586 @@
+"""Exact retrieval: every query against the whole (deduplicated) sentence set (methods.md §4).
+
+Ranking: by inner product of unit vectors (cosine), ties broken by (score desc, id asc); the corpus
+is ordered by `_id`, so a row's position is its rank among ids. The reference code instead searches
+the list of answers aligned to its questions and scores by row index, so a copy of the right
+sentence counts as a miss; here each question is judged against its own qrels.
+
+How the search is exact, whatever the device and the summation order of its BLAS:
+1. FAISS `IndexFlatIP` (float32; on the GPU when the model's device is cuda and faiss has GPU
+   support) finds candidates: the top k + `extra` of each query, corpus shard by corpus shard, so
+   memory follows the shard and the query batch, not the corpus. Shards are merged by float32 score.
+2. The candidates are rescored in float64 (`dot64`: float32 products are exact in float64, summed
+   pairwise per row, so a score never depends on batch, shard or device) and ranked by
+   (score desc, row asc).
+3. The candidate set is certified: every non-candidate has float32 score <= the last candidate's,
+   and the float32 error of a unit-vector inner product is at most `tolerance` (d * 2**-22 on the
+   CPU, 2**-9 on a GPU, where cuBLAS may use TF32). If the last candidate's float32 score plus the
+   tolerance reaches the k-th exact score, a non-candidate could still belong (a near tie at the
+   boundary): that query is searched again exhaustively in float64.
+So the CPU and GPU searches return identical ids and scores, and both equal a float64 brute force
+ranked by (score desc, id asc) (tests/test_retrieval_search.py).
+
+Sparse stores (TF-IDF) are searched by a sparse matrix product in float64 under the same ranking
+rules; documents sharing no term with a query score exactly 0 and fill the ranking by id.
+
+Zero vectors have no direction: a document with a zero vector is never retrieved, a query with one
+retrieves nothing (it counts as a miss); both are counted in the summary.
+
+CLI (one job per (set, model)):
+  python -m workflow_scripts.retrieval.search --set DIR --stores P... --model M --spec JSON
+      --dataset NAME --settings JSON --seed N --device cpu|cuda --threads T
+      --topk OUT.parquet --similarities OUT.parquet --summary OUT.json [--log L]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from workflow_scripts.bootstrap import bootstrap_rng
+from workflow_scripts.common import atomic_path, setup_logging, write_json
+from workflow_scripts.texts import text_keys
+from workflow_scripts.vector_store import VectorStore, spec_digest
+
+TOPK_SCHEMA = {"query_id": pl.String, "rank": pl.Int32, "corpus_id": pl.String, "score": pl.Float64}
+SIMILARITY_SCHEMA = {"query_id": pl.String, "corpus_id": pl.String, "kind": pl.String, "similarity": pl.Float64}
+DEFAULT_SEARCH = {"shard_rows": 200_000, "query_batch": 1024, "extra_candidates": 32}
+GPU_TOLERANCE = 2.0 ** -9  # TF32 keeps 10 mantissa bits: |error| <= 2**-10 for unit vectors, with margin
+
+
+# ---- exact scores and ranking ------------------------------------------------------------------
+
+def dot64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise inner products in float64: the float32 products are exact in float64 and each row
+    is summed pairwise on its own, so a pair's score is the same bits in any batch or shard."""
+    return np.multiply(a, b, dtype=np.float64).sum(axis=-1)
+
+
+def rank_order(scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per query (last axis), the order by (score desc, row asc); -inf scores (padding) go last."""
+    return np.lexsort((rows, -scores), axis=-1)
+
+
+def cpu_tolerance(dim: int) -> float:
+    """Bound on |float32 inner product - exact| for unit vectors of `dim` dimensions: the classic
+    dim * u * sum|x_i y_i| with u = 2**-24 and sum|x_i y_i| <= 1, doubled twice for margin."""
+    return dim * 2.0 ** -22
+
+
+def unit_rows(vectors: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(unit float32 rows, nonzero mask): each row divided by its stored norm; zero rows stay 0."""
+    norms = np.asarray(norms, dtype=np.float32)
+    nonzero = norms > 0
+    out = np.zeros_like(vectors, dtype=np.float32)
+    out[nonzero] = vectors[nonzero] / norms[nonzero, None]
+    return out, nonzero
+
+
+def unit_sparse(matrix, norms: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Sparse rows divided by their norms, in float64."""
+    norms = np.asarray(norms, dtype=np.float64)
+    nonzero = norms > 0
+    scale = np.where(nonzero, 1.0 / np.where(nonzero, norms, 1.0), 0.0)
+    return sp.csr_matrix(sp.diags(scale) @ sp.csr_matrix(matrix, dtype=np.float64)), nonzero
+
+
+@dataclass
+class Shard:
+    """Corpus rows [start, start + len) (positions in id order) and their unit vectors; `valid`
+    marks rows with a nonzero vector (only those can be retrieved)."""
+    start: int
+    vectors: object  # float32 ndarray (dense) or float64 CSR (sparse)
+    valid: np.ndarray
+
+
+@dataclass
+class SearchStats:
+    queries: int = 0
+    shards: int = 0
+    exhaustive: int = 0  # queries searched again in float64 (uncertified boundary)
+    device: str = "cpu"
+    tolerance: float = 0.0
+    seconds: float = 0.0
+    notes: list = field(default_factory=list)
+
+
+# ---- the FAISS index -------------------------------------------------------------------------
+
+def faiss_gpu_available() -> bool:
+    import faiss
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+class FlatIndexFactory:
+    """IndexFlatIP on the CPU, or on GPU 0 (`device` cuda with faiss-gpu installed). Asked for cuda
+    without faiss GPU support, it searches on the CPU and says so: the results are identical."""
+
+    def __init__(self, device: str = "cpu", threads: int | None = None, log=None):
+        import faiss
+        self.faiss = faiss
+        if threads:
+            faiss.omp_set_num_threads(threads)
+        self.device = "cpu"
+        if device == "cuda":
+            if faiss_gpu_available():
+                self.resources = faiss.StandardGpuResources()
+                self.device = "cuda"
+            elif log is not None:
+                log.warning("device cuda asked for, but faiss %s has no GPU support here (install faiss-gpu: "
+                            "`make setup-gpu`); searching on the CPU, with identical results", faiss.__version__)
+
+    def build(self, vectors: np.ndarray):
+        index = self.faiss.IndexFlatIP(vectors.shape[1])
+        if self.device == "cuda":
+            index = self.faiss.index_cpu_to_gpu(self.resources, 0, index)
+        index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        return index
+
+    def tolerance(self, dim: int) -> float:
+        return max(cpu_tolerance(dim), GPU_TOLERANCE) if self.device == "cuda" else cpu_tolerance(dim)
+
+
+# ---- dense search ------------------------------------------------------------------------------
+
+def _merge(rows_a, scores_a, rows_b, scores_b, k):
+    rows = np.concatenate([rows_a, rows_b], axis=1)
+    scores = np.concatenate([scores_a, scores_b], axis=1)
+    order = rank_order(scores, rows)[:, :k]
+    return np.take_along_axis(rows, order, 1), np.take_along_axis(scores, order, 1)
+
+
+def search_dense(queries: np.ndarray, shards: Callable[[], Iterator[Shard]], fetch: Callable[[np.ndarray], np.ndarray],
+                 k: int, extra: int = 32, query_batch: int = 1024, factory: FlatIndexFactory | None = None,
+                 log=None, stats: SearchStats | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k of unit `queries` (n x d float32) over the corpus.
+
+    `shards()` yields the corpus shard by shard (it is called again if some query needs the exact
+    pass); `fetch(rows)` returns the unit float32 vectors of corpus rows. Returns (rows, scores),
+    each n x k: corpus rows ranked by (score desc, row asc), -1 / -inf past the valid rows."""
+    factory = factory or FlatIndexFactory()
+    stats = stats if stats is not None else SearchStats()
+    n, dim = queries.shape
+    kk = k + extra
+    cand_rows = np.full((n, kk), -1, np.int64)
+    cand_f32 = np.full((n, kk), -np.inf, np.float32)
+    started = time.perf_counter()
+    for shard in shards():
+        valid = np.flatnonzero(shard.valid)
+        stats.shards += 1
+        if not len(valid) or not n:
+            continue
+        index = factory.build(shard.vectors[valid])
+        take = min(kk, len(valid))
+        for a in range(0, n, query_batch):
+            b = min(n, a + query_batch)
+            scores, local = index.search(np.ascontiguousarray(queries[a:b]), take)
+            rows = np.where(local >= 0, shard.start + valid[np.maximum(local, 0)], -1)
+            scores = np.where(local >= 0, scores, -np.inf).astype(np.float32)
+            merged_rows = np.concatenate([cand_rows[a:b], rows], axis=1)
+            merged_scores = np.concatenate([cand_f32[a:b], scores], axis=1)
+            # keep the top kk by float32 score (ties by row: any order is fine, they are rescored)
+            order = rank_order(merged_scores.astype(np.float64), merged_rows)[:, :kk]
+            cand_rows[a:b] = np.take_along_axis(merged_rows, order, 1)
+            cand_f32[a:b] = np.take_along_axis(merged_scores, order, 1)
+        del index
+        if log is not None:
+            log.info("searched shard %d (rows %d..%d, %d with a vector) for %d queries", stats.shards, shard.start,
+                     shard.start + len(shard.valid) - 1, len(valid), n)
+    tol = factory.tolerance(dim)
+    stats.device, stats.tolerance = factory.device, tol
+    out_rows = np.full((n, k), -1, np.int64)
+    out_scores = np.full((n, k), -np.inf, np.float64)
+    uncertain = []
+    for a in range(0, n, 256):  # rescore the candidates exactly, a few hundred queries at a time
+        b = min(n, a + 256)
+        rows = cand_rows[a:b]
+        exact = np.full(rows.shape, -np.inf, np.float64)
+        have = rows >= 0
+        if have.any():
+            vecs = fetch(rows[have])
+            exact[have] = dot64(np.repeat(queries[a:b], have.sum(axis=1), axis=0), vecs)
+        order = rank_order(exact, np.where(have, rows, np.iinfo(np.int64).max))[:, :k]
+        out_rows[a:b] = np.where(np.take_along_axis(have, order, 1), np.take_along_axis(rows, order, 1), -1)
+        out_scores[a:b] = np.take_along_axis(exact, order, 1)
+        # certified when the list is not full (every valid row is a candidate) or the float32 bound
+        # of every non-candidate stays below the k-th exact score
+        full = have[:, -1]
+        kth = out_scores[a:b, k - 1]
+        unsure = full & ~(cand_f32[a:b, -1].astype(np.float64) + tol < kth)
+        uncertain.extend((a + np.flatnonzero(unsure)).tolist())
+    if uncertain:
+        stats.exhaustive += len(uncertain)
+        if log is not None:
+            log.info("%d of %d queries have near ties at the candidate boundary: searched exhaustively in float64",
+                     len(uncertain), n)
+        sel = np.asarray(uncertain)
+        rows, scores = exhaustive_dense(queries[sel], shards, k)
+        out_rows[sel], out_scores[sel] = rows, scores
+    stats.queries += n
+    stats.seconds += time.perf_counter() - started
+    return out_rows, out_scores
+
+
+def exhaustive_dense(queries: np.ndarray, shards: Callable[[], Iterator[Shard]], k: int,
+                     chunk: int = 16384) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k by float64 scores over every valid row (for the few queries that need it): a
+    float64 matrix product proposes every row within 1e-9 of the k-th score, and those are
+    rescored with dot64, so ranking and scores are the ones the candidate path gives."""
+    n = len(queries)
+    q64 = queries.astype(np.float64)
+    best_rows = np.full((n, k), -1, np.int64)
+    best_scores = np.full((n, k), -np.inf, np.float64)
+    for shard in shards():
+        valid = np.flatnonzero(shard.valid)
+        for a in range(0, len(valid), chunk):
+            idx = valid[a:a + chunk]
+            vecs = np.asarray(shard.vectors[idx], dtype=np.float32)
+            approx = q64 @ vecs.astype(np.float64).T  # n x m
+            for i in range(n):
+                floor = best_scores[i, k - 1]
+                if len(idx) > k:
+                    floor = max(floor, np.partition(approx[i], -k)[-k])
+                near = np.flatnonzero(approx[i] >= floor - 1e-9)
+                exact = dot64(np.broadcast_to(queries[i], (len(near), queries.shape[1])).copy(), vecs[near])
+                rows = shard.start + idx[near]
+                merged_rows, merged_scores = _merge(best_rows[i:i + 1], best_scores[i:i + 1], rows[None, :],
+                                                    exact[None, :], k)
+                best_rows[i], best_scores[i] = merged_rows[0], merged_scores[0]
+    best_rows[~np.isfinite(best_scores)] = -1
+    return best_rows, best_scores
+
+
+# ---- sparse search ----------------------------------------------------------------------------
+
+def search_sparse(queries: sp.csr_matrix, shards: Callable[[], Iterator[Shard]], k: int, query_batch: int = 1024,
+                  stats: SearchStats | None = None, log=None, max_products: int = 20_000_000) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k of unit sparse queries (float64 CSR) over sparse shards: scores by sparse
+    matrix product; the rows a query shares no term with score 0 and are ranked by row among
+    themselves (implicit zeros are candidates too, so a query with few matches still gets k rows).
+    Queries go in batches small enough that a batch's product holds at most `max_products` scores."""
+    stats = stats if stats is not None else SearchStats()
+    started = time.perf_counter()
+    n = queries.shape[0]
+    best_rows = np.full((n, k), -1, np.int64)
+    best_scores = np.full((n, k), -np.inf, np.float64)
+    for shard in shards():
+        stats.shards += 1
+        valid = shard.valid
+        valid_rows = np.flatnonzero(valid)
+        docs_t = sp.csr_matrix(shard.vectors.T)  # terms x rows
+        batch = max(1, min(query_batch, max_products // max(1, len(valid))))
+        for a in range(0, n, batch):
+            b = min(n, a + batch)
+            prod = sp.csr_matrix(queries[a:b] @ docs_t)
+            for i in range(b - a):
+                lo, hi = prod.indptr[i], prod.indptr[i + 1]
+                cols, vals = prod.indices[lo:hi], prod.data[lo:hi]
+                keep = valid[cols]
+                cols, vals = cols[keep], vals[keep]
+                if len(vals) > k:  # the k best and every row tied with the k-th
+                    kth = np.partition(vals, len(vals) - k)[len(vals) - k]
+                    top = vals >= kth
+                    cols, vals = cols[top], vals[top]
+                # the first k valid rows without an explicit score: exact zeros
+                first = valid_rows[:k + len(cols)]
+                zeros = first[~np.isin(first, cols)][:k]
+                rows = np.concatenate([cols, zeros]).astype(np.int64) + shard.start
+                scores = np.concatenate([vals, np.zeros(len(zeros))])
+                r, s = _merge(best_rows[a + i:a + i + 1], best_scores[a + i:a + i + 1], rows[None, :], scores[None, :], k)
+                best_rows[a + i], best_scores[a + i] = r[0], s[0]
+        if log is not None:
+            log.info("searched sparse shard %d (rows %d..%d) for %d queries", stats.shards, shard.start,
+                     shard.start + len(valid) - 1, n)
+    best_rows[~np.isfinite(best_scores)] = -1
+    stats.queries += n
+    stats.seconds += time.perf_counter() - started
+    return best_rows, best_scores
+
+
+# ---- a retrieval set's corpus and queries in a vector store --------------------------------------
+
+def document_text(corpus: pl.DataFrame) -> list[str]:
+    """The text embedded for each document: its `text` (a title is kept in the set, not embedded)."""
+    return corpus["text"].to_list()
+
+
+@dataclass
+class EvalSet:
+    """The corpus in id order, the evaluated queries, and their relevant documents (rows)."""
+    corpus_ids: list
+    corpus_keys: np.ndarray
+    corpus_texts: list
+    query_ids: list
+    query_keys: np.ndarray
+    relevant: list  # per query: sorted corpus rows with qrels score > 0
+    counts: dict
+
+
+def load_eval_set(set_dir: str, split, log=None) -> EvalSet:
+    """Read a BEIR-layout set (beir.read_set) and keep the queries of `split` (a split name or a
+    list of them) that have at least one relevant document in the corpus; the others are counted
+    per reason, never fatal (so are the set's own bad lines: beir.read_set's stats)."""
+    from workflow_scripts.retrieval import beir
+    read_stats: dict = {}
+    corpus, queries, qrels = beir.read_set(set_dir, read_stats)
+    splits = [split] if isinstance(split, str) else list(split)
+    missing = [s for s in splits if s not in qrels]
+    if missing:
+        raise ValueError(f"{set_dir}: no qrels for split(s) {missing} (splits: {sorted(qrels)}); "
+                         "set `retrieval.eval_split` (or the set's `eval_split`) to one of them")
+    corpus = corpus.with_columns(pl.col("_id").cast(pl.String)).sort("_id")
+    dup = corpus.filter(pl.col("_id").is_duplicated())
+    if dup.height:
+        raise ValueError(f"{set_dir}: corpus ids are not unique, e.g. {dup['_id'][0]!r}")
+    ids = corpus["_id"].to_list()
+    row_of = {cid: r for r, cid in enumerate(ids)}
+    q = pl.concat([qrels[s] for s in splits]).with_columns(pl.col("query-id").cast(pl.String),
+                                                          pl.col("corpus-id").cast(pl.String))
+    q = q.filter(pl.col("score") > 0).unique(["query-id", "corpus-id"], keep="first", maintain_order=True)
+    queries = queries.with_columns(pl.col("_id").cast(pl.String))
+    text_of = dict(zip(queries["_id"].to_list(), queries["text"].to_list()))
+    counts = {"corpus": len(ids), "qrels_positive": q.height, "queries_in_split": q["query-id"].n_unique(),
+              "skipped_query_not_in_queries": 0, "skipped_no_relevant_in_corpus": 0, "relevant_not_in_corpus": 0}
+    relevant: dict[str, set] = {}
+    for qid, cid in zip(q["query-id"].to_list(), q["corpus-id"].to_list()):
+        row = row_of.get(cid)
+        if row is None:
+            counts["relevant_not_in_corpus"] += 1
+            relevant.setdefault(qid, set())
+            continue
+        relevant.setdefault(qid, set()).add(row)
+    kept_ids, kept_rel = [], []
+    for qid in sorted(relevant):
+        if qid not in text_of:
+            counts["skipped_query_not_in_queries"] += 1
+        elif not relevant[qid]:
+            counts["skipped_no_relevant_in_corpus"] += 1
+        else:
+            kept_ids.append(qid)
+            kept_rel.append(np.array(sorted(relevant[qid]), np.int64))
+    counts["queries"] = len(kept_ids)
+    counts["set_lines_skipped"] = {reason: v["count"] for reason, v in sorted(read_stats.items())}
+    texts = document_text(corpus)
+    if log is not None:
+        log.info("%s: %d documents, %d queries of split %s evaluated (%s)", set_dir, len(ids), len(kept_ids),
+                 "+".join(splits), ", ".join(f"{k} {v}" for k, v in counts.items()
+                                            if k.startswith(("skipped", "relevant", "set_lines")) and v))
+    return EvalSet(ids, text_keys(texts), texts, kept_ids, text_keys([text_of[i] for i in kept_ids]), kept_rel, counts)
+
+
+class StoreCorpus:
+    """The corpus rows of a vector store, in id order, as unit vectors shard by shard."""
+
+    def __init__(self, store: VectorStore, keys: np.ndarray, shard_rows: int, transform=None):
+        self.store, self.keys, self.shard_rows, self.transform = store, keys, shard_rows, transform
+        self.sparse = store.sparse
+        self.on_shard = None  # called with each shard's unit vectors on the first pass (isotropy moments)
+        self.zero_rows = 0  # rows with a zero vector, counted on the last full pass
+        self.passes = 0
+
+    def _unit(self, vectors, norms):
+        if self.sparse:
+            return unit_sparse(vectors, norms)
+        unit, nonzero = unit_rows(vectors, norms)
+        if self.transform is not None:
+            unit, nonzero = self.transform(unit, nonzero)
+        return unit, nonzero
+
+    def shards(self) -> Iterator[Shard]:
+        zero = 0
+        self.passes += 1
+        first = self.passes == 1
+        for start in range(0, len(self.keys), self.shard_rows):
+            vectors, norms = self.store.lookup(self.keys[start:start + self.shard_rows])
+            unit, nonzero = self._unit(vectors, norms)
+            zero += int((~nonzero).sum())
+            if first and self.on_shard is not None:
+                self.on_shard(unit, nonzero)
+            yield Shard(start, unit, nonzero)
+            self.store.release_pages()
+        self.zero_rows = zero
+
+    def fetch(self, rows: np.ndarray) -> np.ndarray:
+        vectors, norms = self.store.lookup(self.keys[rows])
+        return self._unit(vectors, norms)[0]
+
+
+def query_vectors(store: VectorStore, keys: np.ndarray, transform=None):
+    vectors, norms = store.lookup(keys)
+    if store.sparse:
+        return unit_sparse(vectors, norms)
+    unit, nonzero = unit_rows(vectors, norms)
+    return transform(unit, nonzero) if transform is not None else (unit, nonzero)
+
+
+def run_search(store: VectorStore, ev: EvalSet, k: int, settings: dict, device: str = "cpu", threads: int | None = None,
+               log=None, transform=None, on_shard=None, stats: SearchStats | None = None):
+    """(rows, scores) of every evaluated query (n x k); a zero query gets no rows."""
+    opts = {**DEFAULT_SEARCH, **settings}
+    stats = stats if stats is not None else SearchStats()
+    corpus = StoreCorpus(store, ev.corpus_keys, opts["shard_rows"], transform)
+    corpus.on_shard = on_shard
+    k = min(k, len(ev.corpus_ids))
+    qvec, qnonzero = query_vectors(store, ev.query_keys, transform)
+    sel = np.flatnonzero(qnonzero)
+    rows = np.full((len(ev.query_ids), k), -1, np.int64)
+    scores = np.full((len(ev.query_ids), k), -np.inf, np.float64)
+    if store.sparse:
+        r, s = search_sparse(qvec[sel], corpus.shards, k, opts["query_batch"], stats, log)
+    else:
+        factory = FlatIndexFactory(device, threads, log)
+        r, s = search_dense(qvec[sel], corpus.shards, corpus.fetch, k, opts["extra_candidates"], opts["query_batch"],
+                            factory, log, stats)
+    rows[sel], scores[sel] = r, s
+    stats.notes.append(f"{len(ev.query_ids) - len(sel)} queries with a zero vector retrieve nothing")
+    return rows, scores, qvec, qnonzero, corpus
+
+
+def topk_frame(ev: EvalSet, rows: np.ndarray, scores: np.ndarray) -> pl.DataFrame:
+    n, k = rows.shape
+    have = rows >= 0
+    qi, rank = np.nonzero(have)
+    ids = np.asarray(ev.corpus_ids, dtype=object)
+    return pl.DataFrame({"query_id": pl.Series([ev.query_ids[i] for i in qi], dtype=pl.String),
+                         "rank": pl.Series(rank + 1, dtype=pl.Int32),
+                         "corpus_id": pl.Series(ids[rows[have]].tolist(), dtype=pl.String),
+                         "score": pl.Series(scores[have], dtype=pl.Float64)}, schema=TOPK_SCHEMA)
+
+
+def random_documents(ev: EvalSet, per_query: int, seed: int, dataset: str) -> np.ndarray:
+    """n x per_query corpus rows, uniformly drawn, none with the text of one of the query's
+    relevant documents (methods.md: "a random sentence other than its answer, by text"). Seeded by
+    the config seed and the set only: every model is measured on the same random sentences."""
+    rng = bootstrap_rng(seed, "retrieval", dataset, "random_sentences")
+    n_docs = len(ev.corpus_ids)
+    out = rng.integers(0, n_docs, size=(len(ev.query_ids), per_query))
+    for i, rel in enumerate(ev.relevant):
+        banned = {ev.corpus_texts[r] for r in rel}
+        for j in range(per_query):
+            tries = 0
+            while ev.corpus_texts[out[i, j]] in banned:
+                tries += 1
+                if tries > 10_000:
+                    raise ValueError(f"query {ev.query_ids[i]!r}: no document without the text of a relevant one")
+                out[i, j] = rng.integers(0, n_docs)
+    return out
+
+
+def pair_similarities(store: VectorStore, ev: EvalSet, qvec, qnonzero, corpus: StoreCorpus,
+                      random_rows: np.ndarray) -> pl.DataFrame:
+    """C (each query with each relevant document) and R (with its random documents), by the same
+    exact scores as the search; NaN where either vector is zero."""
+    kinds, pairs_q, pairs_r = [], [], []
+    for i, rel in enumerate(ev.relevant):
+        pairs_q += [i] * len(rel)
+        pairs_r += rel.tolist()
+        kinds += ["correct"] * len(rel)
+    for i in range(len(ev.query_ids)):
+        pairs_q += [i] * random_rows.shape[1]
+        pairs_r += random_rows[i].tolist()
+        kinds += ["random"] * random_rows.shape[1]
+    pq, pr = np.asarray(pairs_q, np.int64), np.asarray(pairs_r, np.int64)
+    sims = np.full(len(pq), np.nan)
+    for a in range(0, len(pq), 50_000):
+        b = min(len(pq), a + 50_000)
+        order = np.argsort(pr[a:b], kind="stable")
+        docs_rows = pr[a:b][order]
+        if store.sparse:
+            vecs, norms = store.lookup(ev.corpus_keys[docs_rows])
+            dvec, dnz = unit_sparse(vecs, norms)
+            qv = qvec[pq[a:b][order]]
+            s = np.asarray(qv.multiply(dvec).sum(axis=1), dtype=np.float64).ravel()
+        else:
+            vecs, norms = store.lookup(ev.corpus_keys[docs_rows])
+            dvec, dnz = unit_rows(vecs, norms)
+            if corpus.transform is not None:
+                dvec, dnz = corpus.transform(dvec, dnz)
+            s = dot64(qvec[pq[a:b][order]], dvec)
+        s = np.where(dnz & qnonzero[pq[a:b][order]], s, np.nan)
+        sims[a + order] = s
+    ids = np.asarray(ev.corpus_ids, dtype=object)
+    return pl.DataFrame({"query_id": pl.Series([ev.query_ids[i] for i in pq], dtype=pl.String),
+                         "corpus_id": pl.Series(ids[pr].tolist(), dtype=pl.String),
+                         "kind": pl.Series(kinds, dtype=pl.String),
+                         "similarity": pl.Series(sims, dtype=pl.Float64)}, schema=SIMILARITY_SCHEMA)
+
+
+def open_store(stores: list[str], model: str, spec: dict) -> VectorStore:
+    return VectorStore(stores, model=model, spec_digest=spec_digest(spec))
+
+
+def search_job(set_dir: str, stores: list[str], model: str, spec: dict, dataset: str, settings: dict, seed: int,
+               device: str, threads: int, topk_out: str, sims_out: str, summary_out: str, log) -> dict:
+    store = open_store(stores, model, spec)
+    ev = load_eval_set(set_dir, settings["eval_split"], log)
+    if not ev.query_ids:
+        raise ValueError(f"{set_dir}: no query of split {settings['eval_split']!r} has a relevant document in the corpus")
+    stats = SearchStats()
+    started = time.perf_counter()
+    rows, scores, qvec, qnonzero, corpus = run_search(store, ev, settings["top_k"], settings.get("search", {}),
+                                                      device, threads, log, stats=stats)
+    elapsed = time.perf_counter() - started
+    topk = topk_frame(ev, rows, scores)
+    random_rows = random_documents(ev, settings["random_per_query"], seed, dataset)
+    sims = pair_similarities(store, ev, qvec, qnonzero, corpus, random_rows)
+    with atomic_path(topk_out) as tmp:
+        topk.write_parquet(tmp)
+    with atomic_path(sims_out) as tmp:
+        sims.write_parquet(tmp)
+    zero_docs = corpus.zero_rows
+    summary = {"dataset": dataset, "model": model, "split": settings["eval_split"], "top_k": int(rows.shape[1]),
+               **ev.counts, "zero_vector_queries": int((~qnonzero).sum()), "zero_vector_documents": zero_docs,
+               "store": {k: store.manifest.get(k) for k in ("family", "origin", "dim", "format", "device", "precision")},
+               "search": {"engine": "scipy sparse product (float64)" if store.sparse else "faiss IndexFlatIP + float64 rescoring",
+                          "device": stats.device, "tolerance": stats.tolerance, "shards": stats.shards,
+                          "exhaustive_queries": stats.exhaustive, "seconds": round(elapsed, 3),
+                          "queries_per_second": round(len(ev.query_ids) / max(elapsed, 1e-9), 1),
+                          **{k: v for k, v in {**DEFAULT_SEARCH, **settings.get("search", {})}.items()}},
+               "random_per_query": settings["random_per_query"]}
+    write_json(summary_out, summary)
+    log.info("%s / %s: %d queries x %d documents, top %d in %.1f s (%.0f queries/s, %s, %d exhaustive)", dataset, model,
+             len(ev.query_ids), len(ev.corpus_ids), rows.shape[1], elapsed, summary["search"]["queries_per_second"],
+             stats.device, stats.exhaustive)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", required=True, help="the retrieval set's directory (BEIR layout)")
+    ap.add_argument("--stores", nargs="+", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--spec", required=True, help="the model's config entry as JSON: the stores must match it")
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--settings", required=True, help="JSON: eval_split, top_k, random_per_query, search")
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--shard-rows", type=int, default=DEFAULT_SEARCH["shard_rows"], help="corpus rows per FAISS index")
+    ap.add_argument("--query-batch", type=int, default=DEFAULT_SEARCH["query_batch"])
+    ap.add_argument("--extra-candidates", type=int, default=DEFAULT_SEARCH["extra_candidates"])
+    ap.add_argument("--topk", required=True)
+    ap.add_argument("--similarities", required=True)
+    ap.add_argument("--summary", required=True)
+    ap.add_argument("--log")
+    args = ap.parse_args(argv)
+    log = setup_logging(args.log, "retrieval")
+    settings = {**json.loads(args.settings), "search": search_options(args)}
+    search_job(args.set, args.stores, args.model, json.loads(args.spec), args.dataset, settings,
+               args.seed, args.device, args.threads, args.topk, args.similarities, args.summary, log)
+
+
+def search_options(args) -> dict:
+    """The search's own settings (how it runs, not what it finds) from the command line."""
+    return {"shard_rows": args.shard_rows, "query_batch": args.query_batch, "extra_candidates": args.extra_candidates}
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

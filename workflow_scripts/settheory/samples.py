@@ -1,0 +1,383 @@
+"""Sample sets of the set-theoretic probe: (previous, S0, next, S1, S2) per window of an article.
+
+A sample set (`settheory.datasets.<name>`) is built from an article collection (the shared articles
+stage, `articles.<name>`) with a generator, or imported from a table.
+
+Built sample sets:
+1. Articles: every article of the collection whose sentences give at least one usable window; with
+   `max_articles`, the ones with the smallest stable_id(seed, "settheory", set, article_id) (a seeded
+   choice that does not depend on the order of the release).
+2. Windows: three consecutive sentences (previous, S0, next). A window is dropped when two consecutive
+   sentences of it are equal after keeping only their alphanumeric characters (the reference code's
+   rule; `equal_sentences`), or when a sentence has fewer than `min_words` or more than `max_words`
+   whitespace words (`length`). Of the rest, `windows_per_article` are chosen per article with
+   random.Random(stable_id(seed, "settheory", set, article_id)).
+3. Fusions: S1 = fuse(previous, S0) and S2 = fuse(S0, next) by the set's generator
+   (workflow_scripts/generator.py) with the set's prompt; items are the pairs {first, second}.
+   Outputs are cached per (generator settings, rendered prompt), so a rerun never regenerates.
+4. Echoes: a fusion that does not fuse. Words are the lower-cased alphanumeric runs; "matched"
+   counts the words of one sequence found, in order, in another (difflib's matching blocks):
+   - `empty`: no word at all;
+   - `unfinished`: the generator stopped at max_new_tokens, not by itself (a cut-off sentence);
+   - `repeat`: at least `echo_threshold` (0.9) of the fusion's words come, in order, from one input
+     alone: it copies (part of) one sentence and drops the other's information;
+   - `concatenation`: at least `echo_threshold` of the fusion's words come, in order, from the two
+     inputs one after the other (either order), and it keeps at least `echo_threshold` of their
+     words: it glues the sentences together with a few joining words or edits;
+   - `prompt_copy`: the fusion repeats three consecutive words of the prompt (its system text or
+     shots) that neither input contains: a small model pastes the few-shot examples into its answer
+     ("The city orchestra's lower town was flooded ...").
+   Why: for such a "fusion" TextUnion is the inputs' own text, TextOverlap's inputs share S0's words
+   verbatim and every difference sample is a string difference, which any bag-of-words model passes
+   by construction; the criteria would measure the generator's laziness, not the encoder. A window
+   with an echo in either fusion is kept out of the samples (`keep_echoes: false`, the default),
+   and counted per reason; with `keep_echoes: true` it stays, flagged in `s1_echo`/`s2_echo`.
+Imported sample sets (`file`): a table with columns previous, S0, next, S1, S2 (the reference code's
+names; `columns` renames), Parquet, CSV, TSV or JSON Lines. Rows with a missing or empty text are
+counted (`missing_text`) and repeated rows (`duplicate`); echoes are flagged, never dropped (the
+table is the user's). Its `generator` and `prompt` say what made it (default "import:<file name>"
+and "unknown").
+
+Output: samples.parquet, one row per sample: sample_id (uint64, stable_id("settheory", set,
+article_id, window) or, imported, of the five texts), article_id, doc_id, window (index of S0 in the
+article's sentences), previous, S0, next, S1, S2, s1_echo, s2_echo, generator ("name@digest"),
+generator_spec (JSON), prompt (JSON of the prompt); the set's texts (the five sentences) as text
+partitions; and a report with the counts of every step, examples of fusions and rejected ones, the
+generator's provenance and throughput.
+
+CLI: python -m workflow_scripts.settheory.samples --sampleset NAME --spec JSON --seed N
+       (--articles DIR --generator JSON --prompt JSON --device cpu|cuda --cache PATH | --file PATH)
+       --out samples.parquet --texts part-000.parquet ... --report report.json [--log PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import heapq
+import json
+import random
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+
+from workflow_scripts import articles as art
+from workflow_scripts.common import atomic_path, setup_logging, stable_id, write_json
+from workflow_scripts.generator import SMOLLM2, Generator, spec_digest
+from workflow_scripts.texts import write_text_partitions
+
+SENTENCES = ("previous", "S0", "next", "S1", "S2")
+SCHEMA = {"sample_id": pl.UInt64, "article_id": pl.UInt64, "doc_id": pl.String, "window": pl.Int32,
+          **{s: pl.String for s in SENTENCES}, "s1_echo": pl.String, "s2_echo": pl.String,
+          "generator": pl.String, "generator_spec": pl.String, "prompt": pl.String}
+ECHO_REASONS = ("empty", "unfinished", "repeat", "concatenation", "prompt_copy")
+N_EXAMPLES = 8
+
+# Built-in generator and prompt; `settheory.generators` / `settheory.prompts` add or replace entries.
+DEFAULT_GENERATORS = {
+    "smollm2": {**SMOLLM2, "device": "cpu", "batch_size": 8, "decoding": {"max_new_tokens": 96}},
+}
+# A few-shot chat prompt: with plain instructions SmolLM2-135M echoes its input. The shots were
+# written for this project (not taken from CNN/DailyMail) and each one rewrites, never concatenates.
+DEFAULT_PROMPTS = {
+    "fuse_fewshot": {
+        "system": "You combine two sentences from a news story into one sentence that keeps the information "
+                  "of both. Rewrite freely; answer with the new sentence only.",
+        "shots": [
+            ["Sentence 1: The museum will close for repairs in March.\n"
+             "Sentence 2: The repairs are expected to take about six months.",
+             "The museum will close in March for repairs that should take about six months."],
+            ["Sentence 1: Police stopped a lorry on the motorway near Carlow on Friday.\n"
+             "Sentence 2: Officers found 300 stolen bicycles inside it.",
+             "Police who stopped a lorry near Carlow on Friday found 300 stolen bicycles inside."],
+            ["Sentence 1: Anna Weber has been named the new head of the city orchestra.\n"
+             "Sentence 2: She led a choir in Vienna for ten years.",
+             "Anna Weber, who led a Vienna choir for ten years, is the city orchestra's new head."],
+        ],
+        "user": "Sentence 1: {first}\nSentence 2: {second}",
+    },
+}
+DEFAULT_SET = {"generator": "smollm2", "prompt": "fuse_fewshot", "windows_per_article": 1, "min_words": 4,
+               "max_words": 60, "keep_echoes": False, "echo_threshold": 0.9}
+IMPORT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
+                  ".jsonl": "jsonl", ".json": "jsonl"}
+
+
+# ---- windows -----------------------------------------------------------------------------------
+
+def alnum(text: str) -> str:
+    """The text with only its alphanumeric characters (the reference code's duplicate test)."""
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+def candidate_windows(sentences: list[str], min_words: int, max_words: int, counts: Counter) -> list[int]:
+    """Indices i of S0 for the windows (i-1, i, i+1) that pass, counting the dropped ones per reason."""
+    out = []
+    for i in range(1, len(sentences) - 1):
+        window = sentences[i - 1:i + 2]
+        keys = [alnum(s) for s in window]
+        if keys[0] == keys[1] or keys[1] == keys[2]:
+            counts["windows_dropped_equal_sentences"] += 1
+            continue
+        if any(not (min_words <= len(s.split()) <= max_words) for s in window):
+            counts["windows_dropped_length"] += 1
+            continue
+        out.append(i)
+    return out
+
+
+def choose_windows(articles_dir: str, sampleset: str, spec: dict, seed: int, log) -> tuple[list[dict], Counter]:
+    """The windows of a built sample set: [{article_id, doc_id, window, previous, S0, next}], sorted."""
+    counts = Counter()
+    max_articles = spec.get("max_articles")
+    per_article = spec["windows_per_article"]
+    heap: list[tuple[int, int, dict]] = []  # (-key, article_id, windows): the max_articles smallest keys
+    kept = []
+    for row in art.read_articles(articles_dir, ["article_id", "doc_id", "sentences"]):
+        counts["articles_read"] += 1
+        sentences = row["sentences"] or []
+        if len(sentences) < 3:
+            counts["articles_too_few_sentences"] += 1
+            continue
+        counts["windows_candidates"] += len(sentences) - 2
+        windows = candidate_windows(sentences, spec["min_words"], spec["max_words"], counts)
+        if not windows:
+            counts["articles_without_usable_window"] += 1
+            continue
+        key = stable_id(seed, "settheory", sampleset, row["article_id"])
+        rng = random.Random(key)
+        chosen = sorted(rng.sample(windows, min(per_article, len(windows))))
+        entry = [{"article_id": row["article_id"], "doc_id": row["doc_id"], "window": i,
+                  "previous": sentences[i - 1], "S0": sentences[i], "next": sentences[i + 1]} for i in chosen]
+        if max_articles is None:
+            kept.append((key, entry))
+        elif len(heap) < max_articles:
+            heapq.heappush(heap, (-key, row["article_id"], entry))
+        elif -heap[0][0] > key:
+            heapq.heapreplace(heap, (-key, row["article_id"], entry))
+    if max_articles is not None:
+        kept = [(-k, e) for k, _, e in heap]
+    counts["articles_with_windows"] = counts["articles_read"] - counts["articles_too_few_sentences"] \
+        - counts["articles_without_usable_window"]
+    counts["articles_chosen"] = len(kept)
+    windows = [w for _, entry in sorted(kept, key=lambda x: x[0]) for w in entry]
+    counts["windows_chosen"] = len(windows)
+    log.info("%s: %d articles read, %d chosen, %d windows", sampleset, counts["articles_read"], len(kept), len(windows))
+    return windows, counts
+
+
+# ---- echoes ------------------------------------------------------------------------------------
+
+WORD = re.compile(r"[^\W_]+")
+
+
+def words(text: str) -> list[str]:
+    return WORD.findall(text.lower())
+
+
+def matched(seq: list[str], other: list[str]) -> int:
+    """Words of `seq` found, in order, in `other` (difflib's matching blocks, no junk heuristic)."""
+    if not seq or not other:
+        return 0
+    sm = difflib.SequenceMatcher(None, seq, other, autojunk=False)
+    return sum(block.size for block in sm.get_matching_blocks())
+
+
+def trigrams(ws: list[str]) -> set[tuple[str, ...]]:
+    return set(zip(ws, ws[1:], ws[2:]))
+
+
+def prompt_trigrams(prompt: dict | None) -> set[tuple[str, ...]]:
+    """Word trigrams of a prompt's fixed text: its system text and shots (not the item's template)."""
+    if not prompt:
+        return set()
+    texts = [prompt.get("system") or ""] + [t for shot in prompt.get("shots", []) for t in shot]
+    return set().union(*(trigrams(words(t)) for t in texts))
+
+
+def echo_reason(fusion: str, first: str, second: str, threshold: float = 0.9, finished: bool = True,
+                prompt_grams: set | None = None) -> str | None:
+    """Why `fusion` of (first, second) is an echo (module docstring), or None for a real fusion."""
+    f, a, b = words(fusion), words(first), words(second)
+    if not f:
+        return "empty"
+    if not finished:
+        return "unfinished"
+    if max(matched(f, a), matched(f, b)) >= threshold * len(f):
+        return "repeat"
+    for joined in (a + b, b + a):
+        m = matched(f, joined)
+        if m >= threshold * len(f) and m >= threshold * len(joined):
+            return "concatenation"
+    if prompt_grams and (trigrams(f) & prompt_grams) - trigrams(a) - trigrams(b):
+        return "prompt_copy"
+    return None
+
+
+# ---- building ----------------------------------------------------------------------------------
+
+def prompt_json(prompt: dict) -> str:
+    return json.dumps(prompt, sort_keys=True, ensure_ascii=False)
+
+
+def generator_label(name: str, spec: dict) -> str:
+    return f"{name}@{spec_digest(spec)}"
+
+
+def build(sampleset: str, spec: dict, seed: int, articles_dir: str, generator_name: str, generator_spec: dict,
+          prompt: dict, device: str, cache: str | None, log, generator: Generator | None = None) -> tuple[pl.DataFrame, dict]:
+    """The samples of a built sample set and its report."""
+    spec = {**DEFAULT_SET, **spec}
+    windows, counts = choose_windows(articles_dir, sampleset, spec, seed, log)
+    gen = generator or Generator(generator_spec, device, log, cache)
+    items = [{"first": w["previous"], "second": w["S0"]} for w in windows] + \
+            [{"first": w["S0"], "second": w["next"]} for w in windows]
+    start = time.perf_counter()
+    records = gen.generate_records(prompt, items) if items else []
+    seconds = time.perf_counter() - start
+    n = len(windows)
+    grams = prompt_trigrams(prompt)
+    rows, examples, rejected_examples = [], [], []
+    for j, w in enumerate(windows):
+        fusions = records[j], records[n + j]
+        reasons = [echo_reason(rec["text"], item["first"], item["second"], spec["echo_threshold"], rec["finished"], grams)
+                   for rec, item in zip(fusions, (items[j], items[n + j]))]
+        for r in reasons:
+            counts[f"fusions_echo_{r}" if r else "fusions_ok"] += 1
+        row = {"sample_id": stable_id("settheory", sampleset, w["article_id"], w["window"]),
+               "article_id": w["article_id"], "doc_id": w["doc_id"], "window": w["window"],
+               "previous": w["previous"], "S0": w["S0"], "next": w["next"],
+               "S1": fusions[0]["text"], "S2": fusions[1]["text"], "s1_echo": reasons[0], "s2_echo": reasons[1]}
+        if any(reasons):
+            counts["windows_rejected_echo"] += 1
+            for r, rec, item in zip(reasons, fusions, (items[j], items[n + j])):
+                if r and len(rejected_examples) < N_EXAMPLES:
+                    rejected_examples.append({"reason": r, "first": item["first"], "second": item["second"],
+                                              "fusion": rec["raw"]})
+            if not spec["keep_echoes"]:
+                continue
+        elif len(examples) < N_EXAMPLES:
+            examples.append({k: row[k] for k in SENTENCES})
+        rows.append(row)
+    label = generator_label(generator_name, generator_spec)
+    frame = finish(rows, label, generator_spec, prompt)
+    fusions = 2 * n
+    counts["fusions_requested"] = fusions
+    counts["fusions_generated"] = gen.stats["generated"]
+    counts["fusions_cached"] = gen.stats["cached"]
+    counts["samples"] = frame.height
+    echoes = sum(counts[f"fusions_echo_{r}"] for r in ECHO_REASONS)
+    report = {
+        "sampleset": sampleset, "kind": "built", "articles": articles_dir, "spec": spec, "seed": seed,
+        "counts": dict(sorted(counts.items())),
+        "echo_share": echoes / fusions if fusions else None,
+        "echo_rule": f"words matched in order >= {spec['echo_threshold']} (module docstring of settheory/samples.py)",
+        "generator": {"name": generator_name, "label": label, **gen.describe(), "stats": gen.stats},
+        "generation_seconds": round(seconds, 3),
+        "fusions_per_second": round(gen.stats["generated"] / gen.stats["seconds"], 4) if gen.stats["seconds"] else None,
+        "prompt": prompt, "examples": examples, "rejected_examples": rejected_examples,
+    }
+    log.info("%s: %d windows, %d fusions (%d generated, %d cached), %d echoes (%s), %d samples", sampleset, n, fusions,
+             gen.stats["generated"], gen.stats["cached"], echoes,
+             {r: counts[f"fusions_echo_{r}"] for r in ECHO_REASONS}, frame.height)
+    return frame, report
+
+
+def finish(rows: list[dict], label: str, generator_spec: dict | str, prompt: dict | str) -> pl.DataFrame:
+    gspec = generator_spec if isinstance(generator_spec, str) else json.dumps(generator_spec, sort_keys=True)
+    ptext = prompt if isinstance(prompt, str) else prompt_json(prompt)
+    rows = [{**r, "generator": label, "generator_spec": gspec, "prompt": ptext} for r in rows]
+    frame = pl.DataFrame(rows, schema=SCHEMA, orient="row") if rows else pl.DataFrame(schema=SCHEMA)
+    return frame.unique("sample_id", keep="first", maintain_order=True).sort("sample_id")
+
+
+def read_table(path: str, fmt: str | None) -> pl.DataFrame:
+    fmt = fmt or IMPORT_FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise ValueError(f"{path}: cannot tell the format from the extension; set `format` "
+                         f"({', '.join(sorted(set(IMPORT_FORMATS.values())))})")
+    if fmt == "parquet":
+        return pl.read_parquet(path)
+    if fmt == "jsonl":
+        return pl.read_ndjson(path, infer_schema_length=None)
+    return pl.read_csv(path, separator="\t" if fmt == "tsv" else ",", infer_schema=False, quote_char='"')
+
+
+def import_samples(sampleset: str, spec: dict, log) -> tuple[pl.DataFrame, dict]:
+    """An existing table of samples (previous, S0, next, S1, S2)."""
+    path = spec["file"]
+    table = read_table(path, spec.get("format"))
+    columns = {**{s: s for s in SENTENCES}, **spec.get("columns", {})}
+    missing = [c for c in columns.values() if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: no column(s) {missing} (has {table.columns}); expected {list(SENTENCES)}, "
+                         "or `columns` naming them")
+    threshold = spec.get("echo_threshold", DEFAULT_SET["echo_threshold"])
+    counts, rows, seen = Counter(), [], set()
+    for raw in table.select([pl.col(columns[s]).cast(pl.String).alias(s) for s in SENTENCES]).iter_rows(named=True):
+        counts["rows_read"] += 1
+        texts = {s: art.normalise(raw[s] or "") for s in SENTENCES}
+        if not all(texts.values()):
+            counts["rows_missing_text"] += 1
+            continue
+        key = tuple(texts[s] for s in SENTENCES)
+        if key in seen:
+            counts["rows_duplicate"] += 1
+            continue
+        seen.add(key)
+        r1 = echo_reason(texts["S1"], texts["previous"], texts["S0"], threshold)
+        r2 = echo_reason(texts["S2"], texts["S0"], texts["next"], threshold)
+        for r in (r1, r2):
+            counts[f"fusions_echo_{r}" if r else "fusions_ok"] += 1
+        rows.append({"sample_id": stable_id("settheory", sampleset, *key), "article_id": None, "doc_id": None,
+                     "window": None, **texts, "s1_echo": r1, "s2_echo": r2})
+    generator = spec.get("generator", f"import:{Path(path).name}")
+    prompt = spec.get("prompt", "unknown")
+    frame = finish(rows, generator, json.dumps({"import": str(path)}), prompt)
+    counts["samples"] = frame.height
+    report = {"sampleset": sampleset, "kind": "import", "file": str(path), "spec": spec,
+              "counts": dict(sorted(counts.items())), "generator": {"label": generator}, "prompt": prompt,
+              "examples": [{k: r[k] for k in SENTENCES} for r in frame.head(N_EXAMPLES).iter_rows(named=True)]}
+    log.info("%s: imported %d samples from %s (%s)", sampleset, frame.height, path, dict(counts))
+    return frame, report
+
+
+def write(frame: pl.DataFrame, report: dict, out: str, text_files: list[str], report_path: str) -> None:
+    texts = [t for s in SENTENCES for t in frame[s].to_list()]
+    report["texts"] = write_text_partitions(texts, text_files)
+    with atomic_path(out) as tmp:
+        frame.write_parquet(tmp)
+    write_json(report_path, report)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sampleset", required=True)
+    ap.add_argument("--spec", required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--articles")
+    ap.add_argument("--generator", help="JSON {name, spec}")
+    ap.add_argument("--prompt", help="JSON of the prompt")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--cache")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--texts", nargs="+", required=True)
+    ap.add_argument("--report", required=True)
+    ap.add_argument("--log")
+    args = ap.parse_args(argv)
+    log = setup_logging(args.log, "settheory")
+    spec = json.loads(args.spec)
+    if "file" in spec:
+        frame, report = import_samples(args.sampleset, spec, log)
+    else:
+        generator = json.loads(args.generator)
+        frame, report = build(args.sampleset, spec, args.seed, args.articles, generator["name"], generator["spec"],
+                              json.loads(args.prompt), args.device, args.cache, log)
+    write(frame, report, args.out, args.texts, args.report)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
