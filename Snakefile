@@ -44,7 +44,9 @@ rule all:
         expand(f"{R}/plots/csc/{{pair.corpus}}/{{pair.model}}.png", pair=CSC_PAIRS),
         f"{R}/report.md",
         [f"{R}/tables/triplets_accuracy.csv"] if TRIPLET_PAIRS else [],
+        # the heat maps too: a new model's missing plot is what makes Snakemake rerun the aggregate
         [f"{R}/tables/montague_single.csv"] if MONTAGUE_PAIRS else [],
+        [f"{R}/plots/montague/{p.dataset}/{p.model}.png" for p in MONTAGUE_PAIRS],
         [f"{R}/tables/retrieval_accuracy.csv"] if RETRIEVAL_PAIRS else [],
         [f"{R}/tables/settheory_shares.csv"] if SETTHEORY_PAIRS else [],
     default_target: True

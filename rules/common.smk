@@ -625,3 +625,12 @@ def settheory_aggregate_entries(wildcards, input):
 def settheory_criterion_settings():
     keys = ("measures", "fixed_bounds", "middle_tolerance", "c5", "c6", "histogram_bins", "bootstrap_b")
     return as_json({k: config["settheory"][k] for k in keys})
+
+
+def montague_spec(wildcards):
+    """A word list's config entry as JSON, its adjective types as a list of [type, words] pairs:
+    as_json sorts mapping keys, and the types' order is the order of the tables' columns."""
+    spec = dict(config["montague"]["datasets"][wildcards.dataset])
+    if "adjectives" in spec:
+        spec["adjectives"] = [[t, words] for t, words in spec["adjectives"].items()]
+    return as_json(spec)

@@ -57,7 +57,7 @@ rule embed:
         cpu_workers=lambda wc: config["models"][wc.model].get("cpu_workers", 1),
     conda: "../envs/workflow.yaml"
     shell:
-        "HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} python -m workflow_scripts.embed embed --model {wildcards.model} --spec {params.spec:q}"
+        "TQDM_DISABLE=1 HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} python -m workflow_scripts.embed embed --model {wildcards.model} --spec {params.spec:q}"
         " --scope {wildcards.scope} --partition {wildcards.part} --partitions {params.partitions}"
         " --texts {input.texts:q} {params.options} --out {output:q} --threads {threads}"
         " --batch-size {resources.batch_size} --cpu-workers {resources.cpu_workers} > {log:q} 2>&1"

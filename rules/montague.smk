@@ -13,7 +13,7 @@ rule montague_phrases:
         texts=expand(f"{R}/texts/montague.{{{{dataset}}}}/part-{{part}}.parquet", part=PART_IDS),
         report=f"{R}/reports/montague/{{dataset}}.json",
     params:
-        spec=lambda wc: as_json(config["montague"]["datasets"][wc.dataset]),
+        spec=montague_spec,  # the word lists, adjective types in config order
     log: log_path("montague_phrases", "{dataset}")
     benchmark: bench_path("montague_phrases", "{dataset}")
     threads: res("montague_phrases", "threads")

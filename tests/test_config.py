@@ -589,7 +589,7 @@ SCHEMA_CASES = [
      "config key `triplets.sick_partners`: 4.6 is not of type 'object'"),
     ('sick_partners_extra', [(SICK_PARTNERS + ('relatedness',), 4.6)],
      "config key `triplets.sick_partners`: Additional properties are not allowed ('relatedness' was unexpected) "
-     "(allowed: max_word_distance, min_relatedness, min_similarity)"),
+     "(allowed: match, max_word_distance, min_relatedness, min_similarity)"),
     ('min_relatedness_type', [(SICK_PARTNERS + ('min_relatedness',), 'high')],
      "config key `triplets.sick_partners.min_relatedness`: 'high' is not of type 'number'; expected number >= 1 <= 5"),
     ('min_relatedness_min', [(SICK_PARTNERS + ('min_relatedness',), 0.5)],
@@ -610,7 +610,7 @@ SCHEMA_CASES = [
      "config key `triplets.templates`: ['Alice'] is not of type 'object'"),
     ('templates_extra', [(TEMPLATES, {'nouns': ['dog']})],
      "config key `triplets.templates`: Additional properties are not allowed ('nouns' was unexpected) "
-     "(allowed: control_verbs, names, transitive_verbs, verb_phrases)"),
+     "(allowed: control_verbs, names, tenses, transitive_verbs, verb_phrases)"),
     ('template_names_type', [(TEMPLATES, {'names': 'Alice'})],
      "config key `triplets.templates.names`: 'Alice' is not of type 'array'; expected array with at least 2 item(s)"),
     ('template_names_few', [(TEMPLATES, {'names': ['Alice']})],

@@ -234,3 +234,12 @@ def test_finer_grid_step_is_used_and_reported(tmp_path, log):
     (fine,), curves, details = analyse(path, "c", "m", log, bootstrap_b=0, grid_step=0.0001)
     assert np.isfinite(fine["overlap"]) and fine["grid_step"] == 0.0001 and len(curves["grid"]) == 20001
     assert details["grid"] == {"step": 0.0001, "points": 20001}
+
+
+def test_aggregate_of_no_summaries_writes_header_only_tables(tmp_path):
+    """Every model limited to other probes (`probes: [triplets]`): CSC's tables are empty, not an error."""
+    from workflow_scripts.csc.curves import main
+    main(["aggregate", "--summaries", "--out", str(tmp_path / "o.csv"), "--table3", str(tmp_path / "t.csv"),
+          "--corpora", "c", "--models", "m"])
+    assert (tmp_path / "o.csv").read_text().startswith("corpus,model,condition,overlap")
+    assert (tmp_path / "t.csv").read_text().strip() == "condition,model,c,model_settings"

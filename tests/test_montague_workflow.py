@@ -10,7 +10,6 @@ import math
 import polars as pl
 import pytest
 
-from workflow_scripts.common import stable_id  # noqa: F401  (the workflow's own import path works)
 from workflow_runner import planned_jobs, snakemake, write_config
 
 TARGET = "results/tables/montague_single.csv"
@@ -82,6 +81,10 @@ def test_outputs_and_the_unknown_word(run):
     assert same["n"][1] == 0 and math.isnan(same["consistency"][1])
     assert same["n_undefined"].to_list() == [0, 2]  # wv knows neither adjective
     assert {"mean_of_noun_means", "resampled"} <= set(pair.columns)
+    nonsub = pl.read_csv(res / "tables" / "montague_nonsubsective.csv")
+    # the types keep their config order (colour, age, privative) through the rule's JSON params
+    assert nonsub.filter((pl.col("dataset") == "lists") & (pl.col("model") == "tfidf"))["key"].to_list() == [
+        "colour", "age", "privative"]
     for name in ("montague_nonsubsective.csv", "montague_tables.md"):
         assert (res / "tables" / name).exists()
     for dataset, model in (("lists", "wv"), ("csv", "tfidf")):

@@ -28,3 +28,42 @@ def test_makefile_has_a_gpu_setup():
     assert target, "no setup-gpu target"
     assert "faiss-gpu" in target.group(1) and "uninstall" in target.group(1)
     assert "setup-gpu" in re.search(r"^\.PHONY:.*$", text, re.M).group(0)
+
+
+def test_config_states_the_retrieval_defaults_and_kind_keys_match_the_builder():
+    import copy
+
+    from workflow_scripts.config import RETRIEVAL_KIND_KEYS, validate
+    from workflow_scripts.retrieval.sets import SPEC_KEYS
+    assert {k: v - {"eval_split"} for k, v in RETRIEVAL_KIND_KEYS.items()} == SPEC_KEYS
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    stated = validate(copy.deepcopy(config))["retrieval"]
+    for key in ("eval_split", "top_k", "k", "table_k", "draws", "bootstrap_b", "thresholds", "coe", "isotropy"):
+        del config["retrieval"][key]
+    assert validate(config)["retrieval"] == stated  # config.yaml writes out the schema's defaults
+    assert stated["k"] == {"min": 5, "max": 100, "step": 5} and stated["draws"]["count"] == 100
+
+
+def test_workflow_plans_one_job_per_set_and_model(tmp_path):
+    """The probe's jobs from Snakemake's own dry run: a build per set, search/isotropy/metrics per
+    (set, model), one aggregation; a model limited to other probes gets none."""
+    from workflow_runner import planned_jobs, write_config
+    res = ROOT / "resources"
+    config = {
+        "seed": 1, "results": "results", "embedding_partitions": 2,
+        "sources": {"s": {"format": "bitext", "path": str(res / "corpora" / "en_nl_sample.txt"), "languages": ["en", "nl"]}},
+        "corpora": {"s_en": {"source": "s", "language": "en"}},
+        "models": {"tfidf": {"family": "tfidf"}, "hash": {"family": "hashing", "dim": 16},
+                   "csc_only": {"family": "hashing", "dim": 8, "probes": ["csc"]}},
+        "retrieval": {"datasets": {"qa": {"kind": "beir", "path": str(res / "retrieval" / "telecom_qa")},
+                                   "bitext": {"kind": "tatoeba", "path": str(res / "corpora" / "en_nl_sample.txt"),
+                                              "columns": {"query": 0, "corpus": 1}}}},
+    }
+    jobs = planned_jobs(tmp_path, write_config(tmp_path, config))
+    count = lambda rule: sum(r == rule for r, _ in jobs)  # noqa: E731
+    assert count("retrieval_build") == 2 and count("retrieval_aggregate") == 1
+    for rule in ("retrieval_search", "retrieval_isotropy", "retrieval_metrics"):
+        assert count(rule) == 4, rule
+        assert {wc["model"] for r, wc in jobs if r == rule} == {"tfidf", "hash"}
+    scopes = {wc["scope"] for r, wc in jobs if r == "embed" and wc["model"] == "hash"}
+    assert {"retrieval.qa", "retrieval.bitext"} <= scopes

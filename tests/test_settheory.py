@@ -360,3 +360,18 @@ def test_import_samples(tmp_path, log):
     assert frame["generator"][0] == "gpt-3.5-turbo (paper)" and frame["prompt"][0] == "unknown"
     with pytest.raises(ValueError, match="no column"):
         S.import_samples("stab", {"file": str(path)}, log)
+
+
+def test_fixed_bounds_replace_the_pooled_ones_and_say_so():
+    f = frame("overlap", {"cosine_at": [0.8, 0.6], "cosine_bt": [0.7, 0.6], "cosine_ab": [0.5, 0.5]})
+    settings = {**T.DEFAULT_SETTINGS, "fixed_bounds": {"c1": {"cosine": [[-1.0, 1.0], [-1.0, 1.0]]},
+                                                       "c4": {"l2": [0.0, 2.0]}}}
+    assert T.bounds_for(settings, {"m": f}, "c1", "cosine") == ([(-1.0, 1.0), (-1.0, 1.0)], "fixed")
+    assert T.bounds_for(settings, {"m": f}, "c4", "l2") == ([(0.0, 2.0)], "fixed")
+    assert T.bounds_for(settings, {"m": f}, "c1", "l2")[1] == "pooled"
+    base = {"sampleset": "s", "model": "m", "generator": "g", "prompt": "p", "filter": "f"}
+    rows = T.epsilon_rows(base, f, "c1", "cosine", [(-1.0, 1.0), (-1.0, 1.0)], "fixed", 0, 1)
+    tt = next(r for r in rows if r["case"] == "T,T")
+    # d = (0.3, 0.2) and (0.1, 0.1): P = (d + 1) / 2
+    assert tt["share"] == pytest.approx(np.mean([0.65 * 0.6, 0.55 * 0.55])) and tt["bounds"] == "fixed"
+    assert (tt["bound1_low"], tt["bound2_high"]) == (-1.0, 1.0)

@@ -23,7 +23,8 @@ TORCH_FAMILIES = ("sentence_transformers", "transformers")
 # move vectors by at most 1.6e-7 and pairwise cosines by 2.5e-7, and 1 or 2 torch threads give
 # identical bits; resources and corpora change nothing. These reach the job outside Snakemake's
 # params, so changing them reruns nothing, and they are not in the spec digest.
-RUN_SETTINGS = frozenset({"threads", "mem_mb", "runtime", "batch_size", "cpu_workers", "corpora", "gpu_model"})
+RUN_SETTINGS = frozenset({"threads", "mem_mb", "runtime", "batch_size", "cpu_workers", "corpora", "probes", "datasets",
+                          "gpu_model"})
 REDUCED_PRECISIONS = ("bf16", "fp16")
 
 

@@ -9,7 +9,9 @@ Usage: python tests/benchmarks/bench_montague.py [RESULTS_DIR]   (default: resul
    counted as 1 and dropped, a phrase with nothing left passing vacuously) and compared with the
    workflow's verdict. Printed per (dataset, model): phrases, phrases with a distance >= 1, the
    workflow's failures that the reference passes, undefined phrases (zero-norm vectors) that the
-   reference scores (as passes), and the share of phrases whose verdict changes.
+   reference scores (as passes), phrases the reference passes with one side of the comparison
+   emptied by the filter (vacuous: nothing, or nothing on one side, compared), and the share of
+   phrases whose verdict changes.
 2. Time and memory: Snakemake's benchmark files of the probe's jobs (phrases, the embedding and
    TF-IDF fitting jobs of the montague.* text sets, scoring, aggregation): seconds and peak RSS.
 """
@@ -40,11 +42,16 @@ def padding_changes(distances: pl.DataFrame) -> dict:
     ours = ours.fill_null(False).to_numpy()
     with np.errstate(invalid="ignore"):
         at_least_1 = (np.where(used, all_d, 0) >= 1).any(axis=1)
+    kept = np.where(used, all_d, np.nan)
+    with np.errstate(invalid="ignore"):
+        kept_p = (kept[:, :3] < 1).any(axis=1)
+        kept_s = (kept[:, 3:] < 1).any(axis=1)
+    vacuous = ref & ~(kept_p & kept_s)  # the reference passes with one side of the test empty
     flipped = defined & (ours != ref)
     undefined_scored = ~defined
     return {"phrases": len(ref), "with_d_ge_1": int(at_least_1.sum()), "fail_to_pass": int((flipped & ref).sum()),
             "pass_to_fail": int((flipped & ~ref).sum()), "undefined_scored": int(undefined_scored.sum()),
-            "undefined_passed": int((undefined_scored & ref).sum()),
+            "undefined_passed": int((undefined_scored & ref).sum()), "vacuous": int(vacuous.sum()),
             "changed_share": float((flipped | undefined_scored).mean()) if len(ref) else float("nan")}
 
 
@@ -67,12 +74,12 @@ def main() -> None:
         sys.exit(f"no results/montague/<dataset>/<model>/distances.parquet under {results}")
     print("padding defect repeated on purpose (test 1, single phrases):")
     print(f"{'dataset/model':32s} {'phrases':>8s} {'d>=1':>7s} {'fail->pass':>10s} {'pass->fail':>10s} "
-          f"{'undef scored':>12s} {'(as pass)':>9s} {'changed':>8s}")
+          f"{'undef scored':>12s} {'(as pass)':>9s} {'vacuous':>8s} {'changed':>8s}")
     for path in files:
         r = padding_changes(pl.read_parquet(path))
         label = f"{path.parent.parent.name}/{path.parent.name}"
         print(f"{label:32s} {r['phrases']:8d} {r['with_d_ge_1']:7d} {r['fail_to_pass']:10d} {r['pass_to_fail']:10d} "
-              f"{r['undefined_scored']:12d} {r['undefined_passed']:9d} {100 * r['changed_share']:7.2f}%")
+              f"{r['undefined_scored']:12d} {r['undefined_passed']:9d} {r['vacuous']:8d} {100 * r['changed_share']:7.2f}%")
     rows = list(bench_rows(results))
     if rows:
         print("\njobs of the probe (Snakemake benchmark files):")

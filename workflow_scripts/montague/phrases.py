@@ -209,10 +209,14 @@ def read_word_csv(path: str | Path) -> WordLists:
 
 
 def word_lists(spec: dict) -> WordLists:
-    """A dataset's word lists from its config entry: `file`, or `adjectives` and `nouns`."""
+    """A dataset's word lists from its config entry: `file`, or `adjectives` (type -> words, or a
+    list of [type, words] pairs, which keeps the types' order through sorted JSON) and `nouns`."""
     if "file" in spec:
         return read_word_csv(spec["file"])
-    return build_word_lists(spec["adjectives"], spec["nouns"])
+    adjectives = spec["adjectives"]
+    if not isinstance(adjectives, dict):
+        adjectives = {t: words for t, words in adjectives}
+    return build_word_lists(adjectives, spec["nouns"])
 
 
 def generate_phrases(dataset: str, words: WordLists) -> pl.DataFrame:
