@@ -55,7 +55,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from workflow_scripts.common import atomic_path, setup_logging, stable_id, write_json
-from workflow_scripts.ingest import CONTROL_CHAR, BadRecord, normalise, open_binary
+from workflow_scripts.ingest import BadRecord, checked_text, normalise, open_binary
 
 FORMATS = ("story", "hf")
 FILE_TYPES = ("parquet", "csv", "jsonl")
@@ -253,15 +253,7 @@ def records(spec: dict, path: str) -> Iterator[tuple[str, dict | BadRecord]]:
 def checked_article(rec: dict, max_chars: int) -> tuple[list[str], str]:
     """(paragraphs, text) whitespace-normalised, or BadRecord raised."""
     paragraphs = [p for p in (normalise(x) for x in rec["paragraphs"]) if p]
-    text = "\n".join(paragraphs)
-    if not text:
-        raise BadRecord("empty")
-    control = CONTROL_CHAR.search(text)
-    if control:
-        raise BadRecord("control_char", f"U+{ord(control.group()):04X} at character {control.start()}")
-    if len(text) > max_chars:
-        raise BadRecord("too_long", f"{len(text)} characters, max_chars {max_chars}")
-    return paragraphs, text
+    return paragraphs, checked_text("\n".join(paragraphs), max_chars)
 
 
 class ShardWriter:

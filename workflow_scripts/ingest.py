@@ -92,7 +92,11 @@ def _decode(raw: bytes) -> str:
 def _checked(text: str | None, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     if text is None:
         raise BadRecord("missing_field")
-    text = normalise(text)
+    return checked_text(normalise(text), max_chars)
+
+
+def checked_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """A normalised text, or BadRecord: empty, a control character, longer than max_chars."""
     if not text:
         raise BadRecord("empty")
     control = CONTROL_CHAR.search(text)
