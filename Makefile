@@ -1,5 +1,6 @@
 # `make run`: set up .venv (pinned, CPU torch) and run the default workflow offline.
 # `make test`: set up .venv and run the test suite.
+# `make report`: after a finished run, Snakemake's self-contained HTML report, results/report.html.
 PYTHON ?= python3
 VENV ?= .venv
 CORES ?= all
@@ -18,7 +19,7 @@ endif
 KILLS ?= 3
 PAIRS ?= 2560472
 
-.PHONY: setup setup-gpu run test test-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
+.PHONY: setup setup-gpu run report test test-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
 
 setup: $(VENV)/.installed
 
@@ -46,6 +47,10 @@ setup-gpu:
 
 run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+
+# the HTML report of the finished run (every probe's tables and plots, the overview, provenance)
+report: setup
+	$(VENV)/bin/snakemake --report results/report.html $(SNAKEMAKE_ARGS)
 
 dry-run: setup
 	$(VENV)/bin/snakemake --dry-run --cores $(CORES) $(SNAKEMAKE_ARGS)

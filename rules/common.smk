@@ -8,6 +8,12 @@ from workflow_scripts.config import validate
 
 config = validate(config)  # a bad value stops here with the key and the expected form
 R = config["results"]
+# adapt recipes become models (family sentence_transformers, path <results>/models/<recipe>;
+# rules/adapt.smk trains them) before any probe plans its pairs, so every probe can evaluate them
+from workflow_scripts.adapt import models as adapt_models
+
+ADAPT_RECIPES = adapt_models.order(config)
+adapt_models.register(config, R)
 SEED = config["seed"]
 SHARD_ROWS = config["shard_rows"]
 PARTS = config["embedding_partitions"]
@@ -51,6 +57,11 @@ TRIPLET_PAIRS = [DatasetPair(d, m) for m in config["models"] if TRIPLETS and run
 # datasets some model scores, in config order (a dataset no model scores is not built)
 TRIPLET_DATASETS = [d for d in (config["triplets"]["datasets"] if TRIPLETS else [])
                     if any(p.dataset == d for p in TRIPLET_PAIRS)]
+DOMAIN_SHIFT = "domain_shift" in config
+DOMAIN_SHIFT_PAIRS = [DatasetPair(d, m) for m in config["models"] if DOMAIN_SHIFT and runs_probe(m, "domain_shift")
+                      for d in model_datasets(m, "domain_shift")]
+DOMAIN_SHIFT_DATASETS = [d for d in (config["domain_shift"]["datasets"] if DOMAIN_SHIFT else [])
+                         if any(p.dataset == d for p in DOMAIN_SHIFT_PAIRS)]
 SETTHEORY = "settheory" in config
 SETTHEORY_PAIRS = [DatasetPair(d, m) for m in config["models"] if SETTHEORY and runs_probe(m, "settheory")
                    for d in model_datasets(m, "settheory")]
@@ -207,16 +218,22 @@ DEFAULT_RESOURCES = {
     "retrieval_aggregate": dict(threads=1, mem_mb=2000, runtime=10),
     "nltk_download": dict(threads=1, mem_mb=500, runtime=30),
     "fit_tfidf": dict(threads=1, mem_mb=4000, runtime=60),
-    "embed": dict(threads=2, mem_mb=6000, runtime=720),
+    # one thread: parallelism comes from the (model, text set, partition) jobs, and on CPU two
+    # one-thread jobs encode more than one two-thread job (../shared/notes/performance.md)
+    "embed": dict(threads=1, mem_mb=6000, runtime=720),
     "csc_score": dict(threads=1, mem_mb=3000, runtime=120),
     "csc_plot": dict(threads=1, mem_mb=1000, runtime=10),
     "csc_aggregate": dict(threads=1, mem_mb=500, runtime=10),
-    "report": dict(threads=1, mem_mb=500, runtime=10),
+    "report": dict(threads=1, mem_mb=1000, runtime=10),
     "articles": dict(threads=1, mem_mb=3000, runtime=120),
     "settheory_samples": dict(threads=2, mem_mb=4000, runtime=240),
     "settheory_filter": dict(threads=1, mem_mb=2000, runtime=30),
     "settheory_measures": dict(threads=1, mem_mb=3000, runtime=60),
     "settheory_aggregate": dict(threads=1, mem_mb=2000, runtime=30),
+    "adapt_train": dict(threads=2, mem_mb=8000, runtime=240),
+    "domain_shift_build": dict(threads=1, mem_mb=2000, runtime=30),
+    "domain_shift_score": dict(threads=1, mem_mb=3000, runtime=30),
+    "domain_shift_aggregate": dict(threads=1, mem_mb=2000, runtime=10),
 }
 
 
@@ -280,6 +297,8 @@ def embed_inputs(wildcards):
         inputs["fitted"] = f"{R}/models/{wildcards.model}/tfidf-{wildcards.scope}.json"
     if spec["family"] in ("fasttext", "word_vectors"):
         inputs["model_file"] = model_file(wildcards.model)
+    if spec.get("adapted"):  # a model the workflow trains (rules/adapt.smk): its directory
+        inputs["model_dir"] = spec["path"]
     parent = reuse_scope(wildcards.model, wildcards.scope)
     if parent:
         inputs["reuse"] = f"{R}/embeddings/{wildcards.model}/{parent}/part-{wildcards.part}"
@@ -397,6 +416,43 @@ def triplet_stores(wildcards):
 
 
 # ---- input functions of rules/report.smk ----
+from workflow_scripts.report_pages import CATEGORIES as REPORT_CATEGORY  # report(category=...) of every probe
+
+
+def report_data_sources(wildcards=None):
+    """Name -> local file or folder of every input the probes that ran read (provenance: sha256)."""
+    data = {s: source_file(s) for s in config["sources"]}
+    for d in TRIPLET_DATASETS:
+        data.update({s: source_file(s) for s in triplet_dataset_sources(d)})
+        data[f"triplets.{d}"] = config["triplets"]["datasets"][d].get("file")
+    for d in MONTAGUE_DATASETS:
+        data[f"montague.{d}"] = config["montague"]["datasets"][d].get("file")
+    for d in RETRIEVAL_DATASETS:
+        for i, path in enumerate(retrieval_paths(config["retrieval"]["datasets"][d])):
+            data[f"retrieval.{d}" + (f".{i}" if i else "")] = path
+    for d in SETTHEORY_SETS:
+        spec = config["settheory"]["datasets"][d]
+        data[f"settheory.{d}"] = spec.get("file") or source_file(spec["articles"])
+    for d in DOMAIN_SHIFT_DATASETS:  # files read in place (sets and corpora are the workflow's own outputs)
+        data.update({f"domain_shift.{d}.{label}": path for label, path in domain_shift_source_paths(d).items()
+                     if not path.startswith(f"{R}/")})
+    for m in REPORT_STORES:  # the model files the embedding jobs read as inputs (a hub model's origin is in its manifest)
+        spec = config["models"][m]
+        if spec["family"] in ("fasttext", "word_vectors") or spec.get("adapted"):
+            data[f"model {m}"] = model_file(m)
+    return {name: path for name, path in data.items() if path}
+
+
+def report_data_inputs(wildcards):
+    return {"data": sorted(set(report_data_sources().values()))}
+
+
+def report_overview_options():
+    measures = config["settheory"]["measures"] if SETTHEORY else []
+    return {"retrieval_k": config["retrieval"]["table_k"] if RETRIEVAL else 5,
+            "settheory_measure": "cosine" if "cosine" in measures or not measures else measures[0]}
+
+
 def triplet_report_inputs(wildcards):
     if not TRIPLET_PAIRS:
         return {}
@@ -634,3 +690,94 @@ def montague_spec(wildcards):
     if "adjectives" in spec:
         spec["adjectives"] = [[t, words] for t, words in spec["adjectives"].items()]
     return as_json(spec)
+
+
+# ---- input functions of rules/adapt.smk ----
+def adapt_plan(wildcards):
+    """What the recipe's training computes from (workflow_scripts/adapt/models.py plan): a param,
+    so any change to the recipe, its base or its data retrains it."""
+    return as_json(adapt_models.plan(config, wildcards.recipe, R))
+
+
+def adapt_inputs(wildcards):
+    return adapt_models.inputs(config, wildcards.recipe, R)
+
+
+def adapt_resource(key):
+    """A recipe's own threads/mem_mb/runtime, else resources.adapt_train, else the default."""
+    def get(wildcards, attempt=1):
+        spec = config["adapt"]["recipes"][wildcards.recipe]
+        base = spec.get(key, config.get("resources", {}).get("adapt_train", {}).get(key, DEFAULT_RESOURCES["adapt_train"][key]))
+        return base * attempt if key in ("mem_mb", "runtime") else base
+    return get
+
+
+# ---- input functions of rules/domain_shift.smk ----
+def domain_shift_source_paths(dataset):
+    """source label -> the local file or folder it is read from (workflow_scripts/domain_shift/texts.py)."""
+    from workflow_scripts.domain_shift.texts import source_label
+
+    spec = config["domain_shift"]["datasets"][dataset]
+    paths = {}
+    for src in spec["specific"] + spec["agnostic"]:
+        if "retrieval" in src:
+            paths[source_label(src)] = f"{R}/retrieval/sets/{src['retrieval']}"
+        elif "corpus" in src:
+            paths[source_label(src)] = f"{R}/corpora/{src['corpus']}"
+        else:
+            paths[source_label(src)] = src["file"]
+    return paths
+
+
+def domain_shift_stores(wildcards):
+    scope = dataset_scope("domain_shift", wildcards.dataset)
+    return [f"{R}/embeddings/{wildcards.model}/{scope}/part-{p}" for p in PART_IDS]
+
+
+def domain_shift_settings():
+    settings = {k: config["domain_shift"][k] for k in ("bootstrap_b", "grid_step", "exact_kde_max_n")}
+    k = config["domain_shift"].get("table_k", (config.get("retrieval") or {}).get("table_k", 5))
+    return as_json({**settings, "table_k": k})
+
+
+def domain_shift_pair_files(pair):
+    base = f"{R}/domain_shift/{pair.dataset}/{pair.model}"
+    return {"summary": f"{base}/summary.json", "curves": f"{base}/curves.parquet"}
+
+
+# a plot per (dataset, adapted model) whose root base model scores the dataset too
+DOMAIN_SHIFT_PLOTS = [
+    {"dataset": p.dataset, "model": p.model, "base": adapt_models.root_base(config, p.model),
+     "png": f"{R}/plots/domain_shift/{p.dataset}/{p.model}.png"}
+    for p in DOMAIN_SHIFT_PAIRS
+    if p.model in ADAPT_RECIPES and DatasetPair(p.dataset, adapt_models.root_base(config, p.model)) in DOMAIN_SHIFT_PAIRS]
+
+
+def domain_shift_aggregate_inputs(wildcards):
+    inputs = {f"{key}_{i}": path for i, pair in enumerate(DOMAIN_SHIFT_PAIRS)
+              for key, path in domain_shift_pair_files(pair).items()}
+    if RETRIEVAL_PAIRS:  # the side-by-side table reads the retrieval probe's tables
+        inputs["retrieval_accuracy"] = f"{R}/tables/retrieval_accuracy.csv"
+        inputs["retrieval_isotropy"] = f"{R}/tables/retrieval_isotropy.csv"
+    return inputs
+
+
+def domain_shift_entries(wildcards, input):
+    return as_json([{"dataset": p.dataset, "model": p.model, "base": adapt_models.root_base(config, p.model),
+                     "adaptation": adapt_models.adaptation(config, p.model), **domain_shift_pair_files(p)}
+                    for p in DOMAIN_SHIFT_PAIRS])
+
+
+def domain_shift_models():
+    """Every model of the study with its root base and how it was made (the side-by-side table)."""
+    return as_json([{"model": m, "root": adapt_models.root_base(config, m), "adaptation": adapt_models.adaptation(config, m)}
+                    for m in config["models"]])
+
+
+def domain_shift_retrieval_options(wildcards, input):
+    from shlex import quote
+
+    if "retrieval_accuracy" not in input.keys():
+        return ""
+    return (f"--retrieval-accuracy {quote(input.retrieval_accuracy)} "
+            f"--retrieval-isotropy {quote(input.retrieval_isotropy)}")

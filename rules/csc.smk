@@ -62,7 +62,8 @@ rule csc_plot:
         curves=f"{R}/csc/{{corpus}}/{{model}}/curves.parquet",
         summary=f"{R}/csc/{{corpus}}/{{model}}/summary.json",
     output:
-        png=f"{R}/plots/csc/{{corpus}}/{{model}}.png",
+        png=report(f"{R}/plots/csc/{{corpus}}/{{model}}.png", category=REPORT_CATEGORY["csc"], subcategory="{corpus}",
+                   caption="../resources/report/csc_curve.rst", labels={"corpus": "{corpus}", "model": "{model}"}),
         svg=f"{R}/plots/csc/{{corpus}}/{{model}}.svg",
     log: log_path("csc_plot", "{corpus}", "{model}")
     threads: res("csc_plot", "threads")

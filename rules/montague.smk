@@ -56,7 +56,10 @@ rule montague_aggregate:
     output:
         tables=[f"{R}/tables/montague_{t}.csv" for t in ("single", "pair", "nonsubsective")],
         layout=f"{R}/tables/montague_tables.md",
-        plots=[f"{R}/plots/montague/{p.dataset}/{p.model}.{ext}" for p in MONTAGUE_PAIRS for ext in ("png", "svg")],
+        plots=[report(f"{R}/plots/montague/{p.dataset}/{p.model}.png", category=REPORT_CATEGORY["montague"],
+                      subcategory=p.dataset, caption="../resources/report/montague_plot.rst",
+                      labels={"dataset": p.dataset, "model": p.model}) if ext == "png"
+               else f"{R}/plots/montague/{p.dataset}/{p.model}.{ext}" for p in MONTAGUE_PAIRS for ext in ("png", "svg")],
     params:
         entries=lambda wc, input: as_json([{"dataset": p.dataset, "model": p.model, "shares": path}
                                            for p, path in zip(MONTAGUE_PAIRS, input)]),

@@ -135,8 +135,9 @@ rule retrieval_aggregate:
         isotropy=f"{R}/tables/retrieval_isotropy.csv",
         correlations=f"{R}/tables/retrieval_correlations.csv",
         tables=[f"{R}/tables/retrieval_table{i}.csv" for i in (1, 2, 3)],
-        plots=[f"{R}/plots/retrieval/{d}/{name}.png" for d in RETRIEVAL_DATASETS
-               for name in ("accuracy_vs_k", "similarities")],
+        plots=[report(f"{R}/plots/retrieval/{d}/{name}.png", category=REPORT_CATEGORY["retrieval"], subcategory=d,
+                      caption=f"../resources/report/retrieval_{name}.rst", labels={"set": d, "plot": name})
+               for d in RETRIEVAL_DATASETS for name in ("accuracy_vs_k", "similarities")],
     params:
         entries=retrieval_aggregate_entries,
         settings=lambda wc: retrieval_aggregate_settings(),

@@ -80,7 +80,9 @@ rule settheory_aggregate:
         shares=f"{R}/tables/settheory_shares.csv",
         tables=[f"{R}/tables/settheory_c{i}.csv" for i in range(1, 7)],
         histograms=f"{R}/tables/settheory_histograms.csv",
-        plots=[f"{R}/plots/settheory/{p.dataset}/{p.model}.png" for p in SETTHEORY_PAIRS],
+        plots=[report(f"{R}/plots/settheory/{p.dataset}/{p.model}.png", category=REPORT_CATEGORY["settheory"],
+                      subcategory=p.dataset, caption="../resources/report/settheory_plot.rst",
+                      labels={"sample set": p.dataset, "model": p.model}) for p in SETTHEORY_PAIRS],
     params:
         entries=settheory_aggregate_entries,
         settings=lambda wc: settheory_criterion_settings(),

@@ -55,7 +55,8 @@ rule triplets_aggregate:
         accuracy=f"{R}/tables/triplets_accuracy.csv",
         overview=f"{R}/tables/triplets_overview.csv",
         tables=[f"{R}/tables/triplets_{d}.csv" for d in TRIPLET_DATASETS],
-        plots=[f"{R}/plots/triplets/{d}.png" for d in TRIPLET_DATASETS],
+        plots=[report(f"{R}/plots/triplets/{d}.png", category=REPORT_CATEGORY["triplets"], subcategory=d,
+                      caption="../resources/report/triplets_plot.rst", labels={"dataset": d}) for d in TRIPLET_DATASETS],
     params:
         entries=lambda wc, input: as_json([{"dataset": p.dataset, "model": p.model, "scores": path,
                                             "scoring": triplet_scoring(p.dataset)}

@@ -117,7 +117,7 @@ SCHEMA_CASES = [
     ('top_required', [(('seed',), DELETE)],
      "config key `(top level)`: 'seed' is a required property"),
     ('top_extra', [(('seeds',), 1)],
-     "config key `(top level)`: Additional properties are not allowed ('seeds' was unexpected) (allowed: articles, corpora, csc,"),
+     "config key `(top level)`: Additional properties are not allowed ('seeds' was unexpected) (allowed: adapt, articles, corpora, csc, domain_shift,"),
     ('seed_type', [(('seed',), 'x')],
      "config key `seed`: 'x' is not of type 'integer'; expected integer >= 0"),
     ('seed_min', [(('seed',), -1)],
@@ -1414,6 +1414,12 @@ SCHEMA_CASES += [
 ]
 
 
+# the adapt and domain_shift sections: one case per constraint, generated from their schemas
+from test_adapt_schema import ADAPT_SCHEMA_CASES  # noqa: E402
+
+SCHEMA_CASES += ADAPT_SCHEMA_CASES
+
+
 @pytest.mark.parametrize("edits,fragment", [pytest.param(e, f, id=i) for i, e, f in SCHEMA_CASES])
 def test_schema_errors_name_the_key_and_expected_form(edits, fragment):
     assert fragment in message_of(changed(edits))
@@ -1540,6 +1546,7 @@ REFERENCE_CASES = [
      # every probe's datasets, sorted (several probes add theirs): the start of the list is enough
      "config key `models.minilm.datasets`: no probe dataset named 'sts' (configured: ['"),
     ("model_dataset_without_triplets", [(TRIPLETS, DELETE), (MONTAGUE, DELETE), (("retrieval",), DELETE), (ST, DELETE),
+                                        (("adapt",), DELETE), (("domain_shift",), DELETE),
                                         (("models", "minilm_static", "datasets"), DELETE),
                                         (MINILM + ("datasets",), ["negation_detection"])],
      "config key `models.minilm.datasets`: no probe dataset named 'negation_detection' (configured: none)"),
@@ -1657,6 +1664,12 @@ REFERENCE_CASES += [
     ("st_fixed_delta_order", [(ST + ("fixed_bounds",), {"c4": {"l2": [1.0, -1.0]}})],
      "config key `settheory.fixed_bounds.c4.l2`: [1.0, -1.0] is not [low, high] with low < high"),
 ]
+
+
+# the adapt and domain_shift sections' cross-checks (tests/test_adapt_schema.py)
+from test_adapt_schema import ADAPT_REFERENCE_CASES  # noqa: E402
+
+REFERENCE_CASES += ADAPT_REFERENCE_CASES
 
 
 @pytest.mark.parametrize("edits,fragment", [pytest.param(e, f, id=i) for i, e, f in REFERENCE_CASES])

@@ -18,6 +18,9 @@ HEAVY |= {"montague_score"}
 PROBES |= {"settheory"}
 PROBES |= {"retrieval"}
 HEAVY |= {"retrieval_build", "retrieval_search", "retrieval_isotropy", "retrieval_metrics"}
+# adapt is a stage laid out like a probe (rule file, package, config section with its schema)
+PROBES |= {"adapt", "domain_shift"}
+HEAVY |= {"adapt_train", "domain_shift_score"}
 
 
 def rule_blocks():

@@ -8,20 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from helpers import tiny_bert
+from helpers import EN, NL, TRIPLETS, tiny_bert
 from workflow_runner import planned_jobs, snakemake, write_config
-
-EN = ["the cat sleeps on the mat", "a dog runs in the park today", "she likes cold tea",
-      "they sold the house last year", "we will visit the museum tomorrow", "is this the right way",
-      "prices are high", "he has finished the report", "the old man walks to the station every morning"]
-NL = ["de kat slaapt op de mat", "een hond rent vandaag in het park", "zij houdt van koude thee",
-      "zij verkochten het huis vorig jaar", "wij bezoeken morgen het museum", "is dit de goede weg",
-      "de prijzen zijn hoog", "hij heeft het rapport af", "de oude man loopt elke ochtend naar het station"]
-# (S, S+, S*): a user's own triplets file
-TRIPLETS = [("the cat sleeps on the mat", "the cat is sleeping on the mat", "the cat does not sleep on the mat"),
-            ("she likes cold tea", "she enjoys cold tea", "she does not like cold tea"),
-            ("prices are high", "prices are very high", "prices are not high"),
-            ("the dog runs in the park", "a dog runs in the park", "the park runs in the dog")]
 
 
 @pytest.fixture(scope="module")

@@ -269,6 +269,7 @@ def _check_references(config: dict) -> None:
     if "retrieval" in config:
         problems += _retrieval_problems(config["retrieval"])
     problems += _settheory_problems(config)  # also the `articles` section and models' gguf_file
+    problems += _adapt_problems(config)  # also the `domain_shift` section's references
     _raise(problems)
 
 
@@ -445,4 +446,34 @@ def _settheory_problems(config: dict) -> list[str]:
                 if not pair[0] < pair[1]:
                     problems.append(f"config key `settheory.fixed_bounds.{criterion}.{measure}`: {pair} is not "
                                     "[low, high] with low < high")
+    return problems
+
+
+def _adapt_problems(config: dict) -> list[str]:
+    """adapt recipes (bases, data, a model evaluated on the questions it was fine-tuned on) and the
+    domain_shift section's sources and recipe-made models' datasets (workflow_scripts/adapt/models.py)."""
+    from workflow_scripts.adapt.models import problems as recipe_problems
+
+    problems = recipe_problems(config) if config.get("adapt") else []
+    retrieval = set((config.get("retrieval") or {}).get("datasets", {}))
+    datasets = {d for probe in probe_names() for d in (config.get(probe) or {}).get("datasets", {})}
+    for name, recipe in ((config.get("adapt") or {}).get("recipes") or {}).items():
+        for dataset in recipe.get("datasets", []):
+            if dataset not in datasets:
+                problems.append(f"config key `adapt.recipes.{name}.datasets`: no probe dataset named {dataset!r}")
+        for corpus in recipe.get("corpora", []):
+            if corpus not in config["corpora"]:
+                problems.append(f"config key `adapt.recipes.{name}.corpora`: no corpus named {corpus!r}")
+    for name, spec in ((config.get("domain_shift") or {}).get("datasets") or {}).items():
+        for group in ("specific", "agnostic"):
+            for i, src in enumerate(spec[group]):
+                key = f"domain_shift.datasets.{name}.{group}.{i}"
+                if "retrieval" in src and src["retrieval"] not in retrieval:
+                    problems.append(f"config key `{key}.retrieval`: no retrieval set named {src['retrieval']!r}")
+                if "corpus" in src and src["corpus"] not in config["corpora"]:
+                    problems.append(f"config key `{key}.corpus`: no corpus named {src['corpus']!r}")
+                if "parts" in src and "retrieval" not in src:
+                    problems.append(f"config key `{key}.parts`: only a retrieval source has parts")
+                if "column" in src and "file" not in src:
+                    problems.append(f"config key `{key}.column`: only a file source has a column")
     return problems

