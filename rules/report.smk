@@ -87,7 +87,7 @@ rule report:
         models=lambda wc: as_json([[m, embed_spec(m)] for m in config["models"]]),  # pairs: config order
         overview_options=lambda wc: as_json(report_overview_options()),
         data=lambda wc: as_json(report_data_sources()),
-        run=lambda wc: as_json({k: config[k] for k in ("seed", "results", "embedding_partitions")}),
+        run=lambda wc: as_json({k: config[k] for k in ("seed", "embedding_partitions")}),
         manifests=lambda wc, input: [os.path.join(s, "manifest.json") for s in input.stores],
         # the overview's table first: it is a page too
         page_tables=lambda wc, output: [output.overview] + [t for probe, t, _, _, _ in REPORT_PAGES if probe != "overview"],

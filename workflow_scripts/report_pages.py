@@ -125,8 +125,10 @@ def html_table(header: list[str], rows: list[list[str]], caption: str = "") -> s
 def table_page(csv: str, out: str) -> None:
     frame = pl.read_csv(csv, infer_schema_length=None)
     header, rows = with_intervals(frame)
+    # the path within the results folder: a copy of the results elsewhere gives the same page
+    within = f"{Path(csv).parent.name}/{Path(csv).name}"
     body = (f"<h2>{html.escape(Path(csv).name)}</h2><p class=\"note\">{frame.height} rows; the file: "
-            f"<code>{html.escape(csv)}</code></p>" + html_table(header, rows))
+            f"<code>{html.escape(within)}</code> of the results folder</p>" + html_table(header, rows))
     with atomic_path(out) as tmp:
         tmp.write_text(page(Path(csv).name, body), encoding="utf-8")
 
@@ -293,8 +295,8 @@ def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, st
                   f"   Stand-in results: {', '.join(stand_ins)} (family ``hashing``) {'is' if len(stand_ins) == 1 else 'are'}"
                   " hashed word counts times a random projection, not a language model. Such figures test the"
                   " pipeline and say nothing about meaning.", ""]
-    lines += [f"**Seed** {config.get('seed')} · **results** ``{config.get('results')}`` · "
-              f"**embedding partitions** {config.get('embedding_partitions')}", ""]
+    # not the results folder's path: the same results in another folder give the same page
+    lines += [f"**Seed** {config.get('seed')} · **embedding partitions** {config.get('embedding_partitions')}", ""]
     rows = []
     for name, spec in models.items():
         man = by_model.get(name)
@@ -340,7 +342,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--manifests", nargs="*", default=[])
     p.add_argument("--models", required=True)
     p.add_argument("--data", required=True, help="JSON: source name -> local path")
-    p.add_argument("--config", required=True, help="JSON: seed, results, embedding_partitions")
+    p.add_argument("--config", required=True, help="JSON: seed, embedding_partitions")
     p.add_argument("--reports", nargs="*", default=[], help="dataset reports that may name a generator")
     p.add_argument("--overview-plot", help="the overview heat map, shown first")
     p.add_argument("--out", required=True)
