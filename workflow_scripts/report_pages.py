@@ -29,6 +29,7 @@ from pathlib import Path
 import polars as pl
 
 from workflow_scripts.common import atomic_path, read_json
+from workflow_scripts.ingest import sha256_of as file_sha256
 
 # Report categories, one per probe; the shared stages' pages go under "Inputs" and "Runtime".
 CATEGORIES = {
@@ -209,11 +210,7 @@ def sha256_of(path: str) -> str:
         for f in sorted(x for x in p.rglob("*") if x.is_file()):
             h.update(f"{f.relative_to(p).as_posix()}\0{sha256_of(str(f))}\n".encode())
         return "tree:" + h.hexdigest()
-    h = hashlib.sha256()
-    with open(p, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_sha256(p)
 
 
 def package_versions(names=KEY_PACKAGES) -> dict[str, str]:
