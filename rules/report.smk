@@ -17,10 +17,9 @@ from workflow_scripts.report_overview import headline_tables
 from workflow_scripts.report_pages import TABLES as REPORT_TABLE_SPECS
 
 # The probes that ran (some model scores them), in report order.
-REPORT_PROBES = [probe for probe, pairs in (("csc", CSC_PAIRS), ("triplets", TRIPLET_PAIRS),
-                                            ("montague", MONTAGUE_PAIRS), ("retrieval", RETRIEVAL_PAIRS),
-                                            ("settheory", SETTHEORY_PAIRS), ("domain_shift", DOMAIN_SHIFT_PAIRS))
-                 if pairs]
+REPORT_PAIRS = (("csc", CSC_PAIRS), ("triplets", TRIPLET_PAIRS), ("montague", MONTAGUE_PAIRS),
+                ("retrieval", RETRIEVAL_PAIRS), ("settheory", SETTHEORY_PAIRS), ("domain_shift", DOMAIN_SHIFT_PAIRS))
+REPORT_PROBES = [probe for probe, pairs in REPORT_PAIRS if pairs]
 # Dataset reports that may name a text generator and its prompt (the provenance lists them).
 REPORT_GENERATOR_JSONS = ([f"{R}/reports/retrieval/{d}.json" for d in RETRIEVAL_DATASETS]
                           + [f"{R}/reports/settheory/{d}.json" for d in SETTHEORY_SETS])
@@ -46,9 +45,7 @@ REPORT_TABLES = list(dict.fromkeys([f"{R}/tables/{name}" for name in headline_ta
                                    + [t for probe, t, _, _, _ in REPORT_PAGES if probe != "overview"]))
 # One embedding store per model (its manifest names the model's origin and device).
 REPORT_STORES = {}
-for _probe, _pairs in (("csc", CSC_PAIRS), ("triplets", TRIPLET_PAIRS), ("montague", MONTAGUE_PAIRS),
-                       ("retrieval", RETRIEVAL_PAIRS), ("settheory", SETTHEORY_PAIRS),
-                       ("domain_shift", DOMAIN_SHIFT_PAIRS)):
+for _probe, _pairs in REPORT_PAIRS:
     for _p in _pairs:
         _scope = _p.corpus if _probe == "csc" else dataset_scope(_probe, _p.dataset)
         REPORT_STORES.setdefault(_p.model, f"{R}/embeddings/{_p.model}/{_scope}/part-{PART_IDS[0]}")
