@@ -2,8 +2,8 @@
 # section is a model (rules/common.smk registers it before the probes plan), made by
 #   adapt_train   per recipe: its steps in order on its base model — pt (continued masked-LM
 #                 pre-training, transformers' Trainer), ft (contrastive fine-tuning with
-#                 MultipleNegativesRankingLoss and mined hard negatives, sentence-transformers'
-#                 trainer), merge (weight averaging) — into <results>/models/<recipe>/ with a
+#                 MultipleNegativesRankingLoss; negatives mined, the set's wrong answers or both:
+#                 ft.negatives; sentence-transformers' trainer), merge (weight averaging) — into <results>/models/<recipe>/ with a
 #                 manifest. Checkpoints in <results>/models/.work/<recipe>/: a killed job resumes.
 # The trained directory is an input of the model's embedding jobs (rules/common.smk, embed_inputs).
 # Code: workflow_scripts/adapt/; config: the `adapt` section.

@@ -13,6 +13,8 @@ import yaml
 
 from helpers import tiny_bert
 from workflow_scripts.adapt import models as M
+from workflow_scripts.adapt.contrastive import negative_rows, training_rows
+from workflow_scripts.adapt.data import digest, ft_pairs
 from workflow_scripts.adapt.merge import average_state_dicts
 from workflow_scripts.adapt.train import train
 from workflow_scripts.config import ConfigError, validate
@@ -210,7 +212,99 @@ def test_manifest_says_what_made_the_model(env):
     assert m["settings"]["pt"]["mask_rate"] == 0.15 and "default of this workflow" in m["defaults"]
     assert m["runs"]["pt"]["seconds"] > 0 and m["runs"]["pt"]["peak_rss_mb"] > 0
     mining = m["runs"]["ft"]["mining"]  # with the default margin some pairs lose their negative: counted
-    assert mining["rows"] + mining["dropped"] == len(QUESTIONS)
+    assert mining["rows"] + mining["dropped"] == len(QUESTIONS) and mining["mode"] == "mined"
+    assert mining["dropped_by_reason"] == ({"too_few_mined": mining["dropped"]} if mining["dropped"] else {})
+    assert mining["negatives"] == {"wrong_answers": 0, "mined": mining["rows"]}
+    pairs, docs, _, _ = ft_pairs(plan["ft"]["data"], "train")
+    assert m["data"]["ft"]["digest"] == digest([pairs, docs]) and m["settings"]["ft"]["negatives"] == "mined"
+
+
+# ---- FT negatives: mined, the questions' wrong answers, or both ---------------------------------
+
+PAIRS = [("q1", "p1"), ("q2", "p2"), ("q3", "p3"), ("q4", "p4"), ("q5", "p5")]
+WRONG = [["w1a", "p1", "w1b", "w1c"], ["w2a"], ["w3a", "w3a", "w3b"], [], []]
+MINED = [["m1a", "m1b"], ["w2a", "m2a", "m2b"], ["m3a"], ["p4", "m4a", "m4b"], ["m5a"]]
+
+
+def test_negative_rows_wrong_answers():
+    rows, record = negative_rows(PAIRS, WRONG, None, "wrong_answers", 2)
+    # q1: p1 is its positive (skipped), w1c not needed; q2 has one (dropped); q3's repeat is skipped; q4, q5: none
+    assert rows == [("q1", "p1", ["w1a", "w1b"]), ("q3", "p3", ["w3a", "w3b"])]
+    assert record == {"mode": "wrong_answers", "num_negatives": 2, "rows": 2, "dropped": 3,
+                      "dropped_by_reason": {"no_wrong_answers": 3}, "negatives": {"wrong_answers": 4, "mined": 0}}
+    rows, record = negative_rows(PAIRS, WRONG, None, "wrong_answers", 1)
+    assert [r[2] for r in rows] == [["w1a"], ["w2a"], ["w3a"]] and record["dropped_by_reason"] == {"no_wrong_answers": 2}
+
+
+def test_negative_rows_both_and_mined():
+    rows, record = negative_rows(PAIRS, WRONG, MINED, "both", 2)
+    # q2: its wrong answer, then the mined ones less the repeat w2a; q4: mined less its positive; q5: one mined only
+    assert rows == [("q1", "p1", ["w1a", "w1b"]), ("q2", "p2", ["w2a", "m2a"]), ("q3", "p3", ["w3a", "w3b"]),
+                    ("q4", "p4", ["m4a", "m4b"])]
+    assert record == {"mode": "both", "num_negatives": 2, "rows": 4, "dropped": 1,
+                      "dropped_by_reason": {"too_few_negatives": 1}, "negatives": {"wrong_answers": 5, "mined": 3}}
+    rows, record = negative_rows(PAIRS, None, MINED, "mined", 2)
+    assert rows == [("q1", "p1", ["m1a", "m1b"]), ("q2", "p2", ["w2a", "m2a"]), ("q4", "p4", ["m4a", "m4b"])]
+    assert record["dropped_by_reason"] == {"too_few_mined": 2} and record["negatives"] == {"wrong_answers": 0, "mined": 6}
+    rows, record = negative_rows(PAIRS, None, None, "mined", 0)  # in-batch negatives only: every pair is a row
+    assert rows == [(q, p, []) for q, p in PAIRS] and record["dropped"] == 0
+    with pytest.raises(ValueError, match="needs the wrong answers"):
+        negative_rows(PAIRS, None, MINED, "both", 2)
+    with pytest.raises(ValueError, match="unknown negatives mode 'nope'"):
+        negative_rows(PAIRS, WRONG, MINED, "nope", 2)
+    cfg = step_cfg("ft", negatives="wrong_answers")
+    cfg["hard_negatives"] = {**cfg["hard_negatives"], "num_negatives": 0}
+    with pytest.raises(ValueError, match="needs hard_negatives.num_negatives >= 1"):
+        training_rows(None, PAIRS, [], WRONG, cfg, None)
+
+
+# wrong answers of the tiny set's questions (q<i> asks for DOCS[i]); q5's only one is its own answer
+WRONG_OF = {"q0": [DOCS[6], DOCS[7]], "q1": [DOCS[7]], "q2": [], "q3": [DOCS[6]], "q4": [DOCS[0]], "q5": [DOCS[5]]}
+
+
+def with_wrong_answers(directory: Path, column=True) -> Path:
+    beir_set(directory)
+    frame = pl.DataFrame({"_id": list(WRONG_OF), "text": QUESTIONS})
+    if column:
+        frame = frame.with_columns(pl.Series("wrong_answers", list(WRONG_OF.values()), dtype=pl.List(pl.String)))
+    frame.write_parquet(directory / "questions.parquet")
+    return directory
+
+
+def test_ft_pairs_reads_the_wrong_answers(env, tmp_path):
+    data = {"kind": "retrieval", "name": "wa", "path": str(with_wrong_answers(tmp_path / "wa"))}
+    pairs, docs, wrong, counts = ft_pairs(data, "train", "wrong_answers")
+    assert dict(zip(pairs, wrong)) == {(QUESTIONS[i], DOCS[i]): WRONG_OF[f"q{i}"] for i in range(len(QUESTIONS))}
+    assert counts["wrong_answers"] == 6 and counts["pairs_with_wrong_answers"] == 5
+    assert ft_pairs(data, "train")[2] is None  # mined: questions.parquet is not read
+    with pytest.raises(ValueError, match=r"retrieval set s: `ft.negatives: both` .*questions.parquet does not exist"):
+        ft_pairs({"kind": "retrieval", "name": "s", "path": str(env["set"])}, "train", "both")
+    no_column = {"kind": "retrieval", "name": "old", "path": str(with_wrong_answers(tmp_path / "old", column=False))}
+    with pytest.raises(ValueError, match=r"retrieval set old: `ft.negatives: wrong_answers` .*no `wrong_answers` column"):
+        ft_pairs(no_column, "train", "wrong_answers")
+
+
+def test_ft_on_wrong_answers_end_to_end(env):
+    s = with_wrong_answers(env["base"] / "set_wa")
+    plan = make_plan(env, ["ft"], ft={"negatives": "wrong_answers"})
+    plan["ft"]["data"]["path"] = str(s)
+    _, m = run(env, plan, "ft_wrong")
+    # one negative per row: q2 has none and q5's only one is its answer: both dropped
+    assert m["runs"]["ft"]["mining"] == {"mode": "wrong_answers", "num_negatives": 1, "mined": False, "rows": 4,
+                                         "dropped": 2, "dropped_by_reason": {"no_wrong_answers": 2},
+                                         "negatives": {"wrong_answers": 4, "mined": 0}}
+    assert m["runs"]["ft"]["examples"] == 4 and m["settings"]["ft"]["negatives"] == "wrong_answers"
+    pairs = sorted(zip(QUESTIONS, DOCS))
+    wrong = [WRONG_OF[f"q{QUESTIONS.index(q)}"] for q, _ in pairs]
+    assert m["data"]["ft"]["digest"] == digest([pairs, sorted(set(DOCS)), wrong])  # the wrong answers are covered
+    assert m["data"]["ft"]["wrong_answers"] == 6
+    # both, two per row, no margin: the wrong answers (2, 1, 0, 1, 1, 0 usable) topped up from the 7 other documents
+    hn = {**M.DEFAULTS["ft"]["hard_negatives"], "num_negatives": 2, "relative_margin": None}
+    plan = make_plan(env, ["ft"], ft={"negatives": "both", "hard_negatives": hn})
+    plan["ft"]["data"]["path"] = str(s)
+    _, m = run(env, plan, "ft_both")
+    assert m["runs"]["ft"]["mining"] == {"mode": "both", "num_negatives": 2, "mined": True, "rows": 6, "dropped": 0,
+                                         "dropped_by_reason": {}, "negatives": {"wrong_answers": 5, "mined": 7}}
 
 
 # ---- recipes -> models, config checks ---------------------------------------------------------
@@ -264,6 +358,12 @@ def test_a_changed_recipe_changes_only_its_plan_and_those_built_on_it():
     (lambda c: c["adapt"]["recipes"]["minilm_pt"].update(base="minilm_ptft"), "cycle"),
     (lambda c: c["adapt"]["recipes"]["minilm_pt"].update(datasets=["nope"]), "no probe dataset named 'nope'"),
     (lambda c: c["adapt"]["recipes"]["minilm_pt"].update(probes=["nope"]), "no probe named 'nope'"),
+    (lambda c: c["adapt"]["recipes"]["minilm_ft"]["ft"].update(negatives="wrong_answers"),
+     r"minilm_ft.ft.negatives`: `wrong_answers` trains on the questions' wrong answers.*'specs_sample' has none"),
+    (lambda c: c["adapt"]["recipes"]["minilm_ft"]["ft"].update(retrieval="telecom_qa", negatives="both"),
+     "'telecom_qa' has none"),
+    (lambda c: c["adapt"]["recipes"]["minilm_ft"]["ft"].update(negatives="both", hard_negatives={"num_negatives": 0}),
+     "num_negatives`: 0 gives no negatives"),
     (lambda c: c["domain_shift"]["datasets"]["telecom_general"]["specific"][0].update(retrieval="nope"),
      "no retrieval set named 'nope'"),
     (lambda c: c["domain_shift"]["datasets"]["telecom_general"]["agnostic"][0].update(parts=["queries"]),

@@ -205,6 +205,15 @@ def _changed(edits):
     return cfg
 
 
+def test_the_ft_negatives_enum_has_a_case():
+    ids = {i: (e, f) for i, e, f in ADAPT_SCHEMA_CASES}
+    edits, fragment = ids["adapt_recipes_entry_ft_negatives_enum"]
+    assert edits == [(("adapt", "recipes", "minilm_ft", "ft", "negatives"), "nope")]
+    with pytest.raises(ConfigError) as err:
+        validate(_changed(edits))
+    assert fragment in str(err.value) and "mined" in str(err.value)
+
+
 # tests/test_config.py runs every case (and checks that each constraint has one); here a sample, to
 # check the generator itself quickly
 @pytest.mark.parametrize("edits,fragment", [pytest.param(e, f, id=i) for i, e, f in ADAPT_SCHEMA_CASES[::8]])
@@ -242,6 +251,12 @@ ADAPT_REFERENCE_CASES = [
      "config key `adapt.recipes.minilm_pt.probes`: no probe named 'nope'"),
     ("adapt_unknown_corpus", [(R_ + ("minilm_pt", "pt"), {"corpus": "nope", "max_steps": 4})],
      "config key `adapt.recipes.minilm_pt.pt.corpus`: no corpus named 'nope'"),
+    ("adapt_wrong_answers_of_a_set_without_them", [(R_ + ("minilm_ft", "ft", "negatives"), "wrong_answers")],
+     "config key `adapt.recipes.minilm_ft.ft.negatives`: `wrong_answers` trains on the questions' wrong answers, which "
+     "only TeleQnA questions have"),
+    ("adapt_wrong_answers_without_negatives", [(R_ + ("minilm_ft", "ft", "negatives"), "both"),
+                                               (R_ + ("minilm_ft", "ft", "hard_negatives"), {"num_negatives": 0})],
+     "config key `adapt.recipes.minilm_ft.ft.hard_negatives.num_negatives`: 0 gives no negatives"),
     ("domain_shift_unknown_set", [(_DS + ("specific",), [{"retrieval": "nope"}])],
      "config key `domain_shift.datasets.telecom_general.specific.0.retrieval`: no retrieval set named 'nope'"),
     ("domain_shift_unknown_corpus", [(_DS + ("agnostic",), [{"corpus": "nope"}])],

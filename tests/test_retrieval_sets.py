@@ -377,6 +377,8 @@ def test_link_teleqna_rule():
 def test_read_teleqna_aes_zip(tmp_path, log):
     pyzipper = pytest.importorskip("pyzipper")
     data = {"question 0": {"question": "Which message is used for the sidelink transfer of paging messages? [3GPP Release 18]",
+                           "option 1": "SidelinkUEInformationNR", "option 2": "UuMessageTransferSidelink",
+                           "option 3": " SidelinkUEInformationNR",
                            "answer": "option 2: UuMessageTransferSidelink", "explanation": "-", "category": "Standards specifications"},
             "question 1": {"question": "What is a paper about?", "answer": "option 1: research", "category": "Research publications"}}
     path = tmp_path / "TeleQnA.zip"
@@ -386,7 +388,7 @@ def test_read_teleqna_aes_zip(tmp_path, log):
     sentences = [{"id": "a", "text": "The UuMessageTransferSidelink message is used for the sidelink transfer of paging messages."}]
     out, report = Q.teleqna_questions(sentences, path, {"password": "secret"}, log)
     assert out == [{"text": "Which message is used for the sidelink transfer of paging messages?", "answer_id": "a",
-                    "method": "teleqna", "detail": json.dumps({"candidates": 1, "category": "Standards specifications",
+                    "method": "teleqna", "wrong_answers": ["SidelinkUEInformationNR"], "detail": json.dumps({"candidates": 1, "category": "Standards specifications",
                                                                "coverage": 1.0, "key": "question 0", "runner_up": 0.0},
                                                               sort_keys=True)}]
     assert report["outcomes"] == {"linked": 1, "other_category": 1}
@@ -394,6 +396,48 @@ def test_read_teleqna_aes_zip(tmp_path, log):
     plain.write_text(json.dumps(data))
     # categories [] keeps all; "What is a paper about?" + "research" has two content words (< 3)
     assert Q.teleqna_questions(sentences, plain, {"categories": []}, log)[1]["outcomes"] == {"linked": 1, "too_few_words": 1}
+
+
+def test_teleqna_wrong_answers():
+    item = {"answer": "option 3: BarReport", "options": [(1, "FooConfig"), (2, "  Baz   Report "), (3, "BarReport"),
+                                                         (4, ""), (5, "baz report"), (6, "barreport")]}
+    # option 3 is the answer, 4 empty, 5 repeats 2 (case and spaces aside), 6 is the answer's text in other case
+    assert Q.wrong_answers(item) == ["FooConfig", "Baz Report"]
+    # the answer names option 1 but quotes option 2's text (as TeleQnA's question 6783 does): neither is a wrong answer
+    assert Q.wrong_answers({"answer": "option 1: Beta", "options": [(1, "Alpha"), (2, "Beta"), (3, "Gamma")]}) == ["Gamma"]
+    assert Q.wrong_answers({"answer": "Beta", "options": [(1, "Alpha"), (2, "Beta")]}) == ["Alpha"]  # no option named
+    assert Q.wrong_answers({"answer": "option 1: Alpha"}) == []
+
+
+TELEQNA_CLAUSES = [
+    {"spec": "TS 99.1", "version": "18.0.0", "section": "4.1", "title": "General",
+     "text": "The IE FooConfig is used to configure the foo timer.\n\nThe BarReport message carries the measured bar "
+             "values of a cell.\n"},
+]
+TELEQNA_ITEMS = {  # options written out of order: the wrong answers follow the option numbers
+    "question 7": {"question": "Which message carries the measured bar values of a cell? [3GPP Release 18]",
+                   "option 2": "  Baz   Report ", "option 1": "FooConfig", "option 3": "BarReport", "option 4": "",
+                   "option 5": "baz report", "answer": "option 3: BarReport", "explanation": "-",
+                   "category": "Standards specifications"},
+}
+
+
+@needs_punkt
+def test_questions_parquet_has_the_wrong_answers(tmp_path, log):
+    source = tmp_path / "clauses.jsonl"
+    source.write_text("".join(json.dumps(c) + "\n" for c in TELEQNA_CLAUSES))
+    teleqna = tmp_path / "TeleQnA.txt"
+    teleqna.write_text(json.dumps(TELEQNA_ITEMS))
+    spec = {"kind": "3gpp", "sources": {"path": str(source)}, "questions": ["templates", "teleqna"],
+            "teleqna": {"path": str(teleqna)}}
+    sets.build_set("s", spec, {}, 0, str(tmp_path / "set"), [str(tmp_path / "t.parquet")], None, log)
+    questions = pl.read_parquet(tmp_path / "set" / "questions.parquet")
+    assert questions.columns == list(sets.QUESTION_COLUMNS)
+    assert questions.schema["wrong_answers"] == pl.List(pl.String)
+    got = {(m, t): w for m, t, w in questions.select("method", "text", "wrong_answers").iter_rows()}
+    assert got == {("templates", "What is the IE FooConfig used for?"): [],
+                   ("templates", "What does the BarReport message carry?"): [],
+                   ("teleqna", "Which message carries the measured bar values of a cell?"): ["FooConfig", "Baz Report"]}
 
 
 class FakeGenerator:

@@ -101,6 +101,24 @@ def test_teleqna_links(spec3gpp_set):
     assert {d["category"] for d in details} <= {"Standards specifications", "Standards overview", "Lexicon"}
 
 
+def test_teleqna_wrong_answers(spec3gpp_set):
+    """Each linked TeleQnA question keeps its wrong options: 1-4 of them (an item has 2-5 options), never
+    its answer option's text or the text the answer quotes; template questions have none."""
+    out, _ = spec3gpp_set
+    questions = pl.read_parquet(out / "questions.parquet")
+    items = {item["key"]: item for item in Q.read_teleqna(shared_data("teleqna", "TeleQnA.zip"), Q.TELEQNA_DEFAULTS)}
+    teleqna = questions.filter(pl.col("method") == "teleqna")
+    for detail, wrong in zip(teleqna["detail"].to_list(), teleqna["wrong_answers"].to_list()):
+        item = items[json.loads(detail)["key"]]
+        named = int(re.match(r"option (\d+):", item["answer"]).group(1))
+        right = {" ".join(t.split()).lower() for k, t in item["options"] if k == named}
+        right.add(" ".join(Q._answer_text(item["answer"]).split()).lower())
+        assert 1 <= len(wrong) <= 4 and not {w.lower() for w in wrong} & right, item["key"]
+        assert len(set(wrong)) == len(wrong)
+    assert sorted(teleqna["wrong_answers"].list.len().value_counts().rows()) == [(3, 27), (4, 53)]  # 80 questions
+    assert (questions.filter(pl.col("method") == "templates")["wrong_answers"].list.len() == 0).all()
+
+
 def test_templates_on_real_sentences():
     """Hand-checked template questions (the sentence patterns are quoted in questions.py's table)."""
     cases = {"The IE PLMN-Identity identifies a Public Land Mobile Network.": "What does the IE PLMN-Identity identify?",

@@ -18,8 +18,9 @@ from workflow_scripts.common import TORCH_FAMILIES
 DEFAULTS = {
     "pt": {"max_texts": None, "mask_rate": 0.15, "epochs": 1, "max_steps": None, "learning_rate": 5e-5,
            "batch_size": 16, "max_length": 128, "warmup_ratio": 0.0, "weight_decay": 0.01, "save_steps": 50},
-    "ft": {"split": "train", "loss": "mnrl", "epochs": 1, "max_steps": None, "learning_rate": 2e-5, "batch_size": 16,
-           "max_length": 128, "warmup_ratio": 0.1, "weight_decay": 0.01, "save_steps": 50,
+    "ft": {"split": "train", "loss": "mnrl", "negatives": "mined", "epochs": 1, "max_steps": None,
+           "learning_rate": 2e-5, "batch_size": 16, "max_length": 128, "warmup_ratio": 0.1, "weight_decay": 0.01,
+           "save_steps": 50,
            "hard_negatives": {"num_negatives": 1, "range_min": 0, "range_max": None, "relative_margin": 0.05,
                               "sampling": "top"}},
     "merge": {"weight": 0.5},
@@ -129,6 +130,11 @@ def problems(config: dict) -> list[str]:
         pt, ft = r.get("pt") or {}, r.get("ft") or {}
         if "pt" in r["steps"] and pt.get("corpus") and pt["corpus"] not in config["corpora"]:
             out.append(f"config key `{key}.pt.corpus`: no corpus named {pt['corpus']!r}")
+        negatives = ft.get("negatives", DEFAULTS["ft"]["negatives"])
+        per_row = (ft.get("hard_negatives") or {}).get("num_negatives", DEFAULTS["ft"]["hard_negatives"]["num_negatives"])
+        if "ft" in r["steps"] and negatives != "mined" and per_row == 0:
+            out.append(f"config key `{key}.ft.hard_negatives.num_negatives`: 0 gives no negatives, but `ft.negatives: "
+                       f"{negatives}` trains on a number of wrong answers per question; set it to 1 or more")
         for step, block in (("pt", pt), ("ft", ft)):
             if step not in r["steps"]:
                 continue
@@ -138,6 +144,14 @@ def problems(config: dict) -> list[str]:
                     out.append(f"config key `{key}.{step}.retrieval`: no retrieval set is configured to train on; name one")
             elif want is not None and want not in retrieval:
                 out.append(f"config key `{key}.{step}.retrieval`: no retrieval set named {want!r} (configured: {sorted(retrieval)})")
+                continue
+            trained = want if want is not None else next(iter(retrieval), None)
+            if step == "ft" and negatives != "mined" and trained is not None:
+                spec = retrieval[trained]
+                if spec.get("kind") != "3gpp" or "teleqna" not in (spec.get("questions") or ["templates"]):
+                    out.append(f"config key `{key}.ft.negatives`: `{negatives}` trains on the questions' wrong answers, "
+                               f"which only TeleQnA questions have (a 3gpp retrieval set with `questions: [..., "
+                               f"teleqna]`); retrieval set {trained!r} has none")
         for probe in r.get("probes", []):
             if probe not in _probe_names():
                 out.append(f"config key `{key}.probes`: no probe named {probe!r}")

@@ -109,11 +109,14 @@ def train(plan: dict, out_dir: str, work_root: str, device: str = "cpu", threads
             res = train_pt(st, sentences, cfg, seed, sdir, device, plan["deterministic"], log, cbs)
         elif step == "ft":
             cfg = plan["ft"]
-            pairs, docs, counts = ft_pairs(cfg["data"], cfg["split"])
-            data[step] = {**cfg["data"], "split": cfg["split"], **counts, "digest": digest([pairs, docs])}
-            log.info("step ft: %d (question, answer) pairs of %s/%s, %d documents", len(pairs), cfg["data"]["name"],
-                     cfg["split"], len(docs))
-            res = train_ft(st, pairs, docs, cfg, seed, sdir, device, plan["deterministic"], log, cbs)
+            pairs, docs, wrong, counts = ft_pairs(cfg["data"], cfg["split"], cfg["negatives"])
+            # the wrong answers are training examples only when used: the mined digest stays what it was
+            examples = [pairs, docs] if wrong is None else [pairs, docs, wrong]
+            data[step] = {**cfg["data"], "split": cfg["split"], **counts, "digest": digest(examples)}
+            log.info("step ft: %d (question, answer) pairs of %s/%s, %d documents, negatives: %s", len(pairs),
+                     cfg["data"]["name"], cfg["split"], len(docs), cfg["negatives"])
+            res = train_ft(st, pairs, docs, cfg, seed, sdir, device, plan["deterministic"], log, cbs,
+                           wrong_answers=wrong)
         else:
             other, other_origin = load_model(plan["merge"]["with"], device)
             merge_into(st, other, plan["merge"]["weight"])

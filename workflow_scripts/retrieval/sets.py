@@ -32,8 +32,8 @@ What each kind makes:
 - 3gpp: documents = the distinct sentences of the specifications (spec3gpp.py), also written as
   Parquet shards `sentences/part-NNNNN.parquet` with stable ids and first occurrences; queries =
   the questions of the chosen methods, each answered by exactly one sentence (questions.py), also
-  in `questions.parquet` with method, detail and split; qrels/train.tsv and qrels/test.tsv from the
-  seeded split (`train_fraction`, by answer sentence).
+  in `questions.parquet` with method, detail, split and wrong_answers (TeleQnA's wrong options, else
+  []); qrels/train.tsv and qrels/test.tsv from the seeded split (`train_fraction`, by answer sentence).
 - msrp (paraphrase retrieval): documents = the distinct `#2 String`s of all pairs (paraphrases and
   non-paraphrases); queries = the `#1 String`s of paraphrase pairs; relevant = its paraphrase. A
   query with two different paraphrases (`several_answers`) or whose text is itself a document
@@ -86,7 +86,8 @@ SPEC_KEYS = {
 # the settings each kind reads (recorded in its provenance and report)
 KIND_SETTINGS = {"beir": (), "msrp": (), "tatoeba": (), "3gpp": tuple(DEFAULT_SETTINGS)}
 QUESTION_COLUMNS = {"_id": pl.String, "text": pl.String, "answer_id": pl.String, "method": pl.String,
-                    "detail": pl.String, "copy_fraction": pl.Float64, "split": pl.String}
+                    "detail": pl.String, "copy_fraction": pl.Float64, "split": pl.String,
+                    "wrong_answers": pl.List(pl.String)}  # TeleQnA's wrong options; [] for the other methods
 
 
 # --- settings and inputs --------------------------------------------------------------------------
