@@ -290,6 +290,37 @@ def test_streamed_tfidf_fit_is_sklearns_bit_for_bit(options):
         assert len(vocab) == spec["max_features"]
 
 
+# characters where Rust's regex crate and Python's `re` (or their lowercasing) disagree, and some
+# where they agree, mixed with plain ASCII
+TOKEN_EDGE_CASES = ["İstanbul is big", "ΣΟΦΟΣ σοφός ΟΔΟΣ.", "x² + y₂ = ½ ¾", "Ⓐ circled ⓑ", "naïve café",
+                    "e\u0301te\u0301 combining accents", "snake_case and ‿tie", "a b c", "", "!!", "ǅungla ǈ",
+                    "ß STRASSE ﬁne", "日本語 テキスト", "Ω ω", "x\u200dy joiner", "Ⅻ roman", "١٢٣ arabic digits"]
+
+
+@pytest.mark.parametrize("options", [{}, {"lowercase": False}, {"token_pattern": r"(?u)\b\w\w+\b"},
+                                     {"token_pattern": r"(?u)\b[a-z]+\b"}])
+def test_tfidf_counts_in_polars_equal_the_analyzers(options):
+    """Terms counted by polars (Rust regex) where both engines read a text alike, by the analyzer
+    elsewhere: the same counts as the analyzer alone, and as scikit-learn's fit."""
+    from workflow_scripts.embed import RustTokens
+    spec = {"family": "tfidf", **options}
+    texts = TOKEN_EDGE_CASES + tfidf_corpus()[:300]
+    batches = [texts[i:i + 7] for i in range(0, len(texts), 7)]
+    fast, slow = count_terms(spec, batches), count_terms(spec, batches, fast=False)
+    assert fast == slow
+    assert RustTokens.usable(spec) == ("[a-z]" not in spec.get("token_pattern", ""))
+    if RustTokens.usable(spec):
+        tokens = RustTokens(spec)
+        left = tokens.count(TOKEN_EDGE_CASES)
+        # the texts with a character the engines read differently go to Python, and only those
+        assert set(left) == {"İstanbul is big", "ΣΟΦΟΣ σοφός ΟΔΟΣ.", "x² + y₂ = ½ ¾", "Ⓐ circled ⓑ",
+                             "e\u0301te\u0301 combining accents", "snake_case and ‿tie", "x\u200dy joiner"} - (
+            {"İstanbul is big", "ΣΟΦΟΣ σοφός ΟΔΟΣ."} if not spec.get("lowercase", True) else set())
+    vocab, idf = tfidf_from_counts(spec, *fast)
+    ref = sklearn_fit(spec, texts)
+    assert vocab == ref.get_feature_names_out().tolist() and idf.tobytes() == ref.idf_.tobytes()
+
+
 def test_streamed_tfidf_fit_refuses_what_sklearn_refuses():
     texts = tfidf_corpus()
     for spec, message in [({"family": "tfidf", "min_df": 10 ** 6}, "max_df corresponds to < documents than min_df"),

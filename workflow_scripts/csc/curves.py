@@ -224,6 +224,9 @@ def overlap(fuzz: np.ndarray, neg: np.ndarray) -> float:
 
 # ---- scoring ---------------------------------------------------------------------------------
 
+DOT_BLOCK = 65_536  # rows per block of cosine_to_originals' dot products (16 MB of float32 at 64 dims)
+
+
 def cosine_to_originals(store: VectorStore, original_keys: np.ndarray, variant_keys: np.ndarray) -> np.ndarray:
     """cos(original, variant) per row; each distinct original is looked up once. NaN for a zero norm."""
     uniq, inverse = np.unique(original_keys, return_inverse=True)
@@ -232,7 +235,14 @@ def cosine_to_originals(store: VectorStore, original_keys: np.ndarray, variant_k
     if store.sparse:
         dots = np.asarray(vo[inverse].multiply(vv).sum(axis=1), dtype=np.float64).ravel()
     else:
-        dots = np.einsum("ij,ij->i", vo[inverse], vv, dtype=np.float64)
+        # block by block through one buffer: each row's dot product is the same computation as on
+        # the whole array (identical floats), without a shard-sized copy of the originals' rows
+        dots = np.empty(len(vv), dtype=np.float64)
+        buffer = np.empty((min(len(vv), DOT_BLOCK), vo.shape[1]), dtype=vo.dtype)
+        for lo in range(0, len(vv), DOT_BLOCK):
+            block = buffer[:min(DOT_BLOCK, len(vv) - lo)]
+            np.take(vo, inverse[lo:lo + len(block)], axis=0, out=block)
+            np.einsum("ij,ij->i", block, vv[lo:lo + len(block)], dtype=np.float64, out=dots[lo:lo + len(block)])
     denom = no[inverse].astype(np.float64) * nv.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = np.where(denom > 0, dots / denom, np.nan)

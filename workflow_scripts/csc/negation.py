@@ -247,6 +247,9 @@ def grammatical_negation_plan(perturb_settings: dict, language: str) -> dict | N
 
 
 # --- tagging ---------------------------------------------------------------------------------
+CACHE_MAX = 200_000  # words whose feature rows (or normal form) a _Perceptron keeps: bounded memory
+
+
 class _Perceptron:
     """nltk's PerceptronTagger.tag, one position at a time, with the same tags.
 
@@ -274,6 +277,32 @@ class _Perceptron:
                 if label in column:
                     self.matrix[r, column[label]] = weight
         self.last = len(self.classes) - 1
+        self.bias = self.row.get("bias")
+        # feature rows per word, per raw word and per pair of previous tags; normalised words
+        self._by_word: dict[str, tuple] = {}
+        self._by_raw: dict[str, tuple] = {}
+        self._by_tags: dict[tuple[str, str], tuple] = {}
+        self._normalized: dict[str, str] = {}
+
+    def normalize_cached(self, word: str) -> str:
+        out = self._normalized.get(word)
+        if out is None:
+            out = self.normalize(word)
+            if len(self._normalized) < CACHE_MAX:
+                self._normalized[word] = out
+        return out
+
+    def _word_rows(self, w: str) -> tuple:
+        """Rows of the features a normalised word gives as word i, i-1, i-2, i+1, i+2 (None: no
+        weights), looked up once per word instead of once per use."""
+        rows = self._by_word.get(w)
+        if rows is None:
+            g = self.row.get
+            rows = (g("i word " + w), g("i-1 word " + w), g("i-1 suffix " + w[-3:]), g("i-2 word " + w),
+                    g("i+1 word " + w), g("i+1 suffix " + w[-3:]), g("i+2 word " + w))
+            if len(self._by_word) < CACHE_MAX:
+                self._by_word[w] = rows
+        return rows
 
     def tag_at(self, i: int, word: str, ctx: list[str], prev: str, prev2: str) -> str:
         """Tag of word i; ctx holds the normalised words padded by two START and two END markers."""
@@ -281,15 +310,22 @@ class _Perceptron:
         if tag:
             return tag
         i += 2
-        row = self.row
+        g = self.row.get
+        own = self._by_raw.get(word)
+        if own is None:
+            own = (g("i suffix " + word[-3:]), g("i pref1 " + (word[0] if word else "")))
+            if len(self._by_raw) < CACHE_MAX:
+                self._by_raw[word] = own
+        tags = self._by_tags.get((prev, prev2))
+        if tags is None:  # 45 x 45 pairs at most
+            tags = self._by_tags[prev, prev2] = (g("i-1 tag " + prev), g("i-2 tag " + prev2),
+                                                g(f"i tag+i-2 tag {prev} {prev2}"))
+        here, before, before2 = self._word_rows(ctx[i]), self._word_rows(ctx[i - 1]), self._word_rows(ctx[i - 2])
+        after, after2 = self._word_rows(ctx[i + 1]), self._word_rows(ctx[i + 2])
         # the features of PerceptronTagger._get_features, in its order
         rows = [r for r in (
-            row.get("bias"), row.get("i suffix " + word[-3:]), row.get("i pref1 " + (word[0] if word else "")),
-            row.get("i-1 tag " + prev), row.get("i-2 tag " + prev2), row.get(f"i tag+i-2 tag {prev} {prev2}"),
-            row.get("i word " + ctx[i]), row.get(f"i-1 tag+i word {prev} {ctx[i]}"),
-            row.get("i-1 word " + ctx[i - 1]), row.get("i-1 suffix " + ctx[i - 1][-3:]),
-            row.get("i-2 word " + ctx[i - 2]), row.get("i+1 word " + ctx[i + 1]),
-            row.get("i+1 suffix " + ctx[i + 1][-3:]), row.get("i+2 word " + ctx[i + 2])) if r is not None]
+            self.bias, own[0], own[1], tags[0], tags[1], tags[2], here[0], g(f"i-1 tag+i word {prev} {ctx[i]}"),
+            before[1], before[2], before2[3], after[4], after[5], after2[6]) if r is not None]
         if not rows:
             return self.classes[-1]
         scores = self.matrix[rows].sum(axis=0)
@@ -329,7 +365,7 @@ class _Tags:
             i = len(tags)
             while len(ctx) < i + 5:  # the words up to i+2, then END markers
                 j = len(ctx) - 2
-                ctx.append(self._p.normalize(words[j]) if j < n else ("-END-", "-END2-")[j - n])
+                ctx.append(self._p.normalize_cached(words[j]) if j < n else ("-END-", "-END2-")[j - n])
             tag = self._p.tag_at(i, words[i], ctx, self._prev, self._prev2)
             self._prev2, self._prev = self._prev, tag
             tags.append(self._first(tag) if i == 0 and self._first is not None else tag)
