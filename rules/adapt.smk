@@ -21,6 +21,7 @@ rule adapt_train:
     log: log_path("adapt_train", "{recipe}")
     benchmark: bench_path("adapt_train", "{recipe}")
     threads: adapt_resource("threads")
+    priority: CHAIN_HEAD_PRIORITY
     resources:
         mem_mb=adapt_resource("mem_mb"),
         runtime=adapt_resource("runtime"),

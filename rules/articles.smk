@@ -19,6 +19,7 @@ rule articles:
     log: log_path("articles", "{collection}")
     benchmark: bench_path("articles", "{collection}")
     threads: res("articles", "threads")
+    priority: CHAIN_HEAD_PRIORITY
     resources: mem_mb=res("articles", "mem_mb"), runtime=res("articles", "runtime")
     conda: "../envs/workflow.yaml"
     shell:

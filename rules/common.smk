@@ -17,6 +17,10 @@ adapt_models.register(config, R)
 SEED = config["seed"]
 SHARD_ROWS = config["shard_rows"]
 PARTS = config["embedding_partitions"]
+# the first rule of each long chain (a corpus's perturbation, the fusion generator, training, a
+# probe's text set): on a few cores these go before the many embedding and scoring jobs that are
+# ready at the same time, so no chain is started last and left to trail the run alone
+CHAIN_HEAD_PRIORITY = 10
 PART_IDS = [f"{p:03d}" for p in range(PARTS)]
 NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 

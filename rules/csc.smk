@@ -20,6 +20,7 @@ rule perturb:
     log: log_path("perturb", "{corpus}")
     benchmark: bench_path("perturb", "{corpus}")
     threads: res("perturb", "threads")
+    priority: CHAIN_HEAD_PRIORITY
     resources: mem_mb=res("perturb", "mem_mb"), runtime=res("perturb", "runtime")
     conda: "../envs/workflow.yaml"
     shell:

@@ -21,6 +21,7 @@ rule domain_shift_build:
         seed=SEED,
     log: log_path("domain_shift_build", "{dataset}")
     threads: res("domain_shift_build", "threads")
+    priority: CHAIN_HEAD_PRIORITY
     resources: mem_mb=res("domain_shift_build", "mem_mb"), runtime=res("domain_shift_build", "runtime")
     conda: "../envs/workflow.yaml"
     shell:

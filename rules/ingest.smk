@@ -23,6 +23,7 @@ rule ingest:
     log: log_path("ingest", "{source}")
     benchmark: bench_path("ingest", "{source}")
     threads: res("ingest", "threads")
+    priority: CHAIN_HEAD_PRIORITY
     resources: mem_mb=res("ingest", "mem_mb"), runtime=res("ingest", "runtime")
     conda: "../envs/workflow.yaml"
     shell:

@@ -15,6 +15,7 @@ rule derive_corpus:
     log: log_path("derive_corpus", "{corpus}")
     benchmark: bench_path("derive_corpus", "{corpus}")
     threads: res("derive_corpus", "threads")
+    priority: CHAIN_HEAD_PRIORITY
     resources: mem_mb=res("derive_corpus", "mem_mb"), runtime=res("derive_corpus", "runtime")
     conda: "../envs/workflow.yaml"
     shell:

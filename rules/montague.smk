@@ -17,6 +17,7 @@ rule montague_phrases:
     log: log_path("montague_phrases", "{dataset}")
     benchmark: bench_path("montague_phrases", "{dataset}")
     threads: res("montague_phrases", "threads")
+    priority: CHAIN_HEAD_PRIORITY
     resources: mem_mb=res("montague_phrases", "mem_mb"), runtime=res("montague_phrases", "runtime")
     conda: "../envs/workflow.yaml"
     shell:

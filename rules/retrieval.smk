@@ -28,6 +28,7 @@ rule retrieval_build:
     log: log_path("retrieval_build", "{dataset}")
     benchmark: bench_path("retrieval_build", "{dataset}")
     threads: res("retrieval_build", "threads")
+    priority: CHAIN_HEAD_PRIORITY
     resources:
         mem_mb=res("retrieval_build", "mem_mb"),
         runtime=res("retrieval_build", "runtime"),

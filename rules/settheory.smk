@@ -22,6 +22,7 @@ rule settheory_samples:
     log: log_path("settheory_samples", "{dataset}")
     benchmark: bench_path("settheory_samples", "{dataset}")
     threads: res("settheory_samples", "threads")
+    priority: CHAIN_HEAD_PRIORITY
     resources:
         mem_mb=res("settheory_samples", "mem_mb"),
         runtime=res("settheory_samples", "runtime"),

@@ -23,6 +23,7 @@ rule triplets_build:
     log: log_path("triplets_build", "{dataset}")
     benchmark: bench_path("triplets_build", "{dataset}")
     threads: res("triplets_build", "threads")
+    priority: CHAIN_HEAD_PRIORITY
     resources: mem_mb=res("triplets_build", "mem_mb"), runtime=res("triplets_build", "runtime")
     conda: "../envs/workflow.yaml"
     shell:
