@@ -188,6 +188,14 @@ def resolved_device(model):
     return _AUTO_DEVICE[0]
 
 
+def embed_priority(wildcards):
+    """Neural models' embedding jobs (10 s to minutes each) before TF-IDF's and the other cheap
+    encoders' (a few seconds): longest first, so that no long job is left to run alone at the end."""
+    from workflow_scripts.common import TORCH_FAMILIES
+
+    return 1 if config["models"][wildcards.model]["family"] in TORCH_FAMILIES else 0
+
+
 def embed_spec(model):
     """What decides a model's vectors: its config entry without the settings that only say how the
     job runs (batch size, threads, workers, resources, corpora; see RUN_SETTINGS), with the

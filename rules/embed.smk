@@ -44,6 +44,7 @@ rule embed:
     log: log_path("embed", "{model}", "{scope}", "part-{part}")
     benchmark: bench_path("embed", "{model}", "{scope}", "part-{part}")
     threads: model_resource("threads")
+    priority: embed_priority
     resources:
         mem_mb=model_resource("mem_mb"),
         runtime=model_resource("runtime"),

@@ -147,6 +147,39 @@ def test_reuse_refuses_a_store_of_other_settings(tmp_path):
                         log, reuse=str(tmp_path / "parent"))
 
 
+def test_reuse_loads_the_model_only_for_texts_the_parent_lacks(tmp_path, monkeypatch):
+    """A derived corpus whose every text is in its parent's store loads no model (about 10 s per
+    sentence-transformers job); one new text loads it once, and the manifest says how it ran."""
+    from workflow_scripts import embed
+    from workflow_scripts.common import setup_logging
+    from workflow_scripts.texts import write_text_partitions
+    log = setup_logging(None, "t")
+    spec = {"family": "hashing", "dim": 8, "hash_bits": 8, "projection_seed": 1}
+    parent_texts, child_texts, new_texts = (tmp_path / f"{n}.parquet" for n in ("p", "c", "n"))
+    write_text_partitions(["one text", "two texts", "three texts"], [parent_texts])
+    write_text_partitions(["one text", "three texts"], [child_texts])
+    write_text_partitions(["one text", "a text the parent lacks"], [new_texts])
+    parent = embed.embed_partition("h", spec, "parent", 0, 1, [str(parent_texts)], str(tmp_path / "parent"), 1, log)
+    loads = []
+    original = embed.load_encoder
+    monkeypatch.setattr(embed, "load_encoder", lambda *a: loads.append(a) or original(*a))
+    child = embed.embed_partition("h", spec, "child", 0, 1, [str(child_texts)], str(tmp_path / "child"), 1, log,
+                                  reuse=str(tmp_path / "parent"))
+    assert loads == [] and child["reused"] == 2 and child["encoded"] == 0
+    assert {k: child[k] for k in ("origin", "device", "batch_size")} == {k: parent[k] for k in ("origin", "device", "batch_size")}
+    grown = embed.embed_partition("h", spec, "grown", 0, 1, [str(new_texts)], str(tmp_path / "grown"), 1, log,
+                                  reuse=str(tmp_path / "parent"))
+    assert len(loads) == 1 and grown["reused"] == 1 and grown["encoded"] == 1
+    assert grown["origin"] == parent["origin"] and grown["workers"] == 1
+    # the copied vector is the parent's, the encoded one what the model gives
+    from workflow_scripts.vector_store import VectorStore
+    from workflow_scripts.common import text_key
+    keys = np.array([text_key("one text"), text_key("a text the parent lacks")], dtype=np.uint64)
+    got, _ = VectorStore([str(tmp_path / "grown")]).lookup(keys)
+    want = embed.load_encoder(spec, "cpu", None).encode_batch(["one text", "a text the parent lacks"])
+    assert np.allclose(got, want, atol=1e-6)
+
+
 def test_missing_nltk_data_stops_before_any_job(tmp_path):
     """Offline (or `nltk_download: never`) and without the tagger and WordNet a probe needs, the run
     stops while planning, naming the packages and how to provide them; nothing is run or written."""

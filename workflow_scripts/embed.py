@@ -766,30 +766,54 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                             vocabulary=len(fit["vocabulary"]))
             writer = PartitionWriter(tmp, manifest, sparse=True, dim=len(fit["vocabulary"]))
         else:
-            device = "cpu"
-            worker_threads = threads
-            if spec["family"] in TORCH_FAMILIES:
-                import torch
-                device = resolve_device(spec.get("device", "auto"))
-                check_device(device, model)
-                # CPU: `cpu_workers` processes sharing the job's threads; GPU: one process
-                workers = (cpu_workers or spec.get("cpu_workers", 1)) if device == "cpu" else 1
-                worker_threads = max(1, threads // workers)
-                torch.set_num_threads(threads)
-            encoder = load_encoder(spec, device, model_file)
-            batch_size = batch_size or spec.get("batch_size", 32)
-            decided = vector_settings(spec).get("batch_size", batch_size)
-            if decided != batch_size:  # the digest would name other vectors than these
-                raise ValueError(f"{label}: batch size {batch_size}, but the spec's {decided} decides the "
-                                 f"vectors at precision {spec['precision']}")
+            loaded: dict = {}
+
+            def load() -> None:
+                """Import the model's library and load it (about 10 s for sentence-transformers):
+                only once a text needs encoding, so a derived corpus whose every text is in its
+                parent's store loads nothing."""
+                device, worker_threads, workers = "cpu", threads, 1
+                if spec["family"] in TORCH_FAMILIES:
+                    import torch
+                    device = resolve_device(spec.get("device", "auto"))
+                    check_device(device, model)
+                    # CPU: `cpu_workers` processes sharing the job's threads; GPU: one process
+                    workers = (cpu_workers or spec.get("cpu_workers", 1)) if device == "cpu" else 1
+                    if parent is not None:  # loaded mid-job for the few texts its parent lacks: in this process
+                        workers = 1
+                    worker_threads = max(1, threads // workers)
+                    torch.set_num_threads(threads)
+                encoder = load_encoder(spec, device, model_file)
+                size = batch_size or spec.get("batch_size", 32)
+                decided = vector_settings(spec).get("batch_size", size)
+                if decided != size:  # the digest would name other vectors than these
+                    raise ValueError(f"{label}: batch size {size}, but the spec's {decided} decides the "
+                                     f"vectors at precision {spec['precision']}")
+                if parent is not None and parent.manifest["dim"] != encoder.dim:
+                    raise StoreMismatch(f"{reuse}: vectors of dimension {parent.manifest['dim']}, the model "
+                                        f"gives {encoder.dim}")
+                loaded.update(encoder=encoder, batch_size=size, workers=workers, worker_threads=worker_threads,
+                              settings={"origin": encoder.origin, "device": device,
+                                        "precision": spec.get("precision", "fp32"), "batch_size": size,
+                                        "workers": workers, "threads_per_worker": worker_threads})
 
             def encode(texts, pool):
+                if not loaded:
+                    load()
+                encoder = loaded["encoder"]
                 out = np.empty((len(texts), encoder.dim), np.float32)
-                embed_sorted(encoder, texts, out, batch_size, log, label, pool)
+                embed_sorted(encoder, texts, out, loaded["batch_size"], log, label, pool)
                 return out
-            manifest.update(origin=encoder.origin, device=device, precision=spec.get("precision", "fp32"),
-                            batch_size=batch_size, workers=workers, threads_per_worker=worker_threads)
-            writer = PartitionWriter(tmp, manifest, dtype=spec.get("store_dtype", "float32"), dim=encoder.dim)
+
+            if parent is None:
+                load()
+                dim = loaded["encoder"].dim
+            else:
+                dim = parent.manifest["dim"]
+            workers, worker_threads = loaded.get("workers", 1), loaded.get("worker_threads", threads)
+            if loaded:
+                manifest.update(loaded["settings"])
+            writer = PartitionWriter(tmp, manifest, dtype=spec.get("store_dtype", "float32"), dim=dim)
         with contextlib.ExitStack() as stack:
             stack.enter_context(writer)
             pool = stack.enter_context(WorkerPool(spec, model_file, workers, worker_threads, log, label)) \
@@ -811,6 +835,11 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                 elapsed = time.perf_counter() - started
                 log.info("%s: %d/%d texts stored (%d encoded, %d reused; %.0f texts/s)", label, done, n_unique,
                          done - reused, reused, done / max(elapsed, 1e-9))
+            if parent is not None and spec["family"] != "tfidf":
+                # how the vectors were made: this job's encoder, or (nothing encoded) the parent's
+                writer.manifest.update(loaded["settings"] if loaded else {
+                    k: parent.manifest.get(k) for k in ("origin", "device", "precision", "batch_size", "workers",
+                                                        "threads_per_worker")})
             writer.manifest.update(encoded=done - reused, reused=reused,
                                    reused_from=str(Path(reuse).parent.name) if reuse else None)
             manifest = writer.close()

@@ -36,7 +36,6 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from scipy import signal, stats
 
 from workflow_scripts.bootstrap import bootstrap_rng, percentile_interval, resample_counts
 from workflow_scripts.common import atomic_path, read_json, setup_logging, write_json
@@ -150,6 +149,7 @@ def undefined_reason(n: float, m2: float, grid_step: float) -> str | None:
 
 def exact_density(values: np.ndarray, grid: np.ndarray = GRID) -> np.ndarray:
     """scipy.stats.gaussian_kde with covariance factor 0.2, evaluated on the grid."""
+    from scipy import stats  # here, not at the top: plotting and aggregating jobs skip its 1-2 s import
     return stats.gaussian_kde(np.asarray(values, dtype=np.float64), bw_method=COVARIANCE_FACTOR)(grid)
 
 
@@ -191,6 +191,7 @@ class Window:
         reach = int(math.ceil(KERNEL_REACH * bw / self.delta))
         offsets = np.arange(-reach, reach + 1) * self.delta
         kernel = np.exp(-0.5 * (offsets / bw) ** 2) / (bw * math.sqrt(2.0 * math.pi))
+        from scipy import signal
         fine = signal.fftconvolve(hist, kernel, mode="full")[reach:reach + self.nodes] / n
         out = np.zeros(points)
         out[self.lo:self.hi + 1] = np.maximum(fine[::self.refine], 0.0)  # FFT round-off can leave -1e-17
