@@ -302,15 +302,16 @@ TOKEN_EDGE_CASES = ["İstanbul is big", "ΣΟΦΟΣ σοφός ΟΔΟΣ.", "x² 
 def test_tfidf_counts_in_polars_equal_the_analyzers(options):
     """Terms counted by polars (Rust regex) where both engines read a text alike, by the analyzer
     elsewhere: the same counts as the analyzer alone, and as scikit-learn's fit."""
-    from workflow_scripts.embed import RustTokens
+    from workflow_scripts.embed import RustTokens, tfidf_vectorizer
     spec = {"family": "tfidf", **options}
+    vec = tfidf_vectorizer(spec)
     texts = TOKEN_EDGE_CASES + tfidf_corpus()[:300]
     batches = [texts[i:i + 7] for i in range(0, len(texts), 7)]
     fast, slow = count_terms(spec, batches), count_terms(spec, batches, fast=False)
     assert fast == slow
-    assert RustTokens.usable(spec) == ("[a-z]" not in spec.get("token_pattern", ""))
-    if RustTokens.usable(spec):
-        tokens = RustTokens(spec)
+    assert RustTokens.usable(vec) == ("[a-z]" not in spec.get("token_pattern", ""))
+    if RustTokens.usable(vec):
+        tokens = RustTokens(vec)
         left = tokens.count(TOKEN_EDGE_CASES)
         # the texts with a character the engines read differently go to Python, and only those
         assert set(left) == {"İstanbul is big", "ΣΟΦΟΣ σοφός ΟΔΟΣ.", "x² + y₂ = ½ ¾", "Ⓐ circled ⓑ",

@@ -420,8 +420,9 @@ def count_terms(spec: dict, batches, fast: bool = True) -> tuple[Counter, Counte
     fast: texts the vectorizer's regex provably tokenises the same way in Rust are tokenised and
     counted in polars (3x faster), the others by the analyzer (see RustTokens); the counts are the
     same either way."""
-    analyze = tfidf_vectorizer(spec).build_analyzer()
-    rust = RustTokens(spec) if fast and RustTokens.usable(spec) else None
+    vec = tfidf_vectorizer(spec)
+    analyze = vec.build_analyzer()
+    rust = RustTokens(vec) if fast and RustTokens.usable(vec) else None
     df: Counter = Counter()
     tf: Counter = Counter()
     n_docs = 0
@@ -454,15 +455,14 @@ class RustTokens:
     REBUILD_EVERY = 16  # batches between merges of the per-batch counts
 
     @classmethod
-    def usable(cls, spec: dict) -> bool:
-        vec = tfidf_vectorizer(spec)
+    def usable(cls, vec) -> bool:
+        """Whether `vec` (a TfidfVectorizer) tokenises by one of PATTERNS and nothing else."""
         return (vec.token_pattern in cls.PATTERNS and vec.analyzer == "word" and vec.ngram_range == (1, 1)
                 and vec.preprocessor is None and vec.tokenizer is None and vec.strip_accents is None
                 and vec.stop_words is None and vec.input == "content")
 
-    def __init__(self, spec: dict):
+    def __init__(self, vec):
         import re
-        vec = tfidf_vectorizer(spec)
         self.pattern, self.lowercase = vec.token_pattern, vec.lowercase
         self._python_word = re.compile(r"\w")
         self._safe: dict[str, bool] = {}
@@ -811,8 +811,6 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
             else:
                 dim = parent.manifest["dim"]
             workers, worker_threads = loaded.get("workers", 1), loaded.get("worker_threads", threads)
-            if loaded:
-                manifest.update(loaded["settings"])
             writer = PartitionWriter(tmp, manifest, dtype=spec.get("store_dtype", "float32"), dim=dim)
         with contextlib.ExitStack() as stack:
             stack.enter_context(writer)
@@ -835,7 +833,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                 elapsed = time.perf_counter() - started
                 log.info("%s: %d/%d texts stored (%d encoded, %d reused; %.0f texts/s)", label, done, n_unique,
                          done - reused, reused, done / max(elapsed, 1e-9))
-            if parent is not None and spec["family"] != "tfidf":
+            if spec["family"] != "tfidf":
                 # how the vectors were made: this job's encoder, or (nothing encoded) the parent's
                 writer.manifest.update(loaded["settings"] if loaded else {
                     k: parent.manifest.get(k) for k in ("origin", "device", "precision", "batch_size", "workers",

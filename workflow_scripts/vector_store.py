@@ -241,8 +241,6 @@ class Partition:
         """searchsorted(self.keys, keys), clipped to the last position. The keys are looked up in
         sorted order: each search then starts where the last one ended, and the memory-mapped keys
         are read front to back (7x faster than in random order on a 4M-key partition)."""
-        if len(keys) < 2:
-            return np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
         order = np.argsort(keys, kind="stable")
         idx = np.empty(len(keys), dtype=np.int64)
         idx[order] = np.searchsorted(self.keys, keys[order])
