@@ -337,14 +337,15 @@ def model_resource(key):
 
 
 def tfidf_fit_inputs(wildcards):
-    """A corpus: its directory (the originals), and its text partitions unless fitted on the
-    originals alone; a probe dataset: its text partitions."""
+    """A corpus: its directory (the originals), and unless fitted on the originals alone its text
+    partitions and its variants (whose insertions are counted from their originals); a probe
+    dataset: its text partitions."""
     texts = [f"{R}/texts/{wildcards.scope}/part-{p}.parquet" for p in PART_IDS]
     if scope_corpus(wildcards.scope) is None:
         return {"texts": texts}
     inputs = {"corpus": f"{R}/corpora/{wildcards.scope}"}
     if config["models"][wildcards.model].get("fit_on", "originals_and_variants") != "originals":
-        inputs["texts"] = texts
+        inputs.update(texts=texts, variants=f"{R}/perturbations/{wildcards.scope}")
     return inputs
 
 
@@ -354,6 +355,8 @@ def tfidf_fit_options(wildcards, input):
         opts.append(f"--corpus-dir {input.corpus}")
     if "texts" in input.keys():
         opts.append("--texts " + " ".join(input.texts))
+    if "variants" in input.keys():
+        opts.append(f"--variants-dir {input.variants}")
     return " ".join(opts)
 
 

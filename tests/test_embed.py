@@ -1,5 +1,6 @@
 import json
 import logging
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -365,6 +366,88 @@ def test_fit_tfidf_from_parquet_equals_sklearn_on_the_same_texts(tmp_path, log, 
     got, ref = json.loads((tmp_path / "v.json").read_text()), sklearn_fit(spec, unique)
     assert got["documents"] == len(unique) < len(texts) + len(variants)  # short random texts recur
     assert got["vocabulary"] == ref.get_feature_names_out().tolist() and got["idf"] == ref.idf_.tolist()
+
+
+def perturbed_corpus(tmp_path, originals: list[list[str]], extra_variants=()):
+    """A corpus (one shard per list), its variants as perturb writes them (the real insertion code)
+    plus `extra_variants` (original index, kind, term, text), and its text partitions."""
+    import polars as pl
+    from workflow_scripts.csc.perturb import Perturber
+    settings = {"variants_per_sentence": 3, "fuzz_terms": {"en": ["a", "the"]}, "negation_terms": {"en": ["not"]}}
+    perturber = Perturber(settings, "en", seed=13)
+    corpus, variants = tmp_path / "corpus", tmp_path / "variants"
+    corpus.mkdir()
+    variants.mkdir()
+    texts, sid = [], 0
+    for s, shard in enumerate(originals):
+        ids = list(range(sid, sid + len(shard)))
+        sid += len(shard)
+        keys = [text_key(t) for t in shard]
+        pl.DataFrame({"sentence_id": pl.Series(ids, dtype=pl.UInt64), "text": shard,
+                      "text_key": pl.Series(keys, dtype=pl.UInt64)}).write_parquet(corpus / f"part-{s:05d}.parquet")
+        cols = perturber.columns(ids, shard, Counter())
+        for i, kind, term, text in extra_variants:
+            if i in ids:
+                for name, value in zip(("original_id", "variant_id", "kind", "position", "term", "text"),
+                                       (i, 0, kind, 0, term, text)):
+                    cols[name].append(value)
+        key_of = dict(zip(ids, keys))
+        cols["original_key"] = [key_of[i] for i in cols["original_id"]]
+        cols["text_key"] = [text_key(t) for t in cols["text"]]
+        pl.DataFrame(cols, schema_overrides={"original_id": pl.UInt64, "variant_id": pl.UInt64, "position": pl.Int32,
+                                             "original_key": pl.UInt64, "text_key": pl.UInt64}
+                     ).write_parquet(variants / f"part-{s:05d}.parquet")
+        texts += shard + cols["text"]
+    (corpus / "manifest.json").write_text(json.dumps({"corpus": "c"}))
+    files = [write_texts(tmp_path / f"t{p}.parquet", texts[p::2]) for p in range(2)]
+    return corpus, variants, files, texts
+
+
+INSERTION_CORPUS = [
+    ["The cat sat on the mat.", "cat sat", "the cat sat", "İstanbul is big", "ΣΟΦΟΣ σοφός ΟΔΟΣ.",
+     "a  b\tc", "x² + y₂ = ½", "not the end", ""],
+    ["The cat sat on the mat.", "Dogs bark at night", "Ⓐ circled ⓑ", "the the the", "A"],
+]
+
+
+@pytest.mark.parametrize("spec", [{"family": "tfidf"}, {"family": "tfidf", "lowercase": False},
+                                  {"family": "tfidf", "token_pattern": r"(?u)\b\w\w+\b", "min_df": 2},
+                                  {"family": "tfidf", "max_features": 12, "sublinear_tf": True}])
+def test_insertion_variants_counted_from_their_originals_equal_counting_every_text(tmp_path, spec):
+    """Duplicate originals across shards, a variant equal to another original ("the cat sat" from
+    "cat sat"), characters polars and Python read differently, runs of whitespace, a term without
+    tokens under the two-letter pattern, and a rewriting (grammatical negation) variant."""
+    from workflow_scripts.embed import count_insertion_terms
+    extra = [(1, "grammatical_negation", "not", "The dogs do not bark"), (10, "grammatical_negation", "not", "cat sat")]
+    corpus, variants, files, texts = perturbed_corpus(tmp_path, INSERTION_CORPUS, extra)
+    assert "the cat sat" in texts[texts.index("cat sat") + 1:]  # the collision the test is for
+    unique = list(dict.fromkeys(texts))
+    corpus_files = sorted(str(p) for p in corpus.glob("part-*.parquet"))
+    got = count_insertion_terms(spec, corpus_files, str(variants), files)
+    assert got is not None
+    assert got == count_terms(spec, [unique], fast=False)
+    assert got[2] == len(unique)
+    vocab, idf = tfidf_from_counts(spec, *got)
+    ref = sklearn_fit(spec, unique)
+    assert vocab == ref.get_feature_names_out().tolist() and idf.tobytes() == ref.idf_.tobytes()
+
+
+def test_insertion_counting_declines_what_it_cannot_count(tmp_path, log):
+    from workflow_scripts.embed import count_insertion_terms
+    corpus, variants, files, texts = perturbed_corpus(tmp_path, INSERTION_CORPUS)
+    corpus_files = sorted(str(p) for p in corpus.glob("part-*.parquet"))
+    # a token pattern that may span whitespace: insertions could change the tokens around them
+    assert count_insertion_terms({"family": "tfidf", "token_pattern": r"\S+ \S+"}, corpus_files, str(variants), files) is None
+    # text partitions that hold a text that is neither an original nor a variant
+    extra = write_texts(tmp_path / "extra.parquet", ["an unrelated text"])
+    assert count_insertion_terms({"family": "tfidf"}, corpus_files, str(variants), files + [extra]) is None
+    # the fit then counts text by text, with the same result as without the variants
+    fit_tfidf({"family": "tfidf"}, str(corpus), str(tmp_path / "a.json"), log, files + [extra], variants_dir=str(variants))
+    fit_tfidf({"family": "tfidf"}, str(corpus), str(tmp_path / "b.json"), log, files + [extra])
+    fit_tfidf({"family": "tfidf"}, str(corpus), str(tmp_path / "c.json"), log, files, variants_dir=str(variants))
+    a, b, c = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "abc")
+    assert a == b and c["documents"] == a["documents"] - 1 and c["vocabulary"] == [t for t in a["vocabulary"]
+                                                                                  if t not in ("an", "unrelated", "text")]
 
 
 @pytest.mark.parametrize("fit_on", ["originals", "originals_and_variants"])

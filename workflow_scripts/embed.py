@@ -488,29 +488,51 @@ class RustTokens:
             final_sigma = self.lowercase and c == "\u03a3"
             self._safe[c] = same and not final_sigma and all(word_alike[d] for d in low)
 
+    def _python_rows(self, series: pl.Series) -> pl.Series | None:
+        """Mask of the texts holding a character the engines read differently (None: no such text)."""
+        special = series.str.len_bytes() != series.str.len_chars()
+        if not special.any():
+            return None
+        chars = series.filter(special).str.split("").explode().unique().drop_nulls().to_list()
+        new = [c for c in chars if c not in self._safe]
+        if new:
+            self._check(new)
+        unsafe = [c for c in chars if not self._safe[c]]
+        return series.str.contains_any(unsafe) if unsafe else None
+
+    def _tokens(self, series: pl.Series) -> pl.Series:
+        if self.lowercase:
+            series = series.str.to_lowercase()
+        return series.str.extract_all(self.pattern)
+
     def count(self, texts) -> list[str]:
         """Count the texts both engines tokenise alike; return the others (for the analyzer)."""
         series = pl.Series("term", texts, dtype=pl.String)
-        special = series.str.len_bytes() != series.str.len_chars()
         leftover: list[str] = []
-        if special.any():
-            chars = series.filter(special).str.split("").explode().unique().drop_nulls().to_list()
-            new = [c for c in chars if c not in self._safe]
-            if new:
-                self._check(new)
-            unsafe = [c for c in chars if not self._safe[c]]
-            if unsafe:
-                python_rows = series.str.contains_any(unsafe)
-                leftover = series.filter(python_rows).to_list()
-                series = series.filter(~python_rows)
-        if self.lowercase:
-            series = series.str.to_lowercase()
-        tokens = series.str.extract_all(self.pattern)
+        python_rows = self._python_rows(series)
+        if python_rows is not None:
+            leftover = series.filter(python_rows).to_list()
+            series = series.filter(~python_rows)
+        tokens = self._tokens(series)
         self._tf.append(tokens.explode().drop_nulls().value_counts(name="n"))
         self._df.append(tokens.list.unique().explode().drop_nulls().value_counts(name="n"))
         if len(self._tf) >= self.REBUILD_EVERY:
             self._tf, self._df = [self._merge(self._tf)], [self._merge(self._df)]
         return leftover
+
+    def token_lists(self, keys: np.ndarray, texts, analyze) -> pl.DataFrame:
+        """(key, term: the text's tokens) per text, tokenised by polars, or by `analyze` where the
+        engines differ (those rows last)."""
+        frame = pl.DataFrame({"key": pl.Series(keys, dtype=pl.UInt64), "text": pl.Series(texts, dtype=pl.String)})
+        python_rows = self._python_rows(frame["text"])
+        python = None
+        if python_rows is not None:
+            python = frame.filter(python_rows)
+            python = python.select("key", term=pl.Series([analyze(t) for t in python["text"].to_list()],
+                                                         dtype=pl.List(pl.String)))
+            frame = frame.filter(~python_rows)
+        frame = frame.select("key", term=self._tokens(frame["text"]))
+        return frame if python is None else pl.concat([frame, python])
 
     @staticmethod
     def _merge(frames: list[pl.DataFrame]) -> pl.DataFrame:
@@ -574,8 +596,139 @@ def iter_texts(files: list[str], masks: list[np.ndarray] | None, batch_rows: int
                 yield batch.column("text")
 
 
+def _column(path: str, name: str) -> np.ndarray:
+    return pq.read_table(path, columns=[name])[name].to_numpy()
+
+
+def _insertion_columns(path: str, insertion_kinds: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """A variants file's text keys, original keys, and per row the index of its term in the file's
+    own term list for an insertion variant, -1 for another kind (from the dictionary encoding of
+    the columns: no string per row)."""
+    table = pq.read_table(path, columns=["text_key", "original_key", "kind", "term"], read_dictionary=["kind", "term"])
+    if not table.num_rows:
+        return np.zeros(0, np.uint64), np.zeros(0, np.uint64), np.zeros(0, np.int16), []
+    kind, term = table["kind"].combine_chunks(), table["term"].combine_chunks()
+    insertion = np.isin(np.asarray(kind.indices), [i for i, k in enumerate(kind.dictionary.to_pylist())
+                                                   if k in insertion_kinds])
+    codes = np.where(insertion, np.asarray(term.indices), -1).astype(np.int16)
+    return table["text_key"].to_numpy(), table["original_key"].to_numpy(), codes, term.dictionary.to_pylist()
+
+
+def _texts_of(files: list[str], wanted: np.ndarray):
+    """The texts of the sorted unique keys `wanted`, each once, file by file."""
+    taken = np.zeros(len(wanted), dtype=bool)
+    for path in files:
+        table = pq.read_table(path, columns=["text_key", "text"])
+        keys = table["text_key"].to_numpy()
+        at = np.searchsorted(wanted, keys).clip(max=len(wanted) - 1)
+        rows = np.flatnonzero((wanted[at] == keys) & ~taken[at])
+        rows = rows[np.unique(keys[rows], return_index=True)[1]]
+        taken[at[rows]] = True
+        yield table["text"].take(rows)
+
+
+def _key_set_digest(unique_keys: np.ndarray) -> tuple[int, int, int]:
+    """Size, sum and sum of squares (mod 2**64) of a set of distinct keys: two sets with the same
+    digest are the same set but with a chance as small as the keys' own collisions, at the cost
+    of one pass instead of a sort."""
+    with np.errstate(over="ignore"):
+        return len(unique_keys), int(unique_keys.sum(dtype=np.uint64)), int((unique_keys * unique_keys).sum(dtype=np.uint64))
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique(values) by sorting (numpy's hash-based unique is several times slower on keys)."""
+    values = np.sort(values)
+    return values[np.concatenate(([True], values[1:] != values[:-1]))] if len(values) else values
+
+
+def _sorted_isin(values: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
+    """np.isin for a sorted array of unique values, by binary search (no sort, no copies)."""
+    if not len(sorted_unique):
+        return np.zeros(len(values), dtype=bool)
+    at = np.searchsorted(sorted_unique, values).clip(max=len(sorted_unique) - 1)
+    return sorted_unique[at] == values
+
+
+def count_insertion_terms(spec: dict, corpus_files: list[str], variants_dir: str, text_files: list[str],
+                          batch_rows: int = 200_000) -> tuple[Counter, Counter, int] | None:
+    """count_terms over a perturbed corpus's unique texts (originals and variants, each text once),
+    tokenising only the originals and the variants that are not insertions (7x fewer texts).
+
+    An insertion variant is its original's whitespace words joined by single spaces with one term
+    inserted (perturb.INSERTION_KINDS); the token patterns RustTokens knows match word characters
+    only, never whitespace, so its tokens are its original's plus its term's. With m_o the unique
+    insertion variants of unique original o: df(w) = sum_o [w in o](1 + m_o) + the insertion
+    variants whose term has w and whose original has not; tf(w) = sum_o tf_o(w)(1 + m_o) + the
+    term's w per variant. A variant text equal to an original's counts as that original.
+    None where this does not apply (another token pattern, or text partitions that do not hold
+    exactly the originals and the variants): then the texts are counted one by one."""
+    from workflow_scripts.csc.perturb import INSERTION_KINDS
+    vec = tfidf_vectorizer(spec)
+    if not RustTokens.usable(vec):
+        return None
+    analyze, rust = vec.build_analyzer(), RustTokens(vec)
+    variant_files = sorted(str(p) for p in Path(variants_dir).glob("part-*.parquet"))
+    # numpy arrays of keys and small codes, not a frame of strings: 18 bytes per variant
+    original_keys = _sorted_unique(np.concatenate([_column(f, "text_key") for f in corpus_files] or [np.zeros(0, np.uint64)]))
+    columns = [_insertion_columns(f, INSERTION_KINDS) for f in variant_files]
+    terms = sorted({t for *_, names in columns for t in names})
+    keys = np.concatenate([c[0] for c in columns] or [np.zeros(0, np.uint64)])
+    of_original = np.concatenate([c[1] for c in columns] or [np.zeros(0, np.uint64)])
+    # per variant: its term's index in `terms` (insertions), -1 (other kinds)
+    term_of = np.concatenate([np.append(np.array([terms.index(t) for t in names], np.int16), -1)[codes]
+                              for _, _, codes, names in columns] or [np.zeros(0, np.int16)])
+    del columns
+    keys, first = np.unique(keys, return_index=True)  # a text made twice counts once
+    new = ~_sorted_isin(keys, original_keys)  # a variant text equal to an original counts as the original
+    keys, first = keys[new], first[new]
+    of_original, term_of = of_original[first], term_of[first]
+    del first, new
+    # the text set the direct count would read: exactly the originals and the variants
+    text_keys = _sorted_unique(np.concatenate([_column(f, "text_key") for f in text_files]))
+    if _key_set_digest(text_keys) != _key_set_digest(np.concatenate([original_keys, keys])):
+        return None
+    n_docs = len(text_keys)
+    del text_keys
+    others = keys[term_of < 0]
+    inserted = term_of >= 0
+    weighted, n_variants = np.unique(of_original[inserted], return_counts=True)
+    weights = pl.DataFrame({"original_key": pl.Series(weighted, dtype=pl.UInt64), "w": n_variants.astype(np.int64) + 1})
+    by_term = {t: of_original[term_of == i] for i, t in enumerate(terms)}  # originals of each term's variants
+    del keys, of_original, term_of, inserted
+    term_tokens = {t: analyze(t) for t in terms if len(by_term[t])}
+    probes = sorted({w for tokens in term_tokens.values() for w in tokens})
+    having: dict[str, list[np.ndarray]] = {w: [] for w in probes}  # originals holding each term's token
+    tf_parts, df_parts = [], []
+    masks, _ = unique_rows(corpus_files)
+    for keys, texts in iter_chunks(corpus_files, masks, batch_rows):
+        frame = rust.token_lists(keys, texts, analyze).join(weights, left_on="key", right_on="original_key", how="left")
+        frame = frame.with_columns(pl.col("w").fill_null(1))
+        tf_parts.append(frame.explode("term").drop_nulls("term").group_by("term").agg(pl.col("w").sum()))
+        df_parts.append(frame.with_columns(pl.col("term").list.unique()).explode("term").drop_nulls("term")
+                        .group_by("term").agg(pl.col("w").sum()))
+        for w in probes:
+            having[w].append(frame.filter(pl.col("term").list.contains(w))["key"].to_numpy())
+    df: Counter = Counter()
+    tf: Counter = Counter()
+    for counts, parts in ((tf, tf_parts), (df, df_parts)):
+        if parts:
+            merged = pl.concat(parts).group_by("term").agg(pl.col("w").sum())
+            counts.update(dict(zip(merged["term"].to_list(), merged["w"].to_list())))
+    for term, tokens in term_tokens.items():
+        for w in set(tokens):
+            held = np.sort(np.concatenate(having[w])) if having[w] else np.zeros(0, np.uint64)  # unique originals
+            df[w] += int((~_sorted_isin(by_term[term], held)).sum())
+            tf[w] += tokens.count(w) * len(by_term[term])
+    # the other variants (grammatical negation rewrites words): tokenised as they are, each once
+    if len(others):
+        more_df, more_tf, _ = count_terms(spec, _texts_of(variant_files, others))
+        df.update(more_df)
+        tf.update(more_tf)
+    return +df, +tf, n_docs
+
+
 def fit_tfidf(spec: dict, corpus_dir: str | None, out: str, log, text_files: list[str] | None = None,
-              batch_rows: int = 200_000, scope: str | None = None) -> None:
+              batch_rows: int = 200_000, scope: str | None = None, variants_dir: str | None = None) -> None:
     """Fit vocabulary and idf on a text set. A corpus: its original sentences, plus their variants
     when `fit_on` is `originals_and_variants` (the default: fitted on originals alone, an inserted
     word the corpus never uses gets no dimension, and the insertion is invisible to TF-IDF). A probe
@@ -584,18 +737,27 @@ def fit_tfidf(spec: dict, corpus_dir: str | None, out: str, log, text_files: lis
 
     One streaming pass: the texts are read batch by batch and only term counts are kept, so memory
     follows the vocabulary (plus 8 bytes of key per text to count each unique text once), and the
-    result is the in-memory TfidfVectorizer fit's."""
+    result is the in-memory TfidfVectorizer fit's. Given the corpus's variants (`variants_dir`),
+    insertion variants are counted from their originals instead of tokenised one by one
+    (count_insertion_terms: the same counts, 3x faster at 2.5M pairs)."""
     if corpus_dir is None:
         name, fit_on = scope, "dataset_texts"
     else:
         name, fit_on = read_json(Path(corpus_dir) / "manifest.json")["corpus"], spec.get("fit_on", "originals_and_variants")
+    originals = sorted(str(p) for p in Path(corpus_dir).glob("part-*.parquet")) if corpus_dir else []
+    counts = None
     if fit_on in ("originals_and_variants", "dataset_texts"):
         if not text_files:
             raise ValueError(f"fit_on: {fit_on} needs the text partitions of {name}")
-        files, (masks, _) = list(text_files), unique_rows(text_files)  # a text shared by variants counts once
+        if variants_dir is not None and fit_on == "originals_and_variants":
+            counts = count_insertion_terms(spec, originals, variants_dir, text_files, batch_rows)
+            log.info("terms of the insertion variants %s", "counted from their originals" if counts else
+                     "counted text by text (another token pattern, or texts other than originals and variants)")
+        if counts is None:
+            files, (masks, _) = list(text_files), unique_rows(text_files)  # a text shared by variants counts once
     else:
-        files, masks = sorted(str(p) for p in Path(corpus_dir).glob("part-*.parquet")), None
-    df, tf, n_docs = count_terms(spec, iter_texts(files, masks, batch_rows))
+        files, masks = originals, None
+    df, tf, n_docs = counts or count_terms(spec, iter_texts(files, masks, batch_rows))
     vocab, idf = tfidf_from_counts(spec, df, tf, n_docs)
     with atomic_path(out) as tmp:
         tmp.write_text(json.dumps({"corpus": name, "fit_on": fit_on, "documents": n_docs,
@@ -869,6 +1031,7 @@ def main(argv: list[str] | None = None) -> None:
     f.add_argument("--corpus-dir", help="a corpus (for fit_on); absent for a probe dataset: all its texts")
     f.add_argument("--scope", help="name of the text set")
     f.add_argument("--texts", nargs="*", default=[])
+    f.add_argument("--variants-dir", help="the corpus's perturbations: insertion variants' terms counted from their originals")
     f.add_argument("--out", required=True)
     f.add_argument("--log")
     e = sub.add_parser("embed")
@@ -890,7 +1053,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "embed")
     if args.cmd == "fit-tfidf":
-        fit_tfidf(json.loads(args.spec), args.corpus_dir, args.out, log, args.texts, scope=args.scope)
+        fit_tfidf(json.loads(args.spec), args.corpus_dir, args.out, log, args.texts, scope=args.scope,
+                  variants_dir=args.variants_dir)
     else:
         embed_partition(args.model, json.loads(args.spec), args.scope, args.partition, args.partitions,
                         args.texts, args.out, args.threads, log, args.fitted, args.model_file, args.chunk_rows,

@@ -27,6 +27,9 @@ import pyarrow.parquet as pq
 from workflow_scripts.common import SEP, atomic_path, read_json, setup_logging, text_key, write_json
 
 KINDS = ("fuzz", "negation", "grammatical_negation")
+# a variant of these kinds is its original's whitespace words, joined by single spaces, with one term
+# inserted (insertion_variants); the TF-IDF fit counts their terms from that (embed.count_insertion_terms)
+INSERTION_KINDS = KINDS[:2]
 VARIANT_SCHEMA = pa.schema([
     ("original_id", pa.uint64()),
     ("variant_id", pa.uint64()),
@@ -109,7 +112,7 @@ class Perturber:
         for sid, text, gram in zip(ids, texts, grammatical):
             words = text.split()
             rng = sentence_rng(self.seed, sid)
-            for kind, terms in (("fuzz", self.fuzz_terms), ("negation", self.neg_terms)):
+            for kind, terms in zip(INSERTION_KINDS, (self.fuzz_terms, self.neg_terms)):
                 found = insertion_variants(words, terms, self.x, rng)
                 stats[f"{kind}_collapsed"] += min(self.x, len(words) * len(terms)) - len(found)
                 for pos, term, vtext in found:
