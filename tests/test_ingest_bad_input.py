@@ -126,3 +126,20 @@ def test_truncated_zip_names_the_file(tmp_path, log):
     with pytest.raises(ValueError, match=f"^{src}: not a readable zip file"):
         ingest(spec, "z", str(src), str(tmp_path / "out"), 100, log)
     assert_nothing_written(tmp_path, "out")
+
+
+def test_corrupt_zip_member_names_the_file_and_writes_nothing(tmp_path, log):
+    """A member whose bytes fail their CRC (read through a buffer) is an error, not a short corpus."""
+    src = tmp_path / "bad.zip"
+    lines = b"".join(b"line %d\n" % i for i in range(5000))
+    with zipfile.ZipFile(src, "w", compression=zipfile.ZIP_STORED) as z:
+        z.writestr("c.en", lines)
+        z.writestr("c.nl", lines)
+    data = bytearray(src.read_bytes())
+    at = data.index(b"line 4000")
+    data[at:at + 4] = b"LINE"  # same length, wrong CRC
+    src.write_bytes(bytes(data))
+    spec = {"format": "moses", "languages": ["en", "nl"], "files": {"en": "c.en", "nl": "c.nl"}}
+    with pytest.raises(ValueError, match=rf"^{src}: input ends early or is corrupt after line \d+ \(BadZipFile"):
+        ingest(spec, "z", str(src), str(tmp_path / "out"), 100, log)
+    assert_nothing_written(tmp_path, "out")
