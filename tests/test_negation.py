@@ -309,6 +309,24 @@ def test_lazy_tagging_equals_whole_sentence_tagging(tagged, real_english):
     assert [i for i, (a, b) in enumerate(zip(lazy, full)) if a != b] == []
 
 
+def test_batched_prefix_tags_equal_tagging_word_by_word(tagged, real_english):
+    """tag_prefixes (the first k words of many sentences at once, as negate_many uses it) gives
+    tag_at's tags and context, also for words spelled like the tagger's START/END markers, one-word
+    and empty sentences; and negate_many gives negate's result for every real sentence."""
+    from workflow_scripts.csc.negation import _Tags
+    perceptron = tagged._perceptron
+    sentences = [s.split() for s in real_english[:500]] + [
+        [], ["Close"], ["-START-", "-END-", "is", "-END2-"], "In 1998 3,000 X-rays cost $ 12m".split()]
+    for k in (1, 3, 8):
+        for words, (tags, ctx) in zip(sentences, perceptron.tag_prefixes(sentences, k)):
+            lazy = _Tags(perceptron, None, words)
+            assert tags == [lazy[i] for i in range(min(k, len(words)))]
+            if words:  # the context as tag_at left it after the last tag of the prefix
+                assert ctx == lazy._ctx[:len(ctx)] and len(ctx) == min(k, len(words)) + 4
+    sample = real_english[1::3]
+    assert tagged.negate_many(sample) == [tagged.negate(s) for s in sample]
+
+
 # --- NLTK provenance --------------------------------------------------------------------------
 
 SHARED_FINGERPRINT = {"mode": "tagger", "tagger": "averaged_perceptron_tagger_eng@d9db66b94ff151b1",
