@@ -323,6 +323,28 @@ def test_tfidf_counts_in_polars_equal_the_analyzers(options):
     assert vocab == ref.get_feature_names_out().tolist() and idf.tobytes() == ref.idf_.tobytes()
 
 
+@pytest.mark.parametrize("options", [{}, {"min_df": 2, "max_features": 50, "sublinear_tf": True},
+                                     {"lowercase": False, "token_pattern": r"(?u)\b\w\w+\b", "min_df": 0.01}])
+def test_fit_settings_without_sklearn_are_the_vectorizers(options, tmp_path):
+    """tfidf_settings gives the fit the vectorizer's own settings; a fit job on texts polars reads
+    alike never imports scikit-learn (2.8 s per job)."""
+    import subprocess
+    import sys
+    from workflow_scripts.embed import tfidf_settings, tfidf_vectorizer
+    spec = {"family": "tfidf", **options}
+    params = tfidf_vectorizer(spec).get_params()
+    settings = vars(tfidf_settings(spec))
+    assert settings == {k: params[k] for k in settings}
+    files = [write_texts(tmp_path / "t.parquet", ["the cat sat", "a dog", "the dog sat"])]
+    code = ("import json, logging, sys; from workflow_scripts.embed import fit_tfidf; "
+            f"fit_tfidf({spec!r}, None, {str(tmp_path / 'f.json')!r}, logging.getLogger(), {files!r}, scope='d'); "
+            "print('sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    assert json.loads((tmp_path / "f.json").read_text())["vocabulary"] == (
+        sklearn_fit(spec, ["the cat sat", "a dog", "the dog sat"]).get_feature_names_out().tolist())
+
+
 def test_streamed_tfidf_fit_refuses_what_sklearn_refuses():
     texts = tfidf_corpus()
     for spec, message in [({"family": "tfidf", "min_df": 10 ** 6}, "max_df corresponds to < documents than min_df"),

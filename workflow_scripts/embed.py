@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from numbers import Integral
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import polars as pl
@@ -413,6 +414,30 @@ def tfidf_vectorizer(spec: dict, vocabulary=None):
     )
 
 
+def tfidf_settings(spec: dict) -> SimpleNamespace:
+    """What tfidf_vectorizer(spec) is set to, as far as fitting reads it (the analyzer's options,
+    df limits, idf smoothing, dtype), without importing scikit-learn: that import is 2.8 s of every
+    fit job, whose counting is polars'. A test compares these with the vectorizer's get_params()."""
+    return SimpleNamespace(
+        lowercase=spec.get("lowercase", True), token_pattern=spec.get("token_pattern", DEFAULT_TOKEN_PATTERN),
+        stop_words=None, min_df=spec.get("min_df", 1), max_df=1.0, max_features=spec.get("max_features"),
+        sublinear_tf=spec.get("sublinear_tf", False), smooth_idf=True, dtype=np.float32, analyzer="word",
+        ngram_range=(1, 1), preprocessor=None, tokenizer=None, strip_accents=None, input="content")
+
+
+class LazyAnalyzer:
+    """tfidf_vectorizer(spec)'s analyzer, built (scikit-learn imported) when first called: only
+    texts polars cannot tokenise alike need it (RustTokens)."""
+
+    def __init__(self, spec: dict):
+        self.spec, self._analyze = spec, None
+
+    def __call__(self, text: str) -> list[str]:
+        if self._analyze is None:
+            self._analyze = tfidf_vectorizer(self.spec).build_analyzer()
+        return self._analyze(text)
+
+
 def count_terms(spec: dict, batches, fast: bool = True) -> tuple[Counter, Counter, int]:
     """Per term: documents it occurs in and total occurrences, over batches of texts, tokenised as
     the fitted vectorizer's own analyzer does. Memory follows the vocabulary, not the corpus.
@@ -420,8 +445,8 @@ def count_terms(spec: dict, batches, fast: bool = True) -> tuple[Counter, Counte
     fast: texts the vectorizer's regex provably tokenises the same way in Rust are tokenised and
     counted in polars (3x faster), the others by the analyzer (see RustTokens); the counts are the
     same either way."""
-    vec = tfidf_vectorizer(spec)
-    analyze = vec.build_analyzer()
+    vec = tfidf_settings(spec)
+    analyze = LazyAnalyzer(spec)
     rust = RustTokens(vec) if fast and RustTokens.usable(vec) else None
     df: Counter = Counter()
     tf: Counter = Counter()
@@ -554,7 +579,7 @@ def tfidf_from_counts(spec: dict, df: Counter, tf: Counter, n_docs: int) -> tupl
     float32 totals, exact below 2**24 occurrences) and TfidfTransformer.fit (smoothed idf in
     float32). Only these counts are needed, not the document-term matrix; tests compare the result
     bit for bit with TfidfVectorizer for several option sets."""
-    vec = tfidf_vectorizer(spec)
+    vec = tfidf_settings(spec)
     if not df:
         raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
     terms = sorted(df)
@@ -663,10 +688,10 @@ def count_insertion_terms(spec: dict, corpus_files: list[str], variants_dir: str
     None where this does not apply (another token pattern, or text partitions that do not hold
     exactly the originals and the variants): then the texts are counted one by one."""
     from workflow_scripts.csc.perturb import INSERTION_KINDS
-    vec = tfidf_vectorizer(spec)
+    vec = tfidf_settings(spec)
     if not RustTokens.usable(vec):
         return None
-    analyze, rust = vec.build_analyzer(), RustTokens(vec)
+    analyze, rust = LazyAnalyzer(spec), RustTokens(vec)
     variant_files = sorted(str(p) for p in Path(variants_dir).glob("part-*.parquet"))
     # numpy arrays of keys and small codes, not a frame of strings: 18 bytes per variant
     original_keys = _sorted_unique(np.concatenate([_column(f, "text_key") for f in corpus_files] or [np.zeros(0, np.uint64)]))
@@ -695,7 +720,9 @@ def count_insertion_terms(spec: dict, corpus_files: list[str], variants_dir: str
     weights = pl.DataFrame({"original_key": pl.Series(weighted, dtype=pl.UInt64), "w": n_variants.astype(np.int64) + 1})
     by_term = {t: of_original[term_of == i] for i, t in enumerate(terms)}  # originals of each term's variants
     del keys, of_original, term_of, inserted
-    term_tokens = {t: analyze(t) for t in terms if len(by_term[t])}
+    used = [t for t in terms if len(by_term[t])]
+    term_tokens = dict(zip(used, rust.token_lists(np.arange(len(used), dtype=np.uint64), used, analyze)
+                           .sort("key")["term"].to_list()))
     probes = sorted({w for tokens in term_tokens.values() for w in tokens})
     having: dict[str, list[np.ndarray]] = {w: [] for w in probes}  # originals holding each term's token
     tf_parts, df_parts = [], []
