@@ -60,11 +60,12 @@ test: setup
 
 # a real single-node SLURM cluster (root: installs Debian's slurm packages), local vs SLURM results
 test-slurm: setup
-	tests/slurm/run_slurm_test.sh
+	tests/slurm/run_slurm_test.sh $(SLURM_WORKDIR)
 
 # kill the small config's run KILLS times at random moments; reruns must give identical results
+# (REFERENCE=DIR: compare with that finished run of the small config instead of running one first)
 test-interrupt: setup
-	$(VENV)/bin/python tests/interrupt_rerun.py $(KILLS)
+	$(VENV)/bin/python tests/interrupt_rerun.py $(KILLS) $(if $(REFERENCE),--reference $(REFERENCE))
 
 # the paper's full ParaCrawl experiment, planned but not run (it downloads about 12 GB)
 dry-run-full: setup

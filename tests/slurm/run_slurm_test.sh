@@ -23,6 +23,7 @@ t0=$(date +%s)
 $snakemake --cores 2 --configfile "$config" --config results="$work/local" --quiet rules \
     > "$work/local.log" 2>&1 || { tail -50 "$work/local.log"; exit 1; }
 t_local=$(( $(date +%s) - t0 ))
+echo "$t_local" > "$work/local.seconds"  # tests/interrupt_rerun.py --reference "$work/local" reuses this run
 
 echo "== SLURM run (--profile profiles/slurm)"
 # the real profile, with this cluster's account and partition filled in; no accounting here, so
