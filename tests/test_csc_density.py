@@ -6,7 +6,8 @@ import pytest
 from scipy.stats import norm
 
 from workflow_scripts.csc.curves import (GRID, SIM_SCHEMA, Moments, Window, analyse, bandwidth, binned_density,
-                                  exact_density, make_grid, normalise, overlap, undefined_reason)
+                                         exact_density, fft_convolve, make_grid, normalise, overlap,
+                                         undefined_reason)
 
 
 def gaussian_kde_by_hand(values, grid, factor=0.2):
@@ -96,6 +97,19 @@ def test_binned_kde_agrees_with_scipy_at_every_resolvable_bandwidth(bw):
     bx, by = normalise(binned_density(x)), normalise(binned_density(y))
     assert abs(overlap(ex, ey) - overlap(bx, by)) < 2.5e-5  # required: 1e-4; 1.1e-5 measured at worst
     assert np.abs(ex - bx).max() < 2e-4 * ex.max()
+
+
+def test_fft_convolve_is_scipy_fftconvolve_bit_for_bit():
+    from scipy import signal
+    rng = np.random.default_rng(3)
+    for size, width in [(1, 1), (2, 7), (1021, 41), (4099, 611), (20000, 3001)]:
+        values = rng.random(size) * 10.0 ** rng.integers(-4, 5)
+        kernel = np.exp(-0.5 * np.linspace(-4, 4, width) ** 2)
+        expected = signal.fftconvolve(values, kernel, mode="full")
+        got = fft_convolve(values, kernel)
+        assert got.shape == expected.shape == (size + width - 1,)
+        assert np.array_equal(got, expected)
+    assert np.allclose(fft_convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5])), [0, 1, 2.5, 4, 1.5])
 
 
 def test_narrow_curve_is_not_linear_binning_onto_the_grid():

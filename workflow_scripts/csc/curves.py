@@ -153,6 +153,16 @@ def exact_density(values: np.ndarray, grid: np.ndarray = GRID) -> np.ndarray:
     return stats.gaussian_kde(np.asarray(values, dtype=np.float64), bw_method=COVARIANCE_FACTOR)(grid)
 
 
+def fft_convolve(values: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """scipy.signal.fftconvolve(values, kernel, mode="full") of 1-D float arrays, bit for bit (tested):
+    the same scipy.fft calls, without importing scipy.signal (a second of every scoring job)."""
+    from scipy import fft
+    size = len(values) + len(kernel) - 1
+    padded = [fft.next_fast_len(size, True)]
+    spectrum = fft.rfftn(values, padded, axes=[0]) * fft.rfftn(kernel, padded, axes=[0])
+    return fft.irfftn(spectrum, padded, axes=[0])[:size]
+
+
 class Window:
     """Fine nodes over the part of the grid a sample's kernels reach: node k sits at
     grid[lo] + k x step / refine, so every refine-th node is a grid point."""
@@ -191,8 +201,7 @@ class Window:
         reach = int(math.ceil(KERNEL_REACH * bw / self.delta))
         offsets = np.arange(-reach, reach + 1) * self.delta
         kernel = np.exp(-0.5 * (offsets / bw) ** 2) / (bw * math.sqrt(2.0 * math.pi))
-        from scipy import signal
-        fine = signal.fftconvolve(hist, kernel, mode="full")[reach:reach + self.nodes] / n
+        fine = fft_convolve(hist, kernel)[reach:reach + self.nodes] / n
         out = np.zeros(points)
         out[self.lo:self.hi + 1] = np.maximum(fine[::self.refine], 0.0)  # FFT round-off can leave -1e-17
         return out
