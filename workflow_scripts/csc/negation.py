@@ -424,13 +424,12 @@ class _Perceptron:
                 after, after2 = info[context[at, i + 3]], info[context[at, i + 4]]
                 # tag_at's feature order: bias, i suffix, i pref1, i-1 tag, i-2 tag, i tag+i-2 tag,
                 # i word, i-1 tag+i word, i-1 word, i-1 suffix, i-2 word, i+1 word, i+1 suffix, i+2 word
-                rows = np.stack([np.full(len(at), bias), here[:, 0], here[:, 1], prev_rows[p], prev2_rows[p2],
-                                 pair_rows[p, p2], here[:, 2], with_word[here[:, 9], p], before[:, 3], before[:, 4],
-                                 before2[:, 5], after[:, 6], after[:, 7], after2[:, 8]], axis=1)
-                weights = self.matrix[rows]
-                scores = weights[:, 0].copy()
-                for f in range(1, weights.shape[1]):  # one feature after the other, as tag_at sums
-                    scores += weights[:, f]
+                features = (here[:, 0], here[:, 1], prev_rows[p], prev2_rows[p2], pair_rows[p, p2], here[:, 2],
+                            with_word[here[:, 9], p], before[:, 3], before[:, 4], before2[:, 5], after[:, 6],
+                            after[:, 7], after2[:, 8])
+                scores = np.repeat(self.matrix[bias][None, :], len(at), axis=0)
+                for rows in features:  # one feature after the other, as tag_at sums
+                    scores += self.matrix[rows]
                 out = out.copy()
                 out[scored] = self.last - scores[:, ::-1].argmax(axis=1)
             tags[active, i] = out
