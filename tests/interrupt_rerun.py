@@ -17,7 +17,8 @@ Usage: python tests/interrupt_rerun.py KILLS [--config resources/configs/test_sm
    curves, plots; logs and benchmark timings aside) must be byte-identical to the reference, and no
    half-written `.tmp-*` entry may be left.
 Every run is Snakemake started from the repository root (relative input paths, as in `make run`)
-writing into the work directory. Every wait is bounded, so a run that hangs fails the test with its
+writing into the work directory; its `.snakemake` metadata, and the `--unlock` after each kill, are
+the checkout's, so do not run this beside another run in the same checkout. Every wait is bounded, so a run that hangs fails the test with its
 log instead of stalling CI. Not part of the pytest suite: CI runs it with 3 kills
 (`make test-interrupt`).
 
