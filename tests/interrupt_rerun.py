@@ -109,22 +109,16 @@ def main() -> None:
     rng = random.Random(args.seed)
     started = time.perf_counter()
 
-    if args.reference:
-        reference_dir = Path(args.reference).resolve()
-        seconds = reference_dir.with_name(reference_dir.name + ".seconds")
-        if not (reference_dir / "tables" / "csc_overlap.csv").exists() or not seconds.exists():
-            sys.exit(f"--reference {reference_dir}: needs a finished run's results and {seconds.name} beside them")
-        reference = float(seconds.read_text())
-        print(f"reference run: {reference:.0f} s ({reference_dir})", flush=True)
+    reference_dir = Path(args.reference).resolve() if args.reference else workdir / "reference"
+    seconds = reference_dir.with_name(reference_dir.name + ".seconds")
+    if seconds.exists() and (reference_dir / "tables" / "csc_overlap.csv").exists():
+        reference = float(seconds.read_text())  # given, or an earlier reference run of this workdir
+    elif args.reference:
+        sys.exit(f"--reference {reference_dir}: needs a finished run's results and {seconds.name} beside them")
     else:
-        reference_dir = workdir / "reference"
-        saved = workdir / "reference.seconds"
-        if saved.exists() and (reference_dir / "tables" / "csc_overlap.csv").exists():
-            reference = float(saved.read_text())  # an earlier reference run of this workdir
-        else:
-            reference = run(command(workdir, config, "reference"), workdir / "reference.log", args.run_timeout)
-            saved.write_text(f"{reference:.1f}\n")
-        print(f"reference run: {reference:.0f} s", flush=True)
+        reference = run(command(workdir, config, "reference"), workdir / "reference.log", args.run_timeout)
+        seconds.write_text(f"{reference:.1f}\n")
+    print(f"reference run: {reference:.0f} s ({reference_dir})", flush=True)
 
     interrupted = workdir / "interrupted"
     shutil.rmtree(interrupted, ignore_errors=True)
