@@ -345,6 +345,33 @@ def test_fit_settings_without_sklearn_are_the_vectorizers(options, tmp_path):
         sklearn_fit(spec, ["the cat sat", "a dog", "the dog sat"]).get_feature_names_out().tolist())
 
 
+@pytest.mark.parametrize("options", [{}, {"lowercase": False}, {"token_pattern": r"(?u)\b\w\w+\b"},
+                                     {"token_pattern": r"(?u)\b[a-z]+\b"}, {"lowercase": False, "sublinear_tf": True}])
+def test_analyzer_for_texts_polars_reads_differently_is_sklearns(options, tmp_path):
+    """LazyAnalyzer gives scikit-learn's build_analyzer() tokens for every edge case; with the
+    token patterns polars handles, a fit job whose texts need it still never imports scikit-learn."""
+    import subprocess
+    import sys
+    from workflow_scripts.embed import LazyAnalyzer, RustTokens, tfidf_settings, tfidf_vectorizer
+    spec = {"family": "tfidf", **options}
+    reference = tfidf_vectorizer(spec).build_analyzer()
+    analyze = LazyAnalyzer(spec)
+    for text in TOKEN_EDGE_CASES + tfidf_corpus()[:200]:
+        assert analyze(text) == reference(text)
+    if not RustTokens.usable(tfidf_settings(spec)):
+        return
+    texts = ["the cat sat", "İstanbul is big", "ΣΟΦΟΣ σοφός ΟΔΟΣ.", "Ⓐ circled ⓑ"]
+    files = [write_texts(tmp_path / "t.parquet", texts)]
+    code = ("import json, logging, sys; from workflow_scripts.embed import fit_tfidf; "
+            f"fit_tfidf({spec!r}, None, {str(tmp_path / 'f.json')!r}, logging.getLogger(), {files!r}, scope='d'); "
+            "print('sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    fitted = json.loads((tmp_path / "f.json").read_text())
+    ref = sklearn_fit(spec, texts)
+    assert fitted["vocabulary"] == ref.get_feature_names_out().tolist() and fitted["idf"] == ref.idf_.tolist()
+
+
 def test_streamed_tfidf_fit_refuses_what_sklearn_refuses():
     texts = tfidf_corpus()
     for spec, message in [({"family": "tfidf", "min_df": 10 ** 6}, "max_df corresponds to < documents than min_df"),

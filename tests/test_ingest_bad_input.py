@@ -143,3 +143,10 @@ def test_corrupt_zip_member_names_the_file_and_writes_nothing(tmp_path, log):
     with pytest.raises(ValueError, match=rf"^{src}: input ends early or is corrupt after line \d+ \(BadZipFile"):
         ingest(spec, "z", str(src), str(tmp_path / "out"), 100, log)
     assert_nothing_written(tmp_path, "out")
+
+
+def test_control_characters_are_all_unprintable():
+    """checked_text searches for control characters only in texts str.isprintable() rejects."""
+    from workflow_scripts.ingest import CONTROL_CHAR
+    matched = [c for c in map(chr, range(0x110000)) if CONTROL_CHAR.match(c)]
+    assert len(matched) == 55 and not any(c.isprintable() for c in matched)

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import os
 import string
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from workflow_scripts.csc.negation import GrammaticalNegator
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _nltk_data_dir() -> Path | None:
@@ -238,13 +242,71 @@ def test_verb_lemmas_hand_checked(tagged):
 
 def test_fast_tagger_matches_nltk_tag(tagged):
     """The per-position tagger gives nltk's own tags (digits, years, hyphens, unknown words)."""
+    import nltk
+    from nltk.tag.perceptron import PerceptronTagger
     from workflow_scripts.csc.negation import _Tags
-    nltk_tagger = tagged._tagger
+    nltk_tagger = PerceptronTagger(loc=nltk.data.find("taggers/averaged_perceptron_tagger_eng/"))
     for sentence in ["The quick brown fox jumps over the lazy dog .", "In 1998 3,000 X-rays cost $ 12m",
                      "Zorblax frimbled the quaggish wemp", "a", "Please close it"]:
         words = sentence.split()
         lazy = _Tags(tagged._perceptron, None, words)
         assert [lazy[i] for i in range(len(words))] == [t for _, t in nltk_tagger.tag(words)]
+
+
+def test_batched_negation_keeps_no_memory_between_calls(tagged, real_english, monkeypatch):
+    """Waiting for more tags is an exception: a reused exception instance would keep every frame
+    it was raised from (its traceback grows with each raise), 2.5 GB over a 600k-sentence corpus."""
+    import tracemalloc
+    import workflow_scripts.csc.negation as negation
+    monkeypatch.setattr(negation, "PREFIX_TAGS", 1)  # many sentences wait for tags, several times
+    sample = real_english[:400]
+    tagged.negate_many(sample)
+    tracemalloc.start()
+    try:
+        tagged.negate_many(sample)
+        first = tracemalloc.get_traced_memory()[0]
+        for _ in range(4):
+            tagged.negate_many(sample)
+        growth = tracemalloc.get_traced_memory()[0] - first
+    finally:
+        tracemalloc.stop()
+    assert growth < 200_000, growth
+
+
+def test_tagger_files_read_without_nltk_are_what_nltk_loads(tagged):
+    """With a VERIFIED_NLTK version the tagger and WordNet files are read directly: the same
+    weights, tag dictionary, classes, normalisation, verb lemmas and rules, and fingerprint as
+    loading them through nltk (which then checks the fast path against its own tag())."""
+    import numpy as np
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+    from nltk.tag.perceptron import PerceptronTagger
+    from workflow_scripts.csc import negation as N
+    assert N._nltk_version() in N.VERIFIED_NLTK  # the nltk the suite runs is the one it verifies
+    assert isinstance(tagged._tagger, N._TaggerFiles)  # the direct path was taken
+    via_nltk = GrammaticalNegator(use_tagger=False)
+    via_nltk._load(lazy_tags=True)
+    assert isinstance(via_nltk._tagger, PerceptronTagger) and via_nltk._perceptron is not None
+    assert via_nltk.fingerprint == tagged.fingerprint and via_nltk.missing == tagged.missing == []
+    assert list(N.VERB_SUBSTITUTIONS) == WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS["v"] == tagged._verb_rules
+    assert via_nltk._verb_lemmas == tagged._verb_lemmas and via_nltk._verb_exceptions == tagged._verb_exceptions
+    assert via_nltk._tagger.model.weights == tagged._tagger.model.weights
+    assert via_nltk._tagger.tagdict == tagged._tagger.tagdict and via_nltk._tagger.classes == tagged._tagger.classes
+    assert np.array_equal(via_nltk._perceptron.matrix, tagged._perceptron.matrix)
+    words = ["1998", "3,000", "12m", "-5", "X-rays", "well-known", "-dash", "The", "ÉCOLE", "", "42nd", "٣٤٥٦"]
+    assert [tagged._tagger.normalize(w) for w in words] == [via_nltk._tagger.normalize(w) for w in words]
+
+
+def test_fast_path_does_not_import_nltk():
+    """nltk's import takes 2 s (scikit-learn, scipy.stats, pandas): a negating process skips it."""
+    data = _nltk_data_dir()
+    if data is None:
+        pytest.skip("NLTK data not found")
+    code = ("import sys; from workflow_scripts.csc.negation import GrammaticalNegator as G; g = G(use_tagger=True); "
+            "assert g.has_tagger and g._perceptron is not None; print(g.negate('She walks to work.')[0]); "
+            "print('nltk' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         env={**os.environ, "NLTK_DATA": str(data)}).stdout.split("\n")
+    assert out[:2] == ["She does not walk to work.", "False"]
 
 
 def test_tags_are_computed_only_as_far_as_read(tagged, monkeypatch):
@@ -309,22 +371,45 @@ def test_lazy_tagging_equals_whole_sentence_tagging(tagged, real_english):
     assert [i for i, (a, b) in enumerate(zip(lazy, full)) if a != b] == []
 
 
-def test_batched_prefix_tags_equal_tagging_word_by_word(tagged, real_english):
-    """tag_prefixes (the first k words of many sentences at once, as negate_many uses it) gives
-    tag_at's tags and context, also for words spelled like the tagger's START/END markers, one-word
-    and empty sentences; and negate_many gives negate's result for every real sentence."""
+def test_batched_span_tags_equal_tagging_word_by_word(tagged, real_english):
+    """tag_spans (the next k words of many sentences at once, after the tags each already has, as
+    negate_many uses it) gives tag_at's tags, also for words spelled like the tagger's START/END
+    markers, one-word and empty sentences, spans that start at 0, 1, 2 or later and run past the
+    end; and negate_many gives negate's result for every real sentence."""
     from workflow_scripts.csc.negation import _Tags
     perceptron = tagged._perceptron
     sentences = [s.split() for s in real_english[:500]] + [
         [], ["Close"], ["-START-", "-END-", "is", "-END2-"], "In 1998 3,000 X-rays cost $ 12m".split()]
-    for k in (1, 3, 8):
-        for words, (tags, ctx) in zip(sentences, perceptron.tag_prefixes(sentences, k)):
-            lazy = _Tags(perceptron, None, words)
-            assert tags == [lazy[i] for i in range(min(k, len(words)))]
-            if words:  # the context as tag_at left it after the last tag of the prefix
-                assert ctx == lazy._ctx[:len(ctx)] and len(ctx) == min(k, len(words)) + 4
+    reference = []
+    for words in sentences:
+        lazy = _Tags(perceptron, None, words)
+        reference.append([lazy[i] for i in range(len(words))])
+    for spans in ((1, 1, 1, 40), (3, 5, 100), (8, 16, 32, 64), (2, 1, 2)):
+        done = [[] for _ in sentences]
+        for k in spans:
+            expected = [ref[:len(d) + k] for d, ref in zip(done, reference)]
+            perceptron.tag_spans(sentences, done, k)
+            assert done == expected
+        assert sum(map(len, done)) > 0
     sample = real_english[1::3]
     assert tagged.negate_many(sample) == [tagged.negate(s) for s in sample]
+
+
+def test_batched_negation_reads_tags_past_the_first_spans(tagged, monkeypatch):
+    """Sentences decided beyond the first span of tags, or never (no verb, every word read), and
+    the imperative re-tagging, give negate's results in negate_many."""
+    import workflow_scripts.csc.negation as negation
+    monkeypatch.setattr(negation, "PREFIX_TAGS", 2)
+    long_tail = " and many more words for the tagger at the end of the list"
+    sentences = ["Great prices for hotels" + long_tail, "The old red barn by the river near the old town burned down .",
+                 "Close the door .", "Close", "Open", "Mind the gap", "Is it raining" + long_tail + "?",
+                 "The list of all the many good hotels in the city has grown ."]
+    results = tagged.negate_many(sentences)
+    assert results == [tagged.negate(s) for s in sentences]
+    assert [r[1] for r in results] == ["no_verb", "do_support", "do_support", "do_support", "do_support", "do_support",
+                                       "auxiliary", "auxiliary"]
+    assert results[1][0] == "The old red barn by the river near the old town did not burn down ."
+    assert results[2][0] == "Do not close the door ."
 
 
 # --- NLTK provenance --------------------------------------------------------------------------

@@ -97,6 +97,17 @@ def test_inlined_shuffle_and_ids_equal_the_library_ones():
                                                                                   0, "not")
 
 
+def test_reseeding_one_generator_gives_each_sentences_own_state():
+    from workflow_scripts.csc.perturb import _reseed, sentence_rng
+    rng = random.Random()
+    for seed in (0, 13, 2 ** 40):
+        for sentence_id in (0, 1, 12345, 2 ** 63, 2 ** 64 - 1):
+            _reseed(rng, seed, sentence_id)
+            reference = sentence_rng(seed, sentence_id)
+            assert rng.getstate()[:2] == reference.getstate()[:2]
+            assert [rng.getrandbits(7) for _ in range(50)] == [reference.getrandbits(7) for _ in range(50)]
+
+
 def test_kinds_terms_and_ids():
     from collections import Counter
     rows = Perturber(SETTINGS, "nl", seed=1).variants([7], ["de kat slaapt op de mat"], Counter())

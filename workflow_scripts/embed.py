@@ -426,11 +426,19 @@ def tfidf_settings(spec: dict) -> SimpleNamespace:
 
 
 class LazyAnalyzer:
-    """tfidf_vectorizer(spec)'s analyzer, built (scikit-learn imported) when first called: only
-    texts polars cannot tokenise alike need it (RustTokens)."""
+    """tfidf_vectorizer(spec)'s analyzer, for the texts polars cannot tokenise alike (RustTokens).
+    With the settings RustTokens handles (one of its token patterns, lowercase or not, nothing
+    else) it is what scikit-learn's build_analyzer() does with them, pattern.findall(text.lower()),
+    without the 2.8 s import (a test compares the two); otherwise scikit-learn's own, built when
+    first called."""
 
     def __init__(self, spec: dict):
         self.spec, self._analyze = spec, None
+        vec = tfidf_settings(spec)
+        if RustTokens.usable(vec):
+            import re
+            findall = re.compile(vec.token_pattern).findall
+            self._analyze = (lambda text: findall(text.lower())) if vec.lowercase else findall
 
     def __call__(self, text: str) -> list[str]:
         if self._analyze is None:

@@ -18,13 +18,25 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from workflow_scripts.common import partition_of, vector_settings
+
+
+def _sparse():
+    """scipy.sparse, imported where a sparse store is read or written: dense-store jobs skip its
+    0.2 s import."""
+    import scipy.sparse
+    return scipy.sparse
+
+
+def _is_sparse(x) -> bool:
+    sparse = sys.modules.get("scipy.sparse")  # not imported: x cannot be a scipy sparse matrix
+    return sparse is not None and sparse.issparse(x)
 
 
 class StoreMismatch(ValueError):
@@ -117,8 +129,8 @@ class PartitionWriter:
 
     def add(self, keys: np.ndarray, vectors) -> None:
         keys = np.asarray(keys, dtype=np.uint64)
-        if sp.issparse(vectors):
-            csr = sp.csr_matrix(vectors, dtype=np.float32)
+        if _is_sparse(vectors):
+            csr = _sparse().csr_matrix(vectors, dtype=np.float32)
             if self.dim is None:
                 self.dim = csr.shape[1]
             self.data.append(csr.data)
@@ -165,7 +177,7 @@ class PartitionWriter:
 
 def write_partition(directory: Path, keys: np.ndarray, manifest: dict, vectors) -> dict:
     """Write a whole partition at once (keys in any order; dense array or sparse matrix)."""
-    sparse = sp.issparse(vectors)
+    sparse = _is_sparse(vectors)
     dtype = np.float32 if sparse else np.asarray(vectors).dtype
     with PartitionWriter(directory, manifest, sparse=sparse, dtype=dtype, dim=vectors.shape[1]) as writer:
         writer.add(keys, vectors)
@@ -187,7 +199,7 @@ class Partition:
     norms: np.ndarray
     rows: np.ndarray | None = None
     vectors: np.ndarray | None = None
-    csr: sp.csr_matrix | None = None
+    csr: "scipy.sparse.csr_matrix | None" = None
     maps: list = field(default_factory=list)
 
     @classmethod
@@ -211,7 +223,7 @@ class Partition:
             if len(indptr) < 1 or indptr[-1] != len(data) or len(indices) != len(data):
                 raise StoreMismatch(f"{directory}: CSR arrays disagree (indptr ends at {indptr[-1] if len(indptr) else None}, "
                                     f"{len(data)} values, {len(indices)} indices)")
-            part.csr = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, manifest["dim"]), copy=False)
+            part.csr = _sparse().csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, manifest["dim"]), copy=False)
             shape, dtype = part.csr.shape, "float32"
         n = manifest["rows"]
         if not (len(keys) == len(norms) == shape[0] == n) or shape[1] != manifest["dim"] or (
@@ -330,8 +342,8 @@ class VectorStore:
             part.release_pages()  # resident memory: one partition's rows of one lookup at a time
         if self.sparse:
             if not blocks:
-                return sp.csr_matrix((0, self.dim), dtype=np.float32), norms
-            stacked = sp.vstack(blocks, format="csr")
+                return _sparse().csr_matrix((0, self.dim), dtype=np.float32), norms
+            stacked = _sparse().vstack(blocks, format="csr")
             inverse = np.empty(len(keys), dtype=np.int64)
             inverse[np.concatenate(order)] = np.arange(len(keys))
             return stacked[inverse], norms

@@ -36,6 +36,7 @@ import functools
 import gc
 import hashlib
 import importlib.metadata
+import json
 import os
 import re
 import sys
@@ -67,67 +68,83 @@ CLITIC = re.compile(r"^(.*[a-z0-9])('s|'m|'re|'ll|'ve|'d)$")
 
 
 @dataclass(slots=True)
-class _Unit:
-    text: str  # as fed to the tagger (case kept, apostrophes normalised)
-    w: str  # lowercased, for matching
-    tok: int  # index of its whitespace token
-    kind: str  # "word", "stem" (followed by a clitic in the same token) or "clitic"
-
-
-@dataclass(slots=True)
 class _Sent:
+    """A sentence's whitespace tokens and its units (the words the tagger reads: a token, or a
+    stem and its clitic), one list per attribute of a unit."""
     toks: list[str]
     cores: list[str]  # tokens with leading/trailing punctuation stripped
-    units: list[_Unit]
+    texts: list[str]  # each unit as fed to the tagger (case kept, apostrophes normalised)
+    ws: list[str]  # lowercased, for matching
+    kinds: list[str]  # "word", "stem" (followed by a clitic in the same token), "clitic" or "poss"
+    at: list[int]  # index of the unit's whitespace token
     question: bool
 
 
-_NEGATED = None  # _token()'s units for a token that is a negation
+_NEGATED = None  # _token() of a token that is a negation
 
 
-def _token(tok: str) -> tuple[str, tuple | None]:
-    """A whitespace token's core (punctuation stripped) and its units as (text, w, kind), or
-    _NEGATED. Depends on the token alone, so _parse caches it."""
+def _token(tok: str) -> tuple | None:
+    """A whitespace token's core (punctuation stripped) and its units' texts, lowercased forms
+    and kinds, or _NEGATED. Depends on the token alone, so _parse caches it."""
     pre, core, post = EDGES.match(tok).groups()
     if not core:
-        return core, ()
+        return core, (), (), ()
     norm = core.replace("\u2019", "'").replace("\u2018", "'")
     low = norm.lower()
     if low in NEGATORS or low.endswith("n't"):
-        return core, _NEGATED
+        return _NEGATED
     m = CLITIC.match(low)
     if m:
         cut = len(m.group(1))
-        return core, ((norm[:cut], low[:cut], "stem"), (norm[cut:], low[cut:], "clitic"))
+        return core, (norm[:cut], norm[cut:]), (low[:cut], low[cut:]), ("stem", "clitic")
     if low.endswith("s") and post[:1] in ("'", "\u2019"):
-        return core, ((norm, low, "word"), ("'", "'", "poss"))  # "analysts'": tag as PTB does
-    return core, ((norm, low, "word"),)
+        return core, (norm, "'"), (low, "'"), ("word", "poss")  # "analysts'": tag as PTB does
+    return core, (norm,), (low,), ("word",)
 
 
 _TOKENS: dict[str, tuple] = {}  # _token() of frequent tokens (the first ones seen, bounded)
+_WORDS: dict[str, tuple] = {}  # of those, the one-unit tokens as (core, text, w, kind)
 _TOKENS_MAX = 100_000
+
+
+def _token_cached(tok: str):
+    found = _token(tok)
+    if len(_TOKENS) < _TOKENS_MAX:
+        _TOKENS[tok] = found
+        if found is not _NEGATED and len(found[1]) == 1:
+            _WORDS[tok] = (found[0], found[1][0], found[2][0], found[3][0])
+    return found
 
 
 def _parse(sentence: str) -> _Sent | tuple:
     toks = sentence.split()
-    cores = []
-    units: list[_Unit] = []
-    for i, tok in enumerate(toks):
-        found = _TOKENS.get(tok)
-        if found is None:
-            found = _token(tok)
-            if len(_TOKENS) < _TOKENS_MAX:
-                _TOKENS[tok] = found
-        core, parts = found
-        if parts is _NEGATED:
-            return None, "already_negated", None
-        cores.append(core)
-        for text, w, kind in parts:
-            units.append(_Unit(text, w, i, kind))
-    if not units:
+    if not toks:
         return None, "empty", None
     question = sentence.rstrip().rstrip("\"')]\u201d\u2019\u00bb").endswith("?")
-    return _Sent(toks, cores, units, question)
+    words = list(map(_WORDS.get, toks))
+    if None not in words:  # every token known, one unit each: the common case, without a loop
+        cores, texts, ws, kinds = map(list, zip(*words))
+        return _Sent(toks, cores, texts, ws, kinds, list(range(len(toks))), question)
+    cores: list[str] = []
+    texts: list[str] = []
+    ws: list[str] = []
+    kinds: list[str] = []
+    at: list[int] = []
+    for i, tok in enumerate(toks):
+        found = _TOKENS.get(tok, False)
+        if found is False:
+            found = _token_cached(tok)
+        if found is _NEGATED:
+            return None, "already_negated", None
+        core, t, w, k = found
+        cores.append(core)
+        texts += t
+        ws += w
+        kinds += k
+        at += [i] * len(t)
+    if not texts:
+        return None, "empty", None
+    return _Sent(toks, cores, texts, ws, kinds, at, question)
 
 
 def _after(s: _Sent, i: int) -> tuple[str, str, int]:
@@ -140,7 +157,7 @@ def _after(s: _Sent, i: int) -> tuple[str, str, int]:
 def _do_support(s: _Sent, i: int, aux: str, base: str) -> tuple[str, str, int]:
     """Replace token i by aux + "not" + base, keeping its punctuation and sentence-initial capital."""
     pre, core, post = EDGES.match(s.toks[i]).groups()
-    if i == s.units[0].tok and core[:1].isupper():
+    if i == s.at[0] and core[:1].isupper():
         aux = aux.capitalize()
         base = base.lower() if core[1:].islower() or len(core) == 1 else base
     out = s.toks[:i] + [pre + aux, "not", base + post] + s.toks[i + 1:]
@@ -188,9 +205,10 @@ def _search_paths() -> list[str]:
     return paths
 
 
-def _package_files(kind: str, package: str, files: tuple[str, ...]) -> dict[str, tuple[int, int]] | None:
-    """(size, CRC-32) of the package's files where nltk.data.find finds the package: a folder on
-    any search path first, then a zip of the same name."""
+def _find_package(kind: str, package: str, files: tuple[str, ...], read: bool) -> dict | None:
+    """The package's files where nltk.data.find finds the package (a folder on any search path
+    first, then a zip of the same name): their bytes if `read`, else their (size, CRC-32), from
+    the zip's directory without reading the members."""
     paths = _search_paths()
     for root in paths:
         folder = os.path.join(root, kind, package)
@@ -199,21 +217,80 @@ def _package_files(kind: str, package: str, files: tuple[str, ...]) -> dict[str,
             for name in files:
                 try:
                     with open(os.path.join(folder, name), "rb") as f:
-                        data = f.read()
+                        out[name] = f.read()
                 except OSError:
                     return None
-                out[name] = (len(data), zlib.crc32(data))
-            return out
+            return out if read else _sizes_crcs(out)
     for root in paths:
         archive = os.path.join(root, kind, package + ".zip")
         if os.path.isfile(archive):
             try:
                 with zipfile.ZipFile(archive) as z:
+                    if read:
+                        return {name: z.read(f"{package}/{name}") for name in files}
                     infos = [z.getinfo(f"{package}/{name}") for name in files]
             except (OSError, KeyError, zipfile.BadZipFile):
                 continue
             return {name: (i.file_size, i.CRC) for name, i in zip(files, infos)}
     return None
+
+
+def _package_files(kind: str, package: str, files: tuple[str, ...]) -> dict[str, tuple[int, int]] | None:
+    """(size, CRC-32) of the package's files, as nltk.data.find finds them (_find_package)."""
+    return _find_package(kind, package, files, read=False)
+
+
+def _read_package(kind: str, package: str, files: tuple[str, ...]) -> dict[str, bytes] | None:
+    """The package's files, as nltk.data.find finds them (_find_package)."""
+    return _find_package(kind, package, files, read=True)
+
+
+def _sizes_crcs(texts: dict[str, bytes]) -> dict[str, tuple[int, int]]:
+    return {name: (len(data), zlib.crc32(data)) for name, data in texts.items()}
+
+
+# nltk versions whose PerceptronTagger the fast path is tested against (tests/test_negation.py
+# compares it with nltk's own tag()): with these, the tagger's and WordNet's files are read
+# directly, without importing nltk (2 s per process: nltk imports scikit-learn, scipy.stats and
+# pandas). Any other version is imported and checked against _SELF_CHECK before use.
+VERIFIED_NLTK = ("3.10.4",)
+# nltk.corpus.reader.wordnet.WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS["v"] in those versions
+VERB_SUBSTITUTIONS = (("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""),
+                      ("ing", "e"), ("ing", ""))
+
+
+def _nltk_version() -> str | None:
+    try:
+        return importlib.metadata.version("nltk")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+class _TaggerFiles:
+    """What _Perceptron reads of nltk's PerceptronTagger (weights, tag dictionary, classes,
+    normalize), loaded from the tagger's JSON files as PerceptronTagger.load_from_json loads them."""
+
+    def __init__(self, texts: dict[str, bytes]):
+        weights, tagdict, classes = (json.loads(texts[name]) for name in TAGGER_FILES)
+        self.model = _Weights(weights)
+        self.tagdict = tagdict
+        self.classes = set(classes)
+
+    @staticmethod
+    def normalize(word: str) -> str:
+        """PerceptronTagger.normalize of the VERIFIED_NLTK versions."""
+        if "-" in word and word[0] != "-":
+            return "!HYPHEN"
+        if word.isdigit() and len(word) == 4:
+            return "!YEAR"
+        if word and word[0].isdigit():
+            return "!DIGITS"
+        return word.lower()
+
+
+@dataclass
+class _Weights:
+    weights: dict
 
 
 @functools.lru_cache(maxsize=8)
@@ -274,7 +351,7 @@ class _Perceptron:
         # a label outside `classes` would take part in nltk's sums but never win: not modelled here
         self.exact = all(label in column for w in tagger.model.weights.values() for label in w)
         self.row = {feature: r for r, feature in enumerate(tagger.model.weights)}
-        # 75k x 45: 27 MB; the last row stays 0 (an absent feature, for tag_prefixes)
+        # 75k x 45: 27 MB; the last row stays 0 (an absent feature, for tag_spans)
         self.zero = len(self.row)
         self.matrix = np.zeros((len(self.row) + 1, len(self.classes)))
         for feature, w in tagger.model.weights.items():
@@ -289,8 +366,9 @@ class _Perceptron:
         self._by_raw: dict[str, tuple] = {}
         self._by_tags: dict[tuple[str, str], tuple] = {}
         self._normalized: dict[str, str] = {}
-        self._batch_tables = None  # tag_prefixes' row tables, built on first use
-        self._tables()  # (and whether every tagdict tag is a label: else tag_prefixes is not used)
+        self._by_info: dict[str, tuple] = {}
+        self._batch_tables = None  # tag_spans' row tables, built on first use
+        self._tables()  # (and whether every tagdict tag is a label: else tag_spans is not used)
 
     def normalize_cached(self, word: str) -> str:
         out = self._normalized.get(word)
@@ -321,6 +399,19 @@ class _Perceptron:
             if len(self._by_raw) < CACHE_MAX:
                 self._by_raw[word] = own
         return own
+
+    def _info(self, word: str, marker: bool = False) -> tuple:
+        """tag_spans' row of a word: the rows of its own features and of its normal form's as word
+        i, i-1, i-2, i+1, i+2 (self.zero where absent), and its normal form's with_word id.
+        A START/END marker is its own normal form."""
+        info = self._by_info.get(word) if not marker else None
+        if info is None:
+            w_norm = word if marker else self.normalize_cached(word)
+            info = (*[self.zero if r is None else r for r in (*self._own_rows(word), *self._word_rows(w_norm))],
+                    self._tables()[5].get(w_norm, 0))
+            if not marker and len(self._by_info) < CACHE_MAX:
+                self._by_info[word] = info
+        return info
 
     def tag_at(self, i: int, word: str, ctx: list[str], prev: str, prev2: str) -> str:
         """Tag of word i; ctx holds the normalised words padded by two START and two END markers."""
@@ -372,9 +463,9 @@ class _Perceptron:
             self.batchable = set(self.tagdict.values()) <= set(column)
         return self._batch_tables
 
-    def tag_prefixes(self, sentences: list[list[str]], k: int) -> list[tuple[list[str], list[str]]]:
-        """tag_at for the first k words of every word list at once: per list, its tags (all of
-        them if shorter) and the context tag_at read, from which _Tags goes on.
+    def tag_spans(self, sentences: list[list[str]], done: list[list[str]], k: int) -> None:
+        """tag_at for the next k words of every word list at once, after the tags it already has
+        (`done`, extended in place; all of them where fewer than k are left).
 
         Position by position over all lists: the features that depend on the words are looked up
         per word (cached), those on the previous tags from the arrays of _tables, and the scores
@@ -382,35 +473,39 @@ class _Perceptron:
         tag_at's, float for float."""
         labels, column, prev_rows, prev2_rows, pair_rows, word_ids, with_word = self._tables()
         n, zero = len(sentences), self.zero
-        lengths = np.array([min(len(w), k) for w in sentences], dtype=np.int64)
-        # the words as ids: 0-3 the START and END markers, then each distinct word of the batch
-        ids: dict[str, int] = {}
-        context = np.zeros((n, k + 4), dtype=np.int64)  # ids of ctx: START, START2, words, END, END2
-        context[:, 1] = 1
-        for s, words in enumerate(sentences):
-            m = min(len(words), k + 2)
-            row = context[s]
-            row[2:2 + m] = [ids.setdefault(w, len(ids) + 4) for w in words[:m]]
-            if m < k + 2:
-                row[2 + m] = 2  # -END-
-                if m + 1 < k + 2:
-                    row[3 + m] = 3  # -END2-
-        # per id: its normal form, tagdict tag id (-1: none), and rows: of its own features, of
-        # its normal form's features as word i, i-1, i-2, i+1, i+2, and its with_word id
+        starts = np.array([len(d) for d in done], dtype=np.int64)
+        lengths = np.clip(np.array([len(w) for w in sentences], dtype=np.int64) - starts, 0, k)
+        # the words as ids: 0-3 the START and END markers, then each distinct word of the batch;
+        # context[s, j]: the word at position start - 2 + j (tag_at's ctx[start + j])
+        bounds = [(max(st - 2, 0), min(len(w), st + k + 2)) for w, st in zip(sentences, starts)]
+        flat = [word for w, (lo, hi) in zip(sentences, bounds) for word in w[lo:hi]]
+        ids = {w: j for j, w in enumerate(dict.fromkeys(flat), start=4)}
+        counts = np.array([hi - lo for lo, hi in bounds], dtype=np.int64)
+        first_col = np.array([lo for lo, _ in bounds], dtype=np.int64) - starts + 2
+        offsets = np.cumsum(counts) - counts
+        context = np.zeros((n, k + 4), dtype=np.int64)  # 0: -START-
+        context[np.repeat(np.arange(n), counts),
+                np.repeat(first_col - offsets, counts) + np.arange(len(flat))] = np.fromiter(
+                    map(ids.__getitem__, flat), dtype=np.int64, count=len(flat))
+        context[starts == 0, 1] = 1  # -START2-, before word 0
+        context[starts == 1, 0] = 1
+        end = np.array([len(w) for w in sentences], dtype=np.int64) - starts + 2  # where -END- goes
+        for marker, col in ((2, end), (3, end + 1)):  # -END-, -END2-, where in the window
+            inside = np.flatnonzero(col < k + 4)
+            context[inside, col[inside]] = marker
+        # per id: its tagdict tag id (-1: none), and rows: of its own features, of its normal
+        # form's features as word i, i-1, i-2, i+1, i+2, and its with_word id
         words = ["-START-", "-START2-", "-END-", "-END2-", *ids]
-        normal = words[:4] + [self.normalize_cached(w) for w in words[4:]]
         known = np.array([-1] * 4 + [column[self.tagdict[w]] if self.tagdict.get(w) else -1 for w in words[4:]],
                          dtype=np.int64)
-        info = np.empty((len(words), 10), dtype=np.int64)
-        for j, (w, w_norm) in enumerate(zip(words, normal)):
-            info[j, :9] = [zero if r is None else r for r in (*self._own_rows(w), *self._word_rows(w_norm))]
-            info[j, 9] = word_ids.get(w_norm, 0)
+        info = np.array([self._info(w, i < 4) for i, w in enumerate(words)], dtype=np.int64).reshape(len(words), 10)
         bias = zero if self.bias is None else self.bias
-        # the ctx tag_at reads for the prefix: its words up to k+1, then END markers
-        contexts = [[normal[j] for j in row[:length + 4]] for row, length in zip(context.tolist(), lengths.tolist())]
+        # the two tags before each span, as tag_at's prev and prev2
+        before_span = [(d[-1], d[-2]) if len(d) >= 2 else (d[0], "-START-") if d else ("-START-", "-START2-")
+                       for d in done]
+        prev = np.array([column[a] for a, _ in before_span], dtype=np.int64)
+        prev2 = np.array([column[b] for _, b in before_span], dtype=np.int64)
         tags = np.full((n, k), -1, dtype=np.int64)
-        prev = np.full(n, column["-START-"], dtype=np.int64)
-        prev2 = np.full(n, column["-START2-"], dtype=np.int64)
         for i in range(k):
             active = np.flatnonzero(lengths > i)
             if not len(active):
@@ -428,14 +523,17 @@ class _Perceptron:
                             with_word[here[:, 9], p], before[:, 3], before[:, 4], before2[:, 5], after[:, 6],
                             after[:, 7], after2[:, 8])
                 scores = np.repeat(self.matrix[bias][None, :], len(at), axis=0)
+                gathered = np.empty_like(scores)
                 for rows in features:  # one feature after the other, as tag_at sums
-                    scores += self.matrix[rows]
+                    scores += np.take(self.matrix, rows, axis=0, out=gathered)
                 out = out.copy()
                 out[scored] = self.last - scores[:, ::-1].argmax(axis=1)
             tags[active, i] = out
             prev2[active] = prev[active]
             prev[active] = out
-        return [([labels[t] for t in tags[s, :lengths[s]]], contexts[s]) for s in range(n)]
+        for d, row, m in zip(done, tags.tolist(), lengths.tolist()):
+            if m:
+                d += [labels[t] for t in row[:m]]
 
 
 class _Tags:
@@ -443,21 +541,15 @@ class _Tags:
 
     `first` may replace the tag of word 0 (the imperative re-tagging) when it is read; the words
     after it are tagged from the tagger's own tag, as when the whole sentence was tagged first.
-    `prefix`: tags and context of the first words from _Perceptron.tag_prefixes, to go on from.
     Without a _Perceptron (nltk's tagger does not match it) the whole sequence is tagged by nltk's tag()."""
     __slots__ = ("_p", "_tagger", "_words", "_first", "_tags", "_ctx", "_prev", "_prev2", "_tag0")
 
-    def __init__(self, perceptron: _Perceptron | None, tagger, words: list[str], first=None, prefix=None):
+    def __init__(self, perceptron: _Perceptron | None, tagger, words: list[str], first=None):
         self._p, self._tagger, self._words, self._first = perceptron, tagger, words, first
         self._tags: list[str] = []  # the tagger's own tags
         self._ctx = ["-START-", "-START2-"]
         self._prev, self._prev2 = "-START-", "-START2-"
         self._tag0 = None  # first(tags[0]), once read
-        if prefix is not None:
-            self._tags, self._ctx = prefix
-            if self._tags:
-                self._prev = self._tags[-1]
-                self._prev2 = self._tags[-2] if len(self._tags) > 1 else "-START-"
 
     def __len__(self) -> int:
         return len(self._words)
@@ -490,6 +582,32 @@ class _Tags:
             tags.append(tag)
 
 
+class _NeedTags(Exception):
+    """A decision read a tag its sentence's batch has not computed yet. Raised as a new instance
+    each time: a raised instance's traceback grows with every raise and keeps its frames alive."""
+
+
+class _SpanTags:
+    """_Tags' reading interface over the tags a batch computed so far (negate_many): a tag
+    beyond them raises _NeedTags. `first`: the tag of word 0 after the imperative re-tagging."""
+    __slots__ = ("_tags", "_n", "_first")
+
+    def __init__(self, tags: list[str], n: int, first: str):
+        self._tags, self._n, self._first = tags, n, first
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, k: int) -> str:
+        if k == 0:
+            return self._first
+        if 0 < k < len(self._tags):
+            return self._tags[k]
+        if 0 < k < self._n:
+            raise _NeedTags
+        raise IndexError(k)
+
+
 # sentences whose tags the _Perceptron must reproduce before it replaces nltk's tag() (a changed
 # nltk would fail here and fall back to nltk's own, slower tagging)
 _SELF_CHECK = [
@@ -515,7 +633,24 @@ class GrammaticalNegator:
         self._verb_exceptions: dict[str, list[str]] = {}
         self._verb_rules: list[tuple[str, str]] = []
         if use_tagger:
-            self._load(lazy_tags)
+            if not (lazy_tags and _nltk_version() in VERIFIED_NLTK and self._load_files()):
+                self._load(lazy_tags)
+
+    def _load_files(self) -> bool:
+        """The fast path from the NLTK data files alone, without importing nltk (see
+        VERIFIED_NLTK); False where they are missing or the tagger needs nltk's own code."""
+        tagger_files = _read_package("taggers", TAGGER_PACKAGE, TAGGER_FILES)
+        wordnet_files = _read_package("corpora", WORDNET_PACKAGE, WORDNET_FILES)
+        if tagger_files is None or wordnet_files is None:
+            return False  # nltk's loading reports what is missing
+        tagger = _TaggerFiles(tagger_files)
+        perceptron = _Perceptron(tagger)
+        if not perceptron.exact:
+            return False
+        self._set_wordnet(wordnet_files, list(VERB_SUBSTITUTIONS))
+        self._tagger, self._perceptron, self.has_tagger = tagger, perceptron, True
+        self.fingerprint = _fingerprint(_nltk_version(), _sizes_crcs(tagger_files), _sizes_crcs(wordnet_files))
+        return True
 
     def _load(self, lazy_tags: bool) -> None:
         try:
@@ -572,6 +707,11 @@ class GrammaticalNegator:
         for name in WORDNET_FILES:
             with root.join(name).open() as f:
                 texts[name] = f.read()
+        self._set_wordnet(texts, list(WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS["v"]))
+        return _sizes_crcs(texts)
+
+    def _set_wordnet(self, texts: dict[str, bytes], verb_rules: list[tuple[str, str]]) -> None:
+        """Verb lemmas from index.verb and irregular forms from verb.exc (WordNet's WNDB format)."""
         lemmas = set()
         for line in texts["index.verb"].decode("utf-8").splitlines():
             if line and not line.startswith(" "):  # lines opening with spaces are the licence
@@ -584,8 +724,7 @@ class GrammaticalNegator:
             if terms:
                 exceptions[terms[0]] = terms[1:]
         self._verb_lemmas, self._verb_exceptions = frozenset(lemmas), exceptions
-        self._verb_rules = list(WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS["v"])
-        return {name: (len(data), zlib.crc32(data)) for name, data in texts.items()}
+        self._verb_rules = verb_rules
 
     def verb_lemmas(self, form: str) -> list[str]:
         """WordNet's base forms of a verb form, in WordNet's morphy order: the form itself if it
@@ -609,106 +748,131 @@ class GrammaticalNegator:
         if not self.has_tagger:
             return self._rules(s)
         # a sentence is tagged only as far as its decision reads tags
-        return self._tagged(s, _Tags(self._perceptron, self._tagger, [u.text for u in s.units],
-                                     lambda tag: self._first_tag(s, tag)))
+        return self._tagged(s, _Tags(self._perceptron, self._tagger, s.texts, lambda tag: self._first_tag(s, tag)))
 
     def negate_many(self, sentences: list[str]) -> list[tuple[str | None, str, int | None]]:
-        """negate() of each sentence; with the fast tagger, the first PREFIX_TAGS words of all of
-        them are tagged together (_Perceptron.tag_prefixes), the same tags at a third of the cost."""
+        """negate() of each sentence; with the fast tagger, the sentences are tagged together in
+        spans (_Perceptron.tag_spans): the same tags, a fraction of the cost of one at a time."""
         if self._perceptron is None or not self._perceptron.batchable:
             return [self.negate(s) for s in sentences]
         with _no_gc():
-            return self._negate_batches(sentences)
+            out = []
+            for lo in range(0, len(sentences), PREFIX_BATCH):
+                out += self._negate_batch(sentences[lo:lo + PREFIX_BATCH])
+            return out
 
-    def _negate_batches(self, sentences: list[str]) -> list[tuple[str | None, str, int | None]]:
-        out = []
-        for lo in range(0, len(sentences), PREFIX_BATCH):
-            parsed = [_parse(s) for s in sentences[lo:lo + PREFIX_BATCH]]
-            words = [[u.text for u in s.units] for s in parsed if not isinstance(s, tuple)]
-            prefixes = iter(self._perceptron.tag_prefixes(words, PREFIX_TAGS))
-            for s in parsed:
-                if isinstance(s, tuple):
-                    out.append(s)
-                    continue
-                tags = _Tags(self._perceptron, self._tagger, [u.text for u in s.units],
-                             lambda tag, s=s: self._first_tag(s, tag), prefix=next(prefixes))
-                out.append(self._tagged(s, tags))
+    def _negate_batch(self, sentences: list[str]) -> list[tuple[str | None, str, int | None]]:
+        """Rounds: tag the next span of every sentence not yet decided (PREFIX_TAGS words, then
+        twice as many each round), then decide each one again from its tags so far; a decision
+        that reads a tag not yet computed raises _NeedTags and waits for the next round.
+        Deciding is a function of the tags read, so the results are negate()'s."""
+        out: list = [_parse(s) for s in sentences]
+        todo = [i for i, s in enumerate(out) if not isinstance(s, tuple)]
+        words = {i: out[i].texts for i in todo}
+        tags: dict[int, list[str]] = {i: [] for i in todo}
+        first: dict[int, str] = {}
+        span = PREFIX_TAGS
+        while todo:
+            self._perceptron.tag_spans([words[i] for i in todo], [tags[i] for i in todo], span)
+            if not first:  # every sentence has its first tag now: the imperative re-tagging, together
+                retag = {i: w for i in todo if (w := self._retag_words(out[i], tags[i][0])) is not None}
+                retagged = {i: [] for i in retag}
+                self._perceptron.tag_spans(list(retag.values()), list(retagged.values()), 3)
+                first = {i: self._first_from_retag(tags[i][0], retag[i], retagged[i]) if i in retag
+                         else tags[i][0] for i in todo}
+            waiting = []
+            for i in todo:
+                try:
+                    out[i] = self._tagged(out[i], _SpanTags(tags[i], len(words[i]), first[i]))
+                except _NeedTags:
+                    waiting.append(i)
+            todo, span = waiting, span * 2
         return out
 
-    def _first_tag(self, s: _Sent, tag: str) -> str:
+    def _retag_words(self, s: _Sent, tag: str) -> list[str] | None:
         """The perceptron tagger mis-tags many sentence-initial imperatives ("Close" -> RB): a
-        first word that is a WordNet verb lemma is re-tagged, lowercased, after "Please"; VB/VBP
-        there, not followed by a finite verb, makes it an imperative (VB)."""
-        u = s.units[0]
-        if (tag == "VB" or u.kind != "word" or not u.w.isalpha() or u.w in NOT_IMPERATIVE
-                or u.w in BE or u.w in MODALS or u.w in HAVE or u.w in DO or u.w not in self._verb_lemmas):
-            return tag
-        words = ["Please", u.text.lower()] + [x.text for x in s.units[1:]]
-        retagged = _Tags(self._perceptron, self._tagger, words)
+        first word that is a WordNet verb lemma is re-tagged, lowercased, after "Please" (these
+        words; None where the tagger's tag stands)."""
+        w = s.ws[0]
+        if (tag == "VB" or s.kinds[0] != "word" or not w.isalpha() or w in NOT_IMPERATIVE
+                or w in BE or w in MODALS or w in HAVE or w in DO or w not in self._verb_lemmas):
+            return None
+        return ["Please", s.texts[0].lower(), *s.texts[1:]]
+
+    @staticmethod
+    def _first_from_retag(tag: str, words: list[str], retagged) -> str:
+        """VB/VBP after "Please", not followed by a finite verb, makes the first word an imperative (VB)."""
         if retagged[1] not in ("VB", "VBP"):
             return tag
         if len(words) > 2 and (words[2].lower() in BE or retagged[2] in FINITE):
             return tag
         return "VB"
 
+    def _first_tag(self, s: _Sent, tag: str) -> str:
+        """The tag of the first word, after the imperative re-tagging (_retag_words)."""
+        words = self._retag_words(s, tag)
+        if words is None:
+            return tag
+        return self._first_from_retag(tag, words, _Tags(self._perceptron, self._tagger, words))
+
     def _inverted(self, s: _Sent, k: int, tags):
         """Place "not" for the auxiliary at unit k: after it, or after an inverted subject pronoun."""
-        u, nxt = s.units[k], s.units[k + 1] if k + 1 < len(s.units) else None
+        has_next = k + 1 < len(s.ws)
         if k > 0 and not s.question:
-            return _after(s, u.tok)
-        if nxt and nxt.kind == "word" and nxt.w in SUBJECT_PRONOUNS:
-            return _after(s, nxt.tok)
+            return _after(s, s.at[k])
+        if has_next and s.kinds[k + 1] == "word" and s.ws[k + 1] in SUBJECT_PRONOUNS:
+            return _after(s, s.at[k + 1])
         if tags is None:  # no tags: cannot tell "Who is coming?" from "Why is the sky blue?"
             return (None, "inverted", None) if k == 0 else (None, "needs_tagger", None)
-        if nxt is None or tags[k + 1] in NP_TAGS:
+        if not has_next or tags[k + 1] in NP_TAGS:
             return None, "inverted", None
-        return _after(s, u.tok)  # e.g. "Who is coming?": the wh-word is the subject
+        return _after(s, s.at[k])  # e.g. "Who is coming?": the wh-word is the subject
 
     def _rules(self, s: _Sent):
         """Tagger-free mode: the first be-form or modal (or contracted auxiliary) decides."""
-        for k, u in enumerate(s.units):
-            if u.kind == "stem" and u.w == "let":
-                return _after(s, u.tok)
-            if u.kind == "clitic":
-                if u.w != "'s" or s.units[k - 1].w in S_PRONOUNS:  # else maybe possessive
-                    return _after(s, u.tok)
+        ws, kinds, n = s.ws, s.kinds, len(s.ws)
+        for k, (w, kind) in enumerate(zip(ws, kinds)):
+            if kind == "stem" and w == "let":
+                return _after(s, s.at[k])
+            if kind == "clitic":
+                if w != "'s" or ws[k - 1] in S_PRONOUNS:  # else maybe possessive
+                    return _after(s, s.at[k])
                 continue
-            if u.kind in ("stem", "poss"):
+            if kind != "word":  # a stem or a possessive '
                 continue
-            if u.w in MODALS:
+            if w in MODALS:
                 # a capitalised modal after the first word is a name ("In May ..."); after a
                 # determiner it is a noun ("the can", "his will")
-                if (k > 0 and (s.cores[u.tok][:1].isupper() or s.units[k - 1].w in DETERMINERS)):
+                if (k > 0 and (s.cores[s.at[k]][:1].isupper() or ws[k - 1] in DETERMINERS)):
                     continue
-                nxt = s.units[k + 1] if k + 1 < len(s.units) else None
-                if k == 0 and not (nxt and nxt.w in SUBJECT_PRONOUNS):
+                if k == 0 and not (k + 1 < n and ws[k + 1] in SUBJECT_PRONOUNS):
                     continue  # "May is warm.", "Will Smith ...": may be a name
                 return self._inverted(s, k, None)
-            if u.w in BE:
+            if w in BE:
                 return self._inverted(s, k, None)
-            if u.w in HAVE or u.w in DO:
+            if w in HAVE or w in DO:
                 return None, "needs_tagger", None  # auxiliary or main verb: needs tags
         return None, "needs_tagger", None
 
     def _tagged(self, s: _Sent, tags: _Tags):
         """Tagger mode: the first verb-ish token decides. Tags are read only where a decision
         needs them (each read tags the sentence up to there)."""
-        n = len(s.units)
-        for k, u in enumerate(s.units):
-            if u.kind == "stem" and u.w == "let":
-                return _after(s, u.tok)
-            if u.kind == "clitic":
+        ws, kinds, at, n = s.ws, s.kinds, s.at, len(s.ws)
+        for k, (w, kind) in enumerate(zip(ws, kinds)):
+            if kind == "stem" and w == "let":
+                return _after(s, at[k])
+            if kind == "clitic":
                 t = tags[k]
                 if t in FINITE or t == "VB":  # 's tagged POS is a possessive
-                    return _after(s, u.tok)
+                    return _after(s, at[k])
                 continue
-            if u.kind in ("stem", "poss"):
+            if kind != "word":  # a stem or a possessive '
                 continue
-            nxt_pronoun = k + 1 < n and s.units[k + 1].kind == "word" and s.units[k + 1].w in SUBJECT_PRONOUNS
-            noun_modal = k > 0 and s.units[k - 1].w in DETERMINERS  # "The can is empty."
-            if u.w in BE or (k == 0 and u.w in MODALS and nxt_pronoun) or (not noun_modal and tags[k] == "MD"):
+            nxt_pronoun = k + 1 < n and kinds[k + 1] == "word" and ws[k + 1] in SUBJECT_PRONOUNS
+            noun_modal = k > 0 and ws[k - 1] in DETERMINERS  # "The can is empty."
+            if w in BE or (k == 0 and w in MODALS and nxt_pronoun) or (not noun_modal and tags[k] == "MD"):
                 return self._inverted(s, k, tags)
-            if u.w in HAVE or u.w in DO:
+            if w in HAVE or w in DO:
                 # auxiliary if a participle (have) / base verb (do) follows, possibly after an
                 # inverted subject pronoun and adverbs: "Have you ever seen it?", "I do like it."
                 inv = (k == 0 or s.question) and nxt_pronoun
@@ -716,25 +880,25 @@ class GrammaticalNegator:
                 while j < n and tags[j] in ADVERBS:
                     j += 1
                 if inv and s.question:  # "Do you like it?" (the tagger often misses that VB)
-                    return _after(s, s.units[k + 1].tok)
+                    return _after(s, at[k + 1])
                 # the tagger reads some participles as VBD ("has said") and "like" after "do"
                 # as a preposition ("I do like it.")
-                verb_follows = j < n and (tags[j] in ("VBN", "VBD") if u.w in HAVE
-                                          else (tags[j] == "VB" or s.units[j].w == "like"))
+                verb_follows = j < n and (tags[j] in ("VBN", "VBD") if w in HAVE
+                                          else (tags[j] == "VB" or ws[j] == "like"))
                 if verb_follows:
-                    return _after(s, s.units[k + 1].tok if inv else u.tok)
+                    return _after(s, at[k + 1] if inv else at[k])
                 if s.question and k + 1 < n and tags[k + 1] in NP_TAGS:
                     return None, "inverted", None  # "Does the cat sleep?"
             t = tags[k]
             if t == "VB":
-                if (k > 0 and tags[k - 1] == "TO") or (k == 0 and u.w in NOT_IMPERATIVE):
+                if (k > 0 and tags[k - 1] == "TO") or (k == 0 and w in NOT_IMPERATIVE):
                     continue  # infinitive ("To err is human."), or "Welcome to ...", "Please help."
-                return _do_support(s, u.tok, "do", s.cores[u.tok])  # imperative or mis-tagged VBP
+                return _do_support(s, at[k], "do", s.cores[at[k]])  # imperative or mis-tagged VBP
             if t in ("VBZ", "VBD", "VBP"):
-                base = self._base(u.w, t) if t != "VBP" else s.cores[u.tok]
+                base = self._base(w, t) if t != "VBP" else s.cores[at[k]]
                 if base is None:
                     return None, "unknown_verb", None
-                return _do_support(s, u.tok, DO_FORM[t], base)
+                return _do_support(s, at[k], DO_FORM[t], base)
         return None, "no_verb", None
 
     def _base(self, w: str, tag: str) -> str | None:

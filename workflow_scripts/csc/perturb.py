@@ -90,6 +90,18 @@ def sentence_rng(seed: int, sentence_id: int) -> random.Random:
     return random.Random(f"{seed}:{sentence_id}")
 
 
+def _reseed(rng: random.Random, seed: int, sentence_id: int) -> random.Random:
+    """rng in the state of sentence_rng(seed, sentence_id): random.seed's version-2 handling of a
+    str seed (the str's bytes followed by their SHA-512, as one integer) and the generator's own
+    seeding, without making a Random per sentence. A test compares the states."""
+    data = f"{seed}:{sentence_id}".encode()
+    _MT_SEED(rng, int.from_bytes(data + hashlib.sha512(data).digest()))
+    return rng
+
+
+_MT_SEED = random.Random.__mro__[1].seed  # _random.Random.seed: the Mersenne Twister's init_by_array
+
+
 class Perturber:
     def __init__(self, settings: dict, language: str, seed: int, negator=None):
         self.x = settings["variants_per_sentence"]
@@ -109,15 +121,20 @@ class Perturber:
         cols: dict[str, list] = {name: [] for name in VARIANT_SCHEMA.names[:6]}
         oid, vid, kinds, positions, terms_, vtexts = cols.values()
         grammatical = self.negator.negate_many(texts) if self.negator else [None] * len(texts)
+        rng, x, blake2b = random.Random(), self.x, hashlib.blake2b
+        collapsed = [0, 0]
+        insertion_kinds = list(enumerate(zip(INSERTION_KINDS, (self.fuzz_terms, self.neg_terms))))
         for sid, text, gram in zip(ids, texts, grammatical):
             words = text.split()
-            rng = sentence_rng(self.seed, sid)
-            for kind, terms in zip(INSERTION_KINDS, (self.fuzz_terms, self.neg_terms)):
-                found = insertion_variants(words, terms, self.x, rng)
-                stats[f"{kind}_collapsed"] += min(self.x, len(words) * len(terms)) - len(found)
+            _reseed(rng, self.seed, sid)
+            for k, (kind, terms) in insertion_kinds:
+                found = insertion_variants(words, terms, x, rng)
+                collapsed[k] += min(x, len(words) * len(terms)) - len(found)
                 for pos, term, vtext in found:
                     oid.append(sid)
-                    vid.append(variant_id(sid, kind, pos, term))
+                    # variant_id(sid, kind, pos, term), inlined
+                    vid.append(int.from_bytes(blake2b(f"{sid}{SEP}{kind}{SEP}{pos}{SEP}{term}".encode("utf-8"),
+                                                      digest_size=8).digest(), "little"))
                     kinds.append(kind)
                     positions.append(pos)
                     terms_.append(term)
@@ -132,6 +149,8 @@ class Perturber:
                     positions.append(pos)
                     terms_.append("not")
                     vtexts.append(gtext)
+        for kind, n in zip(INSERTION_KINDS, collapsed):
+            stats[f"{kind}_collapsed"] += n
         return cols
 
 
