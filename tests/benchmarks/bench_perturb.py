@@ -1,6 +1,6 @@
 """Perturbation speed, old vs new, on real English sentences; and its peak memory at scale.
 
-Usage: python tests/benchmarks/bench_perturb.py [--sentences 20000] [--old-commit 8ae3e96]
+Usage: python tests/benchmarks/bench_perturb.py [--sentences 20000] [--old-commit 8ae3e96 (or any later)]
        python tests/benchmarks/bench_perturb.py --scale 400000 [--shard-rows 100000] [--workers 2]
 
 Default mode: the English side of ../shared/data/en_nl_parallel (4,008 unique sentences), topped up
@@ -77,13 +77,18 @@ def _module_from_commit(commit: str, rel: str, name: str):
     return module
 
 
+def _exists_at(commit: str, rel: str) -> bool:
+    return subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}:{rel}"], capture_output=True).returncode == 0
+
+
 def measure(which: str, commit: str, shard: str) -> dict:
     """In this (fresh) process: load `which` code, time negation and a whole shard."""
     import polars as pl
     sentences = pl.read_parquet(shard)["text"].to_list()
-    if which == "old":
-        negation = _module_from_commit(commit, "workflow_scripts/negation.py", "old_negation")
-        perturb = _module_from_commit(commit, "workflow_scripts/perturb.py", "old_perturb")
+    if which == "old":  # the modules moved into workflow_scripts/csc/ after 8ae3e96
+        folder = "workflow_scripts/csc" if _exists_at(commit, "workflow_scripts/csc/negation.py") else "workflow_scripts"
+        negation = _module_from_commit(commit, f"{folder}/negation.py", "old_negation")
+        perturb = _module_from_commit(commit, f"{folder}/perturb.py", "old_perturb")
     else:
         from workflow_scripts.csc import negation, perturb
     started = time.perf_counter()
