@@ -43,6 +43,7 @@ import sys
 import zipfile
 import zlib
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -272,7 +273,7 @@ class _TaggerFiles:
 
     def __init__(self, texts: dict[str, bytes]):
         weights, tagdict, classes = (json.loads(texts[name]) for name in TAGGER_FILES)
-        self.model = _Weights(weights)
+        self.model = SimpleNamespace(weights=weights)
         self.tagdict = tagdict
         self.classes = set(classes)
 
@@ -286,11 +287,6 @@ class _TaggerFiles:
         if word and word[0].isdigit():
             return "!DIGITS"
         return word.lower()
-
-
-@dataclass
-class _Weights:
-    weights: dict
 
 
 @functools.lru_cache(maxsize=8)
@@ -473,11 +469,13 @@ class _Perceptron:
         tag_at's, float for float."""
         labels, column, prev_rows, prev2_rows, pair_rows, word_ids, with_word = self._tables()
         n, zero = len(sentences), self.zero
-        starts = np.array([len(d) for d in done], dtype=np.int64)
-        lengths = np.clip(np.array([len(w) for w in sentences], dtype=np.int64) - starts, 0, k)
+        start_list = [len(d) for d in done]
+        starts = np.array(start_list, dtype=np.int64)
+        sizes = np.array([len(w) for w in sentences], dtype=np.int64)
+        lengths = np.clip(sizes - starts, 0, k)
         # the words as ids: 0-3 the START and END markers, then each distinct word of the batch;
         # context[s, j]: the word at position start - 2 + j (tag_at's ctx[start + j])
-        bounds = [(max(st - 2, 0), min(len(w), st + k + 2)) for w, st in zip(sentences, starts)]
+        bounds = [(max(st - 2, 0), min(len(w), st + k + 2)) for w, st in zip(sentences, start_list)]
         flat = [word for w, (lo, hi) in zip(sentences, bounds) for word in w[lo:hi]]
         ids = {w: j for j, w in enumerate(dict.fromkeys(flat), start=4)}
         counts = np.array([hi - lo for lo, hi in bounds], dtype=np.int64)
@@ -489,7 +487,7 @@ class _Perceptron:
                     map(ids.__getitem__, flat), dtype=np.int64, count=len(flat))
         context[starts == 0, 1] = 1  # -START2-, before word 0
         context[starts == 1, 0] = 1
-        end = np.array([len(w) for w in sentences], dtype=np.int64) - starts + 2  # where -END- goes
+        end = sizes - starts + 2  # where -END- goes
         for marker, col in ((2, end), (3, end + 1)):  # -END-, -END2-, where in the window
             inside = np.flatnonzero(col < k + 4)
             context[inside, col[inside]] = marker

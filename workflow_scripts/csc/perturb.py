@@ -90,6 +90,9 @@ def sentence_rng(seed: int, sentence_id: int) -> random.Random:
     return random.Random(f"{seed}:{sentence_id}")
 
 
+_MT_SEED = random.Random.__mro__[1].seed  # _random.Random.seed: the Mersenne Twister's init_by_array
+
+
 def _reseed(rng: random.Random, seed: int, sentence_id: int) -> random.Random:
     """rng in the state of sentence_rng(seed, sentence_id): random.seed's version-2 handling of a
     str seed (the str's bytes followed by their SHA-512, as one integer) and the generator's own
@@ -97,9 +100,6 @@ def _reseed(rng: random.Random, seed: int, sentence_id: int) -> random.Random:
     data = f"{seed}:{sentence_id}".encode()
     _MT_SEED(rng, int.from_bytes(data + hashlib.sha512(data).digest()))
     return rng
-
-
-_MT_SEED = random.Random.__mro__[1].seed  # _random.Random.seed: the Mersenne Twister's init_by_array
 
 
 class Perturber:
@@ -121,7 +121,7 @@ class Perturber:
         cols: dict[str, list] = {name: [] for name in VARIANT_SCHEMA.names[:6]}
         oid, vid, kinds, positions, terms_, vtexts = cols.values()
         grammatical = self.negator.negate_many(texts) if self.negator else [None] * len(texts)
-        rng, x, blake2b = random.Random(), self.x, hashlib.blake2b
+        rng, x = random.Random(), self.x
         collapsed = [0, 0]
         insertion_kinds = list(enumerate(zip(INSERTION_KINDS, (self.fuzz_terms, self.neg_terms))))
         for sid, text, gram in zip(ids, texts, grammatical):
@@ -132,9 +132,7 @@ class Perturber:
                 collapsed[k] += min(x, len(words) * len(terms)) - len(found)
                 for pos, term, vtext in found:
                     oid.append(sid)
-                    # variant_id(sid, kind, pos, term), inlined
-                    vid.append(int.from_bytes(blake2b(f"{sid}{SEP}{kind}{SEP}{pos}{SEP}{term}".encode("utf-8"),
-                                                      digest_size=8).digest(), "little"))
+                    vid.append(variant_id(sid, kind, pos, term))
                     kinds.append(kind)
                     positions.append(pos)
                     terms_.append(term)
