@@ -450,6 +450,8 @@ SCHEMA_CASES = [
      "config key `models.minilm.probes`: ['csc', 'csc'] has non-unique elements"),
     ('probe_enum', [(MINILM + ('probes',), ['csc', 'sts'])],
      "config key `models.minilm.probes.1`: 'sts' is not one of ['"),  # the probes, sorted: any probe may join
+    ('probe_is_stage', [(MINILM + ('probes',), ['csc', 'adapt'])],  # adapt is a stage laid out like a probe
+     "config key `models.minilm.probes.1`: 'adapt' is not one of ['"),
     ('model_datasets_type', [(MINILM + ('datasets',), 'negation_detection')],
      "config key `models.minilm.datasets`: 'negation_detection' is not of type 'array'"),
     ('model_datasets_empty', [(MINILM + ('datasets',), [])],
@@ -1423,6 +1425,15 @@ SCHEMA_CASES += ADAPT_SCHEMA_CASES
 @pytest.mark.parametrize("edits,fragment", [pytest.param(e, f, id=i) for i, e, f in SCHEMA_CASES])
 def test_schema_errors_name_the_key_and_expected_form(edits, fragment):
     assert fragment in message_of(changed(edits))
+
+
+def test_a_model_may_run_every_probe_and_no_stage():
+    """models.<name>.probes offers the probes (csc ... retrieval, domain_shift), not adapt: adapt
+    trains models, it does not probe one."""
+    from workflow_scripts.config import STAGE_SECTIONS, load_schema, probe_names
+    offered = load_schema()["properties"]["models"]["additionalProperties"]["properties"]["probes"]["items"]["enum"]
+    assert set(offered) == set(probe_names()) - {"adapt"} and "adapt" in STAGE_SECTIONS
+    assert {"csc", "triplets", "montague", "settheory", "retrieval", "domain_shift"} <= set(offered)
 
 
 CONSTRAINTS = {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern", "enum", "const",

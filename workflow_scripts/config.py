@@ -23,6 +23,9 @@ class ConfigError(ValueError):
 
 # Each probe's package carries the schema of its config section (README, "Probes").
 PROBE_SCHEMAS = sorted(Path(__file__).parent.glob("*/schema.yaml"))
+# sections laid out like a probe's (package, schema, rule file) that are stages: no model runs them
+# as a probe (`models.<name>.probes`)
+STAGE_SECTIONS = ("adapt",)
 
 
 def probe_names() -> list[str]:
@@ -38,7 +41,8 @@ def load_schema() -> dict:
         section = copy.deepcopy(_parsed_schema(path.read_text()))
         rules += section.pop("x-rules")
         schema["properties"][path.parent.name] = section
-    schema["properties"]["models"]["additionalProperties"]["properties"]["probes"]["items"]["enum"] = probe_names()
+    schema["properties"]["models"]["additionalProperties"]["properties"]["probes"]["items"]["enum"] = [
+        p for p in probe_names() if p not in STAGE_SECTIONS]
     return schema
 
 
