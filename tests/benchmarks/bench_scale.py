@@ -2,6 +2,7 @@
 
 Usage: python tests/benchmarks/bench_scale.py [--pairs 2560472] [--workdir /tmp/bench-scale]
                                               [--minilm-fraction 0.01] [--skip-minilm | --minilm-only]
+                                              [--old-commit COMMIT]
 
 1. Writes a ParaCrawl-sized EN–NL corpus (tests/benchmarks/make_paracrawl_like.py) in the OPUS
    moses format of the release the paper used, unless it exists.
@@ -16,6 +17,11 @@ Usage: python tests/benchmarks/bench_scale.py [--pairs 2560472] [--workdir /tmp/
    bf16, in the workflow's batching) and projects CPU hours for all texts, per model of the paper,
    by their cost per token relative to MiniLM (stated, not measured, for the other models).
 Run it at two corpus sizes to see that a job's peak memory follows the shard size, not the corpus.
+5. With --old-commit: first runs that commit's own bench_scale.py (from a temporary git worktree, on
+   the same corpus, with --skip-minilm), then this one, and prints both per stage with their ratio
+   and the total of the stages other than embedding. Job-seconds depend on the machine (2x between
+   machines of the same kind has been seen): a target in job-seconds is checked against old code
+   measured beside the new, not against a figure from another machine.
 """
 from __future__ import annotations
 
@@ -23,8 +29,10 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -121,6 +129,43 @@ def project_minilm(results: Path, fraction: float, seed: int = 0) -> dict:
     return out
 
 
+def run_old_commit(commit: str, pairs: int, corpus: Path, workroot: Path, env: dict) -> dict:
+    """That commit's own bench_scale.py on the same corpus, in a temporary worktree: its stages."""
+    old_root = workroot / f"old-{commit}"
+    old_workdir = old_root / f"pairs-{pairs}"
+    if old_workdir.exists():  # a fresh run: the old code's results must not be reused
+        shutil.rmtree(old_workdir)
+    old_workdir.mkdir(parents=True)
+    (old_workdir / corpus.name).symlink_to(corpus)
+    tree = Path(tempfile.mkdtemp(prefix="bench-scale-old-"))
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(tree), commit], check=True,
+                   stdout=subprocess.DEVNULL)
+    try:
+        bench = tree / "tests" / "benchmarks" / "bench_scale.py"
+        if not bench.exists():
+            raise SystemExit(f"commit {commit} has no tests/benchmarks/bench_scale.py")
+        print(f"running bench_scale.py of {commit} ...", flush=True)
+        subprocess.run([sys.executable, str(bench), "--pairs", str(pairs), "--skip-minilm", "--workdir", str(old_root)],
+                       check=True, env=env, cwd=tree)
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+    return json.loads((old_workdir / "bench_scale.json").read_text())["stages"]
+
+
+def print_side_by_side(commit: str, old: dict, new: dict) -> None:
+    def cell(stage: dict | None, key: str, digits: int) -> str:
+        return f"{stage[key]:.{digits}f}" if stage else "-"
+
+    print(f"\nside by side, this machine: {commit} vs the working tree (summed job-seconds)")
+    print(f"{'stage':<16}{commit[:12]:>14}{'now':>10}{'now/old':>9}{'old peak MB':>13}{'now peak MB':>13}")
+    for rule in sorted(set(old) | set(new), key=lambda r: -max(old.get(r, {}).get("s", 0), new.get(r, {}).get("s", 0))):
+        o, n = old.get(rule), new.get(rule)
+        ratio = f"{n['s'] / o['s']:.2f}" if o and n and o["s"] else "-"
+        print(f"{rule:<16}{cell(o, 's', 1):>14}{cell(n, 's', 1):>10}{ratio:>9}{cell(o, 'rss', 0):>13}{cell(n, 'rss', 0):>13}")
+    totals = [sum(st["s"] for rule, st in stages.items() if rule != "embed") for stages in (old, new)]
+    print(f"{'not embedding':<16}{totals[0]:>14.1f}{totals[1]:>10.1f}{totals[1] / totals[0]:>9.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=2_560_472)
@@ -128,6 +173,7 @@ def main() -> None:
     ap.add_argument("--minilm-fraction", type=float, default=0.01)
     ap.add_argument("--skip-minilm", action="store_true")
     ap.add_argument("--minilm-only", action="store_true", help="only the MiniLM projection, on an existing run")
+    ap.add_argument("--old-commit", help="also run this commit's bench_scale.py first and print both side by side")
     args = ap.parse_args()
     workdir = Path(args.workdir).resolve() / f"pairs-{args.pairs}"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -140,6 +186,8 @@ def main() -> None:
               f"({corpus.stat().st_size / 2 ** 20:.0f} MiB)", flush=True)
     config = bench_config(corpus, workdir)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    old_stages = run_old_commit(args.old_commit, args.pairs, corpus, Path(args.workdir).resolve(), env) \
+        if args.old_commit else None
     results = workdir / "results"
     saved = workdir / "bench_scale.json"
     if args.minilm_only and saved.exists():
@@ -172,6 +220,9 @@ def main() -> None:
             hours = {prec: proj["unique_texts"] / proj[prec]["texts_per_s"] * weights / base / 3600
                      for prec in ("fp32", "bf16")}
             print(f"  {name:<42} fp32 {hours['fp32']:8.1f} h   bf16 {hours['bf16']:8.1f} h")
+    if old_stages is not None:
+        summary["old"] = {"commit": args.old_commit, "stages": old_stages}
+        print_side_by_side(args.old_commit, old_stages, stages)
     saved.write_text(json.dumps(summary, indent=2, default=float))
     print(f"\nfigures saved to {saved}")
 
