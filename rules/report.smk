@@ -14,7 +14,7 @@
 # with a line in REPORT_PROBES, entries in report_pages.TABLES and report_overview.HEADLINES, and
 # report(...) marks on its plots (README, "Probes").
 from workflow_scripts.report_overview import headline_tables
-from workflow_scripts.report_pages import TABLES as REPORT_TABLE_SPECS
+from workflow_scripts.report_pages import DATASET_TABLES as REPORT_DATASET_TABLE_SPECS, TABLES as REPORT_TABLE_SPECS
 
 # The probes that ran (some model scores them), in report order.
 REPORT_PAIRS = (("csc", CSC_PAIRS), ("triplets", TRIPLET_PAIRS), ("montague", MONTAGUE_PAIRS),
@@ -37,9 +37,15 @@ REPORT_JSONS = (
     + [f"{R}/reports/settheory_filter/{d}.json" for d in SETTHEORY_SETS]
     + [f"{R}/reports/domain_shift/{d}.json" for d in DOMAIN_SHIFT_DATASETS]
 )
-# (probe, table, page, subcategory, caption) of every table shown as a page; the overview's own first.
+# The datasets of the probes with per-dataset tables (report_pages.DATASET_TABLES).
+REPORT_DATASETS = {"triplets": TRIPLET_DATASETS}
+# (probe, table, page, subcategory, caption) of every table shown as a page; the overview's own first,
+# then each probe's tables, then its per-dataset tables in the dataset's subcategory.
 REPORT_PAGES = [(probe, f"{R}/tables/{name}", f"{R}/report/tables/{name.removesuffix('.csv')}.html", sub, caption)
-                for probe in ["overview"] + REPORT_PROBES for name, sub, caption in REPORT_TABLE_SPECS[probe]]
+                for probe in ["overview"] + REPORT_PROBES
+                for name, sub, caption in REPORT_TABLE_SPECS[probe] + [
+                    (pattern.format(dataset=d), d, caption)
+                    for pattern, caption in REPORT_DATASET_TABLE_SPECS.get(probe, []) for d in REPORT_DATASETS[probe]]]
 # The probes' tables the report reads: the overview's headline tables and the pages' tables.
 REPORT_TABLES = list(dict.fromkeys([f"{R}/tables/{name}" for name in headline_tables(REPORT_PROBES)]
                                    + [t for probe, t, _, _, _ in REPORT_PAGES if probe != "overview"]))

@@ -129,6 +129,10 @@ def test_every_probe_has_its_place_in_the_report():
         assert set(re.findall(r'REPORT_CATEGORY\["(\w+)"\]', text)) <= set(P.CATEGORIES), path.name
         captions |= {c for c in re.findall(r'caption=f?"\.\./resources/report/([^"]+)"', text) if "{" not in c}
     captions |= {c for specs in P.TABLES.values() for _, _, c in specs}
+    captions |= {c for specs in P.DATASET_TABLES.values() for _, c in specs}
+    # a probe with per-dataset tables names its datasets for them in report.smk
+    assert all(f'"{probe}": ' in report_smk.split("REPORT_DATASETS = ", 1)[1].split("\n", 1)[0]
+               for probe in P.DATASET_TABLES)
     captions |= {f"retrieval_{n}.rst" for n in ("accuracy_vs_k", "similarities")}
     for caption in captions:
         text = (ROOT / "resources" / "report" / caption).read_text()

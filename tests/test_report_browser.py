@@ -132,6 +132,21 @@ def test_report_is_self_contained_and_built_quickly(study):
     assert {"embed", "csc_score", "triplets_score"} <= set(jobs["rule"]) and (jobs["seconds"] > 0).all()
 
 
+def test_every_table_of_the_run_is_a_report_page(study):
+    """Each CSV under results/tables is a page of the HTML report (the length buckets are on the Inputs
+    page), per-dataset tables in their dataset's subcategory beside its plots, with the file's rows."""
+    res = study["res"]
+    tables = {p.stem for p in (res / "tables").glob("*.csv")} - {"length_buckets"}
+    assert {"triplets_mine", "retrieval_accuracy", "settheory_shares", "settheory_histograms"} <= tables
+    pages = {p.stem for p in (res / "report" / "tables").glob("*.html")}
+    assert tables <= pages, sorted(tables - pages)
+    page = (res / "report" / "tables" / "triplets_mine.html").read_text()
+    rows = pl.read_csv(res / "tables" / "triplets_mine.csv").height
+    assert f"{rows} rows; the file: <code>tables/triplets_mine.csv</code>" in page
+    html = (res / "report.html").read_text()
+    assert "triplets_mine.html" in html and "settheory_histograms.html" in html
+
+
 class DevTools:
     """Chromium's DevTools protocol over --remote-debugging-pipe (fd 3: commands in, fd 4: replies out)."""
 

@@ -45,7 +45,7 @@ CATEGORIES = {
 }
 
 # Tables shown as pages, per probe: (file name under results/tables/, subcategory, caption file
-# under resources/report/). Per-dataset tables of a probe are in its plots' subcategories instead.
+# under resources/report/). A probe's per-dataset tables are in DATASET_TABLES.
 TABLES = {
     "overview": [("overview.csv", "Overview", "overview_table.rst")],
     "csc": [("csc_table3.csv", "Tables", "csc_table3.rst"), ("csc_overlap.csv", "Tables", "csc_overlap.rst")],
@@ -56,11 +56,20 @@ TABLES = {
                  ("montague_nonsubsective.csv", "Tables", "montague_nonsubsective.rst")],
     "retrieval": [(f"retrieval_table{i}.csv", "Tables", f"retrieval_table{i}.rst") for i in (1, 2, 3)]
                  + [("retrieval_isotropy.csv", "Tables", "retrieval_isotropy.rst"),
-                    ("retrieval_correlations.csv", "Tables", "retrieval_correlations.rst")],
-    "settheory": [(f"settheory_c{i}.csv", "Tables", "settheory_criteria.rst") for i in range(1, 7)],
+                    ("retrieval_correlations.csv", "Tables", "retrieval_correlations.rst"),
+                    ("retrieval_accuracy.csv", "Tables", "retrieval_accuracy.rst")],
+    "settheory": [(f"settheory_c{i}.csv", "Tables", "settheory_criteria.rst") for i in range(1, 7)]
+                 + [("settheory_shares.csv", "Tables", "settheory_shares.rst"),
+                    ("settheory_histograms.csv", "Tables", "settheory_histograms.rst")],
     "domain_shift": [("domain_shift.csv", "Tables", "domain_shift.rst"),
                      ("domain_shift_adaptation.csv", "Tables", "domain_shift_adaptation.rst"),
                      ("domain_shift_correlations.csv", "Tables", "domain_shift_correlations.rst")],
+}
+
+# Per-dataset tables shown as pages beside the dataset's plots (subcategory: the dataset), per probe:
+# (file name under results/tables/ with {dataset} in it, caption file under resources/report/).
+DATASET_TABLES = {
+    "triplets": [("triplets_{dataset}.csv", "triplets_dataset.rst")],
 }
 
 # The packages whose versions the provenance lists.
