@@ -47,6 +47,8 @@ setup-gpu:
 
 run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+	@echo "Done. Results are in the config's results folder (results/ by default): report.md, tables/, plots/."
+	@echo "'make report' builds the HTML report of everything, results/report.html."
 
 # the HTML report of the finished run (every probe's tables and plots, the overview, provenance)
 report: setup
