@@ -459,20 +459,22 @@ INSERTION_CORPUS = [
 ]
 
 
+@pytest.mark.parametrize("variants_per_pass", [10 ** 9, 7, 1])  # one pass; 9 slices; one per variant row
 @pytest.mark.parametrize("spec", [{"family": "tfidf"}, {"family": "tfidf", "lowercase": False},
                                   {"family": "tfidf", "token_pattern": r"(?u)\b\w\w+\b", "min_df": 2},
                                   {"family": "tfidf", "max_features": 12, "sublinear_tf": True}])
-def test_insertion_variants_counted_from_their_originals_equal_counting_every_text(tmp_path, spec):
+def test_insertion_variants_counted_from_their_originals_equal_counting_every_text(tmp_path, spec, variants_per_pass):
     """Duplicate originals across shards, a variant equal to another original ("the cat sat" from
     "cat sat"), characters polars and Python read differently, runs of whitespace, a term without
-    tokens under the two-letter pattern, and a rewriting (grammatical negation) variant."""
+    tokens under the two-letter pattern, and a rewriting (grammatical negation) variant; the
+    variants deduplicated in one pass or slice by slice of the key space."""
     from workflow_scripts.embed import count_insertion_terms
     extra = [(1, "grammatical_negation", "not", "The dogs do not bark"), (10, "grammatical_negation", "not", "cat sat")]
     corpus, variants, files, texts = perturbed_corpus(tmp_path, INSERTION_CORPUS, extra)
     assert "the cat sat" in texts[texts.index("cat sat") + 1:]  # the collision the test is for
     unique = list(dict.fromkeys(texts))
     corpus_files = sorted(str(p) for p in corpus.glob("part-*.parquet"))
-    got = count_insertion_terms(spec, corpus_files, str(variants), files)
+    got = count_insertion_terms(spec, corpus_files, str(variants), files, variants_per_pass=variants_per_pass)
     assert got is not None
     assert got == count_terms(spec, [unique], fast=False)
     assert got[2] == len(unique)
@@ -487,9 +489,18 @@ def test_insertion_counting_declines_what_it_cannot_count(tmp_path, log):
     corpus_files = sorted(str(p) for p in corpus.glob("part-*.parquet"))
     # a token pattern that may span whitespace: insertions could change the tokens around them
     assert count_insertion_terms({"family": "tfidf", "token_pattern": r"\S+ \S+"}, corpus_files, str(variants), files) is None
-    # text partitions that hold a text that is neither an original nor a variant
+    # text partitions that hold a text that is neither an original nor a variant, in one pass or in slices
     extra = write_texts(tmp_path / "extra.parquet", ["an unrelated text"])
-    assert count_insertion_terms({"family": "tfidf"}, corpus_files, str(variants), files + [extra]) is None
+    for per_pass in (10 ** 9, 5):
+        assert count_insertion_terms({"family": "tfidf"}, corpus_files, str(variants), files + [extra],
+                                     variants_per_pass=per_pass) is None
+    # insertion variants whose original is not in the corpus (the corpus lost a shard, its texts went
+    # too, its variants stayed): the text set is still the originals and the variants, but those
+    # originals' words cannot be counted from the corpus
+    import polars as pl
+    variant_texts = pl.concat([pl.read_parquet(f, columns=["text"]) for f in sorted(variants.glob("part-*.parquet"))])
+    kept = write_texts(tmp_path / "kept.parquet", INSERTION_CORPUS[1] + variant_texts["text"].to_list())
+    assert count_insertion_terms({"family": "tfidf"}, corpus_files[1:], str(variants), [kept]) is None
     # the fit then counts text by text, with the same result as without the variants
     fit_tfidf({"family": "tfidf"}, str(corpus), str(tmp_path / "a.json"), log, files + [extra], variants_dir=str(variants))
     fit_tfidf({"family": "tfidf"}, str(corpus), str(tmp_path / "b.json"), log, files + [extra])

@@ -633,11 +633,20 @@ def _column(path: str, name: str) -> np.ndarray:
     return pq.read_table(path, columns=[name])[name].to_numpy()
 
 
-def _insertion_columns(path: str, insertion_kinds: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def _in_slice(keys: np.ndarray, part: int, parts: int) -> np.ndarray:
+    """Which keys are in slice `part` of `parts` of the key space (key % parts): every copy of a text
+    is in the slice of its key."""
+    return keys % np.uint64(parts) == np.uint64(part)
+
+
+def _insertion_columns(path: str, insertion_kinds: tuple[str, ...], part: int = 0, parts: int = 1,
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """A variants file's text keys, original keys, and per row the index of its term in the file's
     own term list for an insertion variant, -1 for another kind (from the dictionary encoding of
-    the columns: no string per row)."""
+    the columns: no string per row); the rows whose text key is in slice `part` of `parts`."""
     table = pq.read_table(path, columns=["text_key", "original_key", "kind", "term"], read_dictionary=["kind", "term"])
+    if parts > 1:
+        table = table.filter(pa.array(_in_slice(table["text_key"].to_numpy(), part, parts)))
     if not table.num_rows:
         return np.zeros(0, np.uint64), np.zeros(0, np.uint64), np.zeros(0, np.int16), []
     kind, term = table["kind"].combine_chunks(), table["term"].combine_chunks()
@@ -668,6 +677,11 @@ def _key_set_digest(unique_keys: np.ndarray) -> tuple[int, int, int]:
         return len(unique_keys), int(unique_keys.sum(dtype=np.uint64)), int((unique_keys * unique_keys).sum(dtype=np.uint64))
 
 
+def _digest_union(a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, int, int]:
+    """_key_set_digest of the union of two disjoint sets of keys."""
+    return a[0] + b[0], (a[1] + b[1]) % 2 ** 64, (a[2] + b[2]) % 2 ** 64
+
+
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
     """np.unique(values) by sorting (numpy's hash-based unique is several times slower on keys)."""
     values = np.sort(values)
@@ -682,53 +696,87 @@ def _sorted_isin(values: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
     return sorted_unique[at] == values
 
 
+# Variant rows deduplicated at once in count_insertion_terms (about 60 bytes each with the sort's
+# copies): more variants are taken in slices of the key space, one pass each, so that the fit's
+# memory follows this number and the number of originals, not the corpus's variants.
+VARIANTS_PER_PASS = 4_000_000
+
+
 def count_insertion_terms(spec: dict, corpus_files: list[str], variants_dir: str, text_files: list[str],
-                          batch_rows: int = 200_000) -> tuple[Counter, Counter, int] | None:
+                          batch_rows: int = 200_000, variants_per_pass: int = VARIANTS_PER_PASS,
+                          ) -> tuple[Counter, Counter, int] | None:
     """count_terms over a perturbed corpus's unique texts (originals and variants, each text once),
     tokenising only the originals and the variants that are not insertions (7x fewer texts).
 
     An insertion variant is its original's whitespace words joined by single spaces with one term
     inserted (perturb.INSERTION_KINDS); the token patterns RustTokens knows match word characters
     only, never whitespace, so its tokens are its original's plus its term's. With m_o the unique
-    insertion variants of unique original o: df(w) = sum_o [w in o](1 + m_o) + the insertion
-    variants whose term has w and whose original has not; tf(w) = sum_o tf_o(w)(1 + m_o) + the
-    term's w per variant. A variant text equal to an original's counts as that original.
-    None where this does not apply (another token pattern, or text partitions that do not hold
-    exactly the originals and the variants): then the texts are counted one by one."""
+    insertion variants of unique original o (m_o,t those with term t): df(w) = sum_o [w in o](1 + m_o)
+    + sum_t [w in t] sum_o [w not in o] m_o,t; tf(w) = sum_o tf_o(w)(1 + m_o) + sum_t tf_t(w) sum_o m_o,t.
+    A variant text equal to an original's counts as that original. The variants are deduplicated
+    slice by slice of the key space (`variants_per_pass`). None where this does not apply (another
+    token pattern, text partitions that do not hold exactly the originals and the variants, or a
+    variant whose original is not in the corpus): then the texts are counted one by one."""
     from workflow_scripts.csc.perturb import INSERTION_KINDS
     vec = tfidf_settings(spec)
     if not RustTokens.usable(vec):
         return None
     analyze, rust = LazyAnalyzer(spec), RustTokens(vec)
     variant_files = sorted(str(p) for p in Path(variants_dir).glob("part-*.parquet"))
-    # numpy arrays of keys and small codes, not a frame of strings: 18 bytes per variant
     original_keys = _sorted_unique(np.concatenate([_column(f, "text_key") for f in corpus_files] or [np.zeros(0, np.uint64)]))
-    columns = [_insertion_columns(f, INSERTION_KINDS) for f in variant_files]
-    terms = sorted({t for *_, names in columns for t in names})
-    keys = np.concatenate([c[0] for c in columns] or [np.zeros(0, np.uint64)])
-    of_original = np.concatenate([c[1] for c in columns] or [np.zeros(0, np.uint64)])
-    # per variant: its term's index in `terms` (insertions), -1 (other kinds)
-    term_of = np.concatenate([np.append(np.array([terms.index(t) for t in names], np.int16), -1)[codes]
-                              for _, _, codes, names in columns] or [np.zeros(0, np.int16)])
-    del columns
-    keys, first = np.unique(keys, return_index=True)  # a text made twice counts once
-    new = ~_sorted_isin(keys, original_keys)  # a variant text equal to an original counts as the original
-    keys, first = keys[new], first[new]
-    of_original, term_of = of_original[first], term_of[first]
-    del first, new
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in variant_files)
+    passes = max(1, -(-rows // max(1, variants_per_pass)))
+    n_insertions = np.zeros(len(original_keys), np.int64)  # m_o
+    per_term: dict[str, np.ndarray] = {}  # m_o,t of each term that has an insertion variant
+    others = []  # unique variants of other kinds (grammatical negation rewrites words)
+    variants_digest = _key_set_digest(np.zeros(0, np.uint64))
+    for part in range(passes):
+        # numpy arrays of keys and small codes, not a frame of strings: 18 bytes per variant
+        columns = [_insertion_columns(f, INSERTION_KINDS, part, passes) for f in variant_files]
+        terms = sorted({t for *_, names in columns for t in names})
+        keys = np.concatenate([c[0] for c in columns] or [np.zeros(0, np.uint64)])
+        of_original = np.concatenate([c[1] for c in columns] or [np.zeros(0, np.uint64)])
+        # per variant: its term's index in `terms` (insertions), -1 (other kinds)
+        term_of = np.concatenate([np.append(np.array([terms.index(t) for t in names], np.int16), -1)[codes]
+                                  for _, _, codes, names in columns] or [np.zeros(0, np.int16)])
+        del columns
+        keys, first = np.unique(keys, return_index=True)  # a text made twice counts once (its first row's)
+        new = ~_sorted_isin(keys, original_keys)  # a variant text equal to an original counts as the original
+        keys, first = keys[new], first[new]
+        of_original, term_of = of_original[first], term_of[first]
+        del first, new
+        variants_digest = _digest_union(variants_digest, _key_set_digest(keys))
+        others.append(keys[term_of < 0])
+        inserted = term_of >= 0
+        of_original, term_of = of_original[inserted], term_of[inserted]
+        del keys, inserted
+        at = np.searchsorted(original_keys, of_original)
+        if len(at) and (not len(original_keys) or not np.array_equal(original_keys[at.clip(max=len(original_keys) - 1)],
+                                                                      of_original)):
+            return None
+        n_insertions += np.bincount(at, minlength=len(original_keys))
+        for i, t in enumerate(terms):
+            of_term = at[term_of == i]
+            if len(of_term):
+                per_term.setdefault(t, np.zeros(len(original_keys), np.int64))
+                per_term[t] += np.bincount(of_term, minlength=len(original_keys))
+        del at, of_original, term_of
     # the text set the direct count would read: exactly the originals and the variants
-    text_keys = _sorted_unique(np.concatenate([_column(f, "text_key") for f in text_files]))
-    if _key_set_digest(text_keys) != _key_set_digest(np.concatenate([original_keys, keys])):
+    texts_digest = _key_set_digest(np.zeros(0, np.uint64))
+    for part in range(passes):
+        keys = np.concatenate([k[_in_slice(k, part, passes)] if passes > 1 else k
+                               for k in (_column(f, "text_key") for f in text_files)])
+        texts_digest = _digest_union(texts_digest, _key_set_digest(_sorted_unique(keys)))
+        del keys
+    if texts_digest != _digest_union(_key_set_digest(original_keys), variants_digest):
         return None
-    n_docs = len(text_keys)
-    del text_keys
-    others = keys[term_of < 0]
-    inserted = term_of >= 0
-    weighted, n_variants = np.unique(of_original[inserted], return_counts=True)
-    weights = pl.DataFrame({"original_key": pl.Series(weighted, dtype=pl.UInt64), "w": n_variants.astype(np.int64) + 1})
-    by_term = {t: of_original[term_of == i] for i, t in enumerate(terms)}  # originals of each term's variants
-    del keys, of_original, term_of, inserted
-    used = [t for t in terms if len(by_term[t])]
+    n_docs = texts_digest[0]
+    others = np.sort(np.concatenate(others))  # disjoint slices: still each key once
+    weighted = n_insertions > 0
+    weights = pl.DataFrame({"original_key": pl.Series(original_keys[weighted], dtype=pl.UInt64),
+                            "w": n_insertions[weighted] + 1})
+    del n_insertions, weighted
+    used = sorted(per_term)
     term_tokens = dict(zip(used, rust.token_lists(np.arange(len(used), dtype=np.uint64), used, analyze)
                            .sort("key")["term"].to_list()))
     probes = sorted({w for tokens in term_tokens.values() for w in tokens})
@@ -752,9 +800,8 @@ def count_insertion_terms(spec: dict, corpus_files: list[str], variants_dir: str
     for term, tokens in term_tokens.items():
         for w in set(tokens):
             held = np.sort(np.concatenate(having[w])) if having[w] else np.zeros(0, np.uint64)  # unique originals
-            df[w] += int((~_sorted_isin(by_term[term], held)).sum())
-            tf[w] += tokens.count(w) * len(by_term[term])
-    # the other variants (grammatical negation rewrites words): tokenised as they are, each once
+            df[w] += int(per_term[term][~_sorted_isin(original_keys, held)].sum())
+            tf[w] += tokens.count(w) * int(per_term[term].sum())
     if len(others):
         more_df, more_tf, _ = count_terms(spec, _texts_of(variant_files, others))
         df.update(more_df)
