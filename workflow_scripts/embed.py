@@ -750,10 +750,9 @@ def count_insertion_terms(spec: dict, corpus_files: list[str], variants_dir: str
         inserted = term_of >= 0
         of_original, term_of = of_original[inserted], term_of[inserted]
         del keys, inserted
-        at = np.searchsorted(original_keys, of_original)
-        if len(at) and (not len(original_keys) or not np.array_equal(original_keys[at.clip(max=len(original_keys) - 1)],
-                                                                      of_original)):
+        if not _sorted_isin(of_original, original_keys).all():  # a variant of a text the corpus lacks
             return None
+        at = np.searchsorted(original_keys, of_original)
         n_insertions += np.bincount(at, minlength=len(original_keys))
         for i, t in enumerate(terms):
             of_term = at[term_of == i]
@@ -802,6 +801,7 @@ def count_insertion_terms(spec: dict, corpus_files: list[str], variants_dir: str
             held = np.sort(np.concatenate(having[w])) if having[w] else np.zeros(0, np.uint64)  # unique originals
             df[w] += int(per_term[term][~_sorted_isin(original_keys, held)].sum())
             tf[w] += tokens.count(w) * int(per_term[term].sum())
+    # the other variants (grammatical negation rewrites words): tokenised as they are, each once
     if len(others):
         more_df, more_tf, _ = count_terms(spec, _texts_of(variant_files, others))
         df.update(more_df)
