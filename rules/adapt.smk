@@ -6,29 +6,40 @@
 #                 ft.negatives; sentence-transformers' trainer), merge (weight averaging) — into <results>/models/<recipe>/ with a
 #                 manifest. Checkpoints in <results>/models/.work/<recipe>/: a killed job resumes.
 # The trained directory is an input of the model's embedding jobs (rules/common.smk, embed_inputs).
-# Code: workflow_scripts/adapt/; config: the `adapt` section.
+# Code: workflow_scripts/adapt/ (declaration: probe.py, planning: plan.py); config: the `adapt` section.
+ADAPT = PLANS["adapt"]
+
 
 rule adapt_train:
-    input: unpack(adapt_inputs)
-    output: directory(f"{R}/models/{{recipe}}")
+    input:
+        unpack(ADAPT.inputs),
+    output:
+        directory(f"{R}/models/{{recipe}}"),
+    log:
+        log_path("adapt_train", "{recipe}"),
+    benchmark:
+        bench_path("adapt_train", "{recipe}")
     wildcard_constraints:
-        recipe="|".join(ADAPT_RECIPES) or "(?!)",  # recipe names only (none: never matches)
+        recipe="|".join(ADAPT.recipes) or "(?!)",  # recipe names only (none: never matches)
+    priority: CHAIN_HEAD_PRIORITY
+    conda:
+        "../envs/workflow.yaml"
+    threads: ADAPT.resource("threads", DEFAULT_RESOURCES["adapt_train"])
+    resources:
+        mem_mb=ADAPT.resource("mem_mb", DEFAULT_RESOURCES["adapt_train"]),
+        runtime=ADAPT.resource("runtime", DEFAULT_RESOURCES["adapt_train"]),
+        gpu=lambda wc: 1 if STUDY.resolved_device(wc.recipe) == "cuda" else 0,
+        # SLURM: --gpus=<gpu_model>:1 (the plugin ignores an empty model)
+        gpu_model=lambda wc: (
+            config["models"][wc.recipe].get("gpu_model", "")
+            if STUDY.resolved_device(wc.recipe) == "cuda"
+            else ""
+        ),
     params:
         # the resolved recipe, its base and merge partner, its data: a change retrains
-        plan=adapt_plan,
+        plan=ADAPT.train_plan,
         work=lambda wc: f"{R}/models/.work/{wc.recipe}",
-        device=lambda wc: resolved_device(wc.recipe),
-    log: log_path("adapt_train", "{recipe}")
-    benchmark: bench_path("adapt_train", "{recipe}")
-    threads: adapt_resource("threads")
-    priority: CHAIN_HEAD_PRIORITY
-    resources:
-        mem_mb=adapt_resource("mem_mb"),
-        runtime=adapt_resource("runtime"),
-        gpu=lambda wc: 1 if resolved_device(wc.recipe) == "cuda" else 0,
-        # SLURM: --gpus=<gpu_model>:1 (the plugin ignores an empty model)
-        gpu_model=lambda wc: config["models"][wc.recipe].get("gpu_model", "") if resolved_device(wc.recipe) == "cuda" else "",
-    conda: "../envs/workflow.yaml"
+        device=lambda wc: STUDY.resolved_device(wc.recipe),
     shell:
         "TQDM_DISABLE=1 HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} python -m workflow_scripts.adapt.train --plan {params.plan:q}"
-        " --out {output:q} --work {params.work:q} --device {params.device} --threads {threads} > {log:q} 2>&1"
+        " --out {output:q} --work {params.work:q} --device {params.device:q} --threads {threads} > {log:q} 2>&1"

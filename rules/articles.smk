@@ -6,23 +6,30 @@
 
 
 rule articles:
-    input: unpack(articles_inputs)
+    input:
+        unpack(articles_inputs),
     output:
         shards=directory(f"{R}/articles/{{collection}}"),
         report=f"{R}/reports/articles/{{collection}}.json",
+    log:
+        log_path("articles", "{collection}"),
+    benchmark:
+        bench_path("articles", "{collection}")
+    wildcard_constraints:
+        collection=NAME,
+    priority: CHAIN_HEAD_PRIORITY
+    conda:
+        "../envs/workflow.yaml"
+    threads: res("articles", "threads")
+    resources:
+        mem_mb=res("articles", "mem_mb"),
+        runtime=res("articles", "runtime"),
     params:
         spec=lambda wc: as_json(config["articles"][wc.collection]),
         # NLTK's punkt data (name@digest): a change splits the sentences again
-        punkt=articles_punkt_plan,
-        nltk_path=nltk_data_path,
-    wildcard_constraints: collection=NAME
-    log: log_path("articles", "{collection}")
-    benchmark: bench_path("articles", "{collection}")
-    threads: res("articles", "threads")
-    priority: CHAIN_HEAD_PRIORITY
-    resources: mem_mb=res("articles", "mem_mb"), runtime=res("articles", "runtime")
-    conda: "../envs/workflow.yaml"
+        punkt=lambda wc: STUDY.nltk_plan(wc, prefix="punkt"),
+        nltk_path=STUDY.nltk_data_path,
     shell:
-        "NLTK_DATA={params.nltk_path:q} python -m workflow_scripts.articles --name {wildcards.collection}"
+        "NLTK_DATA={params.nltk_path:q} python -m workflow_scripts.articles --name {wildcards.collection:q}"
         " --spec {params.spec:q} --input {input.release:q} --out {output.shards:q} --report {output.report:q}"
         " > {log:q} 2>&1"

@@ -4,61 +4,87 @@
 
 
 rule download_model:
-    output: f"{R}/downloads/models/{{model}}/{{filename}}"
+    output:
+        f"{R}/downloads/models/{{model}}/{{filename}}",
+    log:
+        log_path("download", "model-{model}", "{filename}"),
+    conda:
+        "../envs/workflow.yaml"
+    threads: res("download", "threads")
+    resources:
+        mem_mb=res("download", "mem_mb"),
+        runtime=res("download", "runtime"),
     params:
         url=lambda wc: config["models"][wc.model]["url"],
         sha256=lambda wc: config["models"][wc.model]["sha256"],
-        gunzip=lambda wc: "--gunzip" if config["models"][wc.model]["url"].endswith(".gz") else "",
-    log: log_path("download", "model-{model}", "{filename}")
-    threads: res("download", "threads")
-    resources: mem_mb=res("download", "mem_mb"), runtime=res("download", "runtime")
-    conda: "../envs/workflow.yaml"
+        # a `.gz` file (by the URL's file name, its query string aside) is stored decompressed
+        gunzip=lambda wc: (
+            "--gunzip"
+            if url_filename(config["models"][wc.model]["url"]).endswith(".gz")
+            else ""
+        ),
     shell:
-        "python -m workflow_scripts.ingest download --url {params.url:q} --sha256 {params.sha256} {params.gunzip} --out {output:q}"
+        "python -m workflow_scripts.ingest download --url {params.url:q} --sha256 {params.sha256:q} {params.gunzip} --out {output:q}"
         " > {log:q} 2>&1"
 
 
 rule fit_tfidf:
-    input: unpack(tfidf_fit_inputs)
-    output: f"{R}/models/{{model}}/tfidf-{{scope}}.json"
-    params:
-        spec=lambda wc: as_json(embed_spec(wc.model)),
-        options=tfidf_fit_options,
-    log: log_path("fit_tfidf", "{model}", "{scope}")
-    benchmark: bench_path("fit_tfidf", "{model}", "{scope}")
+    input:
+        unpack(tfidf_fit_inputs),
+    output:
+        f"{R}/models/{{model}}/tfidf-{{scope}}.json",
+    log:
+        log_path("fit_tfidf", "{model}", "{scope}"),
+    benchmark:
+        bench_path("fit_tfidf", "{model}", "{scope}")
+    conda:
+        "../envs/workflow.yaml"
     threads: res("fit_tfidf", "threads")
-    resources: mem_mb=res("fit_tfidf", "mem_mb"), runtime=res("fit_tfidf", "runtime")
-    conda: "../envs/workflow.yaml"
+    resources:
+        mem_mb=res("fit_tfidf", "mem_mb"),
+        runtime=res("fit_tfidf", "runtime"),
+    params:
+        spec=lambda wc: as_json(STUDY.embed_spec(wc.model)),
+        options=tfidf_fit_options,
     shell:
         "python -m workflow_scripts.embed fit-tfidf --spec {params.spec:q} {params.options} --out {output:q} > {log:q} 2>&1"
 
 
 rule embed:
-    input: unpack(embed_inputs)
-    output: directory(f"{R}/embeddings/{{model}}/{{scope}}/part-{{part}}")
-    params:
-        # what decides the vectors, resolved device included: a change reruns the job
-        spec=lambda wc: as_json(embed_spec(wc.model)),
-        options=embed_options,
-        partitions=PARTS,
-    log: log_path("embed", "{model}", "{scope}", "part-{part}")
-    benchmark: bench_path("embed", "{model}", "{scope}", "part-{part}")
-    threads: model_resource("threads")
+    input:
+        unpack(embed_inputs),
+    output:
+        directory(f"{R}/embeddings/{{model}}/{{scope}}/part-{{part}}"),
+    log:
+        log_path("embed", "{model}", "{scope}", "part-{part}"),
+    benchmark:
+        bench_path("embed", "{model}", "{scope}", "part-{part}")
     priority: embed_priority
+    conda:
+        "../envs/workflow.yaml"
+    threads: model_resource("threads")
     resources:
         mem_mb=model_resource("mem_mb"),
         runtime=model_resource("runtime"),
-        gpu=lambda wc: 1 if resolved_device(wc.model) == "cuda" else 0,
+        gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
         # SLURM: --gpus=<gpu_model>:1 (the plugin ignores an empty model)
-        gpu_model=lambda wc: config["models"][wc.model].get("gpu_model", "") if resolved_device(wc.model) == "cuda" else "",
+        gpu_model=lambda wc: (
+            config["models"][wc.model].get("gpu_model", "")
+            if STUDY.resolved_device(wc.model) == "cuda"
+            else ""
+        ),
         # how the job runs, not what it computes (fp32: float-rounding changes only; in bf16/fp16
         # the batch size is in the spec too): resources, like threads, are not compared when
         # Snakemake decides what to rerun (params, input, shell template, software env, mtime are)
         batch_size=lambda wc: config["models"][wc.model].get("batch_size", 32),
         cpu_workers=lambda wc: config["models"][wc.model].get("cpu_workers", 1),
-    conda: "../envs/workflow.yaml"
+    params:
+        # what decides the vectors, resolved device included: a change reruns the job
+        spec=lambda wc: as_json(STUDY.embed_spec(wc.model)),
+        options=embed_options,
+        partitions=PARTS,
     shell:
-        "TQDM_DISABLE=1 HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} python -m workflow_scripts.embed embed --model {wildcards.model} --spec {params.spec:q}"
-        " --scope {wildcards.scope} --partition {wildcards.part} --partitions {params.partitions}"
+        "TQDM_DISABLE=1 HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} python -m workflow_scripts.embed embed --model {wildcards.model:q} --spec {params.spec:q}"
+        " --scope {wildcards.scope:q} --partition {wildcards.part:q} --partitions {params.partitions:q}"
         " --texts {input.texts:q} {params.options} --out {output:q} --threads {threads}"
-        " --batch-size {resources.batch_size} --cpu-workers {resources.cpu_workers} > {log:q} 2>&1"
+        " --batch-size {resources.batch_size:q} --cpu-workers {resources.cpu_workers:q} > {log:q} 2>&1"

@@ -3,29 +3,43 @@
 
 
 rule download_source:
-    output: f"{R}/downloads/sources/{{source}}/{{filename}}"
-    params:
-        url=lambda wc: source_spec(wc.source)["url"],
-        sha256=lambda wc: source_spec(wc.source)["sha256"],
-    log: log_path("download", "{source}", "{filename}")
+    output:
+        f"{R}/downloads/sources/{{source}}/{{filename}}",
+    log:
+        log_path("download", "{source}", "{filename}"),
+    conda:
+        "../envs/workflow.yaml"
     threads: res("download", "threads")
-    resources: mem_mb=res("download", "mem_mb"), runtime=res("download", "runtime")
-    conda: "../envs/workflow.yaml"
-    shell: "python -m workflow_scripts.ingest download --url {params.url:q} --sha256 {params.sha256} --out {output:q} > {log:q} 2>&1"
+    resources:
+        mem_mb=res("download", "mem_mb"),
+        runtime=res("download", "runtime"),
+    params:
+        url=lambda wc: STUDY.source_spec(wc.source)["url"],
+        sha256=lambda wc: STUDY.source_spec(wc.source)["sha256"],
+    shell:
+        "python -m workflow_scripts.ingest download --url {params.url:q} --sha256 {params.sha256:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule ingest:
-    input: source_input
+    input:
+        source_input,
     output:
         shards=directory(f"{R}/ingest/{{source}}"),
         report=f"{R}/reports/ingest/{{source}}.json",
-    params: spec=lambda wc: as_json(config["sources"][wc.source]), shard_rows=SHARD_ROWS
-    log: log_path("ingest", "{source}")
-    benchmark: bench_path("ingest", "{source}")
-    threads: res("ingest", "threads")
+    log:
+        log_path("ingest", "{source}"),
+    benchmark:
+        bench_path("ingest", "{source}")
     priority: CHAIN_HEAD_PRIORITY
-    resources: mem_mb=res("ingest", "mem_mb"), runtime=res("ingest", "runtime")
-    conda: "../envs/workflow.yaml"
+    conda:
+        "../envs/workflow.yaml"
+    threads: res("ingest", "threads")
+    resources:
+        mem_mb=res("ingest", "mem_mb"),
+        runtime=res("ingest", "runtime"),
+    params:
+        spec=lambda wc: as_json(config["sources"][wc.source]),
+        shard_rows=SHARD_ROWS,
     shell:
-        "python -m workflow_scripts.ingest ingest --source {wildcards.source} --spec {params.spec:q} --input {input:q}"
-        " --out {output.shards:q} --report {output.report:q} --shard-rows {params.shard_rows} > {log:q} 2>&1"
+        "python -m workflow_scripts.ingest ingest --source {wildcards.source:q} --spec {params.spec:q} --input {input:q}"
+        " --out {output.shards:q} --report {output.report:q} --shard-rows {params.shard_rows:q} > {log:q} 2>&1"

@@ -6,14 +6,21 @@
 
 
 rule nltk_download:
-    output: NLTK_MANIFEST
-    params:
-        packages=lambda wc: sorted({p for pkgs in NLTK_PLAN["missing"].values() for p in pkgs}),
-        dest=lambda wc: os.path.dirname(NLTK_MANIFEST),
-    log: log_path("nltk_download", "all")
+    output:
+        NLTK_MANIFEST,
+    log:
+        log_path("nltk_download", "all"),
+    conda:
+        "../envs/workflow.yaml"
     threads: res("nltk_download", "threads")
-    resources: mem_mb=res("nltk_download", "mem_mb"), runtime=res("nltk_download", "runtime")
-    conda: "../envs/workflow.yaml"
+    resources:
+        mem_mb=res("nltk_download", "mem_mb"),
+        runtime=res("nltk_download", "runtime"),
+    params:
+        packages=lambda wc: sorted(
+            {p for pkgs in NLTK_PLAN["missing"].values() for p in pkgs}
+        ),
+        dest=lambda wc: os.path.dirname(NLTK_MANIFEST),
     shell:
         "python -m workflow_scripts.nltk_data download --packages {params.packages:q} --dest {params.dest:q}"
         " --manifest {output:q} > {log:q} 2>&1"

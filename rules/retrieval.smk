@@ -7,100 +7,113 @@
 #                        with the search repeated after each transformation
 #   retrieval_metrics    per (set, model): accuracy and NDCG per k and draw, thresholds, COE/ROE
 #   retrieval_aggregate  the tables (accuracy, isotropy, correlations, Tables I-III) and plots
-# Code: workflow_scripts/retrieval/; config: the `retrieval` section.
+# Code: workflow_scripts/retrieval/ (declaration: probe.py, planning: plan.py); config: the `retrieval` section.
+RETRIEVAL = PLANS["retrieval"]
 
 
 rule retrieval_build:
-    input: unpack(retrieval_build_inputs)
+    input:
+        unpack(RETRIEVAL.build_inputs),
     output:
         set=directory(f"{R}/retrieval/sets/{{dataset}}"),
-        texts=expand(f"{R}/texts/retrieval.{{{{dataset}}}}/part-{{part}}.parquet", part=PART_IDS),
+        texts=expand(
+            f"{R}/texts/retrieval.{{{{dataset}}}}/part-{{part}}.parquet", part=PART_IDS
+        ),
         report=f"{R}/reports/retrieval/{{dataset}}.json",
-    params:
-        spec=retrieval_build_spec,
-        settings=lambda wc: as_json({"build": config["retrieval"]["build"]}),
-        seed=SEED,
-        # NLTK data the sentence splitter uses (name@digest): a change rebuilds the set
-        nltk=retrieval_nltk_plan,
-        nltk_path=nltk_data_path,
-        # generated questions are cached across runs and killed jobs (workflow_scripts/generator.py)
-        cache=lambda wc: f"{R}/cache/generations/retrieval.{wc.dataset}.jsonl",
-    log: log_path("retrieval_build", "{dataset}")
-    benchmark: bench_path("retrieval_build", "{dataset}")
-    threads: res("retrieval_build", "threads")
+    log:
+        log_path("retrieval_build", "{dataset}"),
+    benchmark:
+        bench_path("retrieval_build", "{dataset}")
     priority: CHAIN_HEAD_PRIORITY
+    conda:
+        "../envs/workflow.yaml"
+    threads: res("retrieval_build", "threads")
     resources:
         mem_mb=res("retrieval_build", "mem_mb"),
         runtime=res("retrieval_build", "runtime"),
-        gpu=retrieval_build_gpu,  # 1 when the set's question generator runs on cuda
-    conda: "../envs/workflow.yaml"
+        gpu=RETRIEVAL.build_gpu,  # 1 when the set's question generator runs on cuda
+    params:
+        spec=RETRIEVAL.build_spec,
+        settings=RETRIEVAL.build_settings,
+        seed=SEED,
+        # NLTK data the sentence splitter uses (name@digest): a change rebuilds the set
+        nltk=STUDY.nltk_plan,
+        nltk_path=STUDY.nltk_data_path,
+        # generated questions are cached across runs and killed jobs (workflow_scripts/generator.py)
+        cache=lambda wc: f"{R}/cache/generations/retrieval.{wc.dataset}.jsonl",
     shell:
-        "NLTK_DATA={params.nltk_path:q} python -m workflow_scripts.retrieval.sets --dataset {wildcards.dataset}"
-        " --spec {params.spec:q} --settings {params.settings:q} --seed {params.seed} --out-dir {output.set:q}"
+        "NLTK_DATA={params.nltk_path:q} python -m workflow_scripts.retrieval.sets --dataset {wildcards.dataset:q}"
+        " --spec {params.spec:q} --settings {params.settings:q} --seed {params.seed:q} --out-dir {output.set:q}"
         " --texts {output.texts:q} --report {output.report:q} --cache {params.cache:q} > {log:q} 2>&1"
 
 
 rule retrieval_search:
     input:
         set=f"{R}/retrieval/sets/{{dataset}}",
-        stores=retrieval_stores,
+        stores=RETRIEVAL.stores,
     output:
         topk=f"{R}/retrieval/{{dataset}}/{{model}}/topk.parquet",
         similarities=f"{R}/retrieval/{{dataset}}/{{model}}/similarities.parquet",
         summary=f"{R}/retrieval/{{dataset}}/{{model}}/search.json",
-    params:
-        spec=lambda wc: as_json(embed_spec(wc.model)),
-        settings=retrieval_search_settings,
-        seed=SEED,
-        # the GPU index when the model's device is cuda (identical results: float64 rescoring)
-        device=lambda wc: resolved_device(wc.model),
-    log: log_path("retrieval_search", "{dataset}", "{model}")
-    benchmark: bench_path("retrieval_search", "{dataset}", "{model}")
+    log:
+        log_path("retrieval_search", "{dataset}", "{model}"),
+    benchmark:
+        bench_path("retrieval_search", "{dataset}", "{model}")
+    conda:
+        "../envs/workflow.yaml"
     threads: res("retrieval_search", "threads")
     resources:
         mem_mb=res("retrieval_search", "mem_mb"),
         runtime=res("retrieval_search", "runtime"),
-        gpu=lambda wc: 1 if resolved_device(wc.model) == "cuda" else 0,
+        gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
         # how the search runs, not what it finds: resources, so a change reruns nothing
-        shard_rows=retrieval_search_option("shard_rows"),
-        query_batch=retrieval_search_option("query_batch"),
-        extra_candidates=retrieval_search_option("extra_candidates"),
-    conda: "../envs/workflow.yaml"
+        shard_rows=RETRIEVAL.search_option("shard_rows"),
+        query_batch=RETRIEVAL.search_option("query_batch"),
+        extra_candidates=RETRIEVAL.search_option("extra_candidates"),
+    params:
+        spec=RETRIEVAL.spec,
+        settings=RETRIEVAL.search_settings,
+        seed=SEED,
+        # the GPU index when the model's device is cuda (identical results: float64 rescoring)
+        device=lambda wc: STUDY.resolved_device(wc.model),
     shell:
         "python -m workflow_scripts.retrieval.search --set {input.set:q} --stores {input.stores:q}"
-        " --model {wildcards.model} --spec {params.spec:q} --dataset {wildcards.dataset} --settings {params.settings:q}"
-        " --seed {params.seed} --device {params.device} --threads {threads} --shard-rows {resources.shard_rows}"
-        " --query-batch {resources.query_batch} --extra-candidates {resources.extra_candidates}"
+        " --model {wildcards.model:q} --spec {params.spec:q} --dataset {wildcards.dataset:q} --settings {params.settings:q}"
+        " --seed {params.seed:q} --device {params.device:q} --threads {threads} --shard-rows {resources.shard_rows:q}"
+        " --query-batch {resources.query_batch:q} --extra-candidates {resources.extra_candidates:q}"
         " --topk {output.topk:q} --similarities {output.similarities:q} --summary {output.summary:q} > {log:q} 2>&1"
 
 
 rule retrieval_isotropy:
     input:
         set=f"{R}/retrieval/sets/{{dataset}}",
-        stores=retrieval_stores,
+        stores=RETRIEVAL.stores,
     output:
         isotropy=f"{R}/retrieval/{{dataset}}/{{model}}/isotropy.parquet",
         topk=f"{R}/retrieval/{{dataset}}/{{model}}/transform_topk.parquet",
-    params:
-        spec=lambda wc: as_json(embed_spec(wc.model)),
-        settings=retrieval_isotropy_settings,
-        device=lambda wc: resolved_device(wc.model),
-    log: log_path("retrieval_isotropy", "{dataset}", "{model}")
-    benchmark: bench_path("retrieval_isotropy", "{dataset}", "{model}")
+    log:
+        log_path("retrieval_isotropy", "{dataset}", "{model}"),
+    benchmark:
+        bench_path("retrieval_isotropy", "{dataset}", "{model}")
+    conda:
+        "../envs/workflow.yaml"
     threads: res("retrieval_isotropy", "threads")
     resources:
         mem_mb=res("retrieval_isotropy", "mem_mb"),
         runtime=res("retrieval_isotropy", "runtime"),
-        gpu=lambda wc: 1 if resolved_device(wc.model) == "cuda" else 0,
-        shard_rows=retrieval_search_option("shard_rows"),
-        query_batch=retrieval_search_option("query_batch"),
-        extra_candidates=retrieval_search_option("extra_candidates"),
-    conda: "../envs/workflow.yaml"
+        gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
+        shard_rows=RETRIEVAL.search_option("shard_rows"),
+        query_batch=RETRIEVAL.search_option("query_batch"),
+        extra_candidates=RETRIEVAL.search_option("extra_candidates"),
+    params:
+        spec=RETRIEVAL.spec,
+        settings=RETRIEVAL.isotropy_settings,
+        device=lambda wc: STUDY.resolved_device(wc.model),
     shell:
         "python -m workflow_scripts.retrieval.isotropy --set {input.set:q} --stores {input.stores:q}"
-        " --model {wildcards.model} --spec {params.spec:q} --dataset {wildcards.dataset} --settings {params.settings:q}"
-        " --device {params.device} --threads {threads} --shard-rows {resources.shard_rows}"
-        " --query-batch {resources.query_batch} --extra-candidates {resources.extra_candidates}"
+        " --model {wildcards.model:q} --spec {params.spec:q} --dataset {wildcards.dataset:q} --settings {params.settings:q}"
+        " --device {params.device:q} --threads {threads} --shard-rows {resources.shard_rows:q}"
+        " --query-batch {resources.query_batch:q} --extra-candidates {resources.extra_candidates:q}"
         " --isotropy {output.isotropy:q} --transform-topk {output.topk:q} > {log:q} 2>&1"
 
 
@@ -114,45 +127,66 @@ rule retrieval_metrics:
         metrics=f"{R}/retrieval/{{dataset}}/{{model}}/metrics.parquet",
         thresholds=f"{R}/retrieval/{{dataset}}/{{model}}/thresholds.parquet",
         summary=f"{R}/retrieval/{{dataset}}/{{model}}/summary.parquet",
-    params:
-        settings=lambda wc: retrieval_metric_settings(),
-        seed=SEED,
-    log: log_path("retrieval_metrics", "{dataset}", "{model}")
-    benchmark: bench_path("retrieval_metrics", "{dataset}", "{model}")
+    log:
+        log_path("retrieval_metrics", "{dataset}", "{model}"),
+    benchmark:
+        bench_path("retrieval_metrics", "{dataset}", "{model}")
+    conda:
+        "../envs/workflow.yaml"
     threads: res("retrieval_metrics", "threads")
-    resources: mem_mb=res("retrieval_metrics", "mem_mb"), runtime=res("retrieval_metrics", "runtime")
-    conda: "../envs/workflow.yaml"
+    resources:
+        mem_mb=res("retrieval_metrics", "mem_mb"),
+        runtime=res("retrieval_metrics", "runtime"),
+    params:
+        settings=RETRIEVAL.metric_settings,
+        seed=SEED,
     shell:
         "python -m workflow_scripts.retrieval.metrics metrics --topk {input.topk:q} --similarities {input.similarities:q}"
-        " --search-summary {input.search:q} --transform-topk {input.transform_topk:q} --dataset {wildcards.dataset}"
-        " --model {wildcards.model} --settings {params.settings:q} --seed {params.seed} --metrics {output.metrics:q}"
+        " --search-summary {input.search:q} --transform-topk {input.transform_topk:q} --dataset {wildcards.dataset:q}"
+        " --model {wildcards.model:q} --settings {params.settings:q} --seed {params.seed:q} --metrics {output.metrics:q}"
         " --thresholds {output.thresholds:q} --summary {output.summary:q} > {log:q} 2>&1"
 
 
 rule retrieval_aggregate:
-    input: unpack(retrieval_aggregate_inputs)
+    input:
+        unpack(RETRIEVAL.aggregate_inputs),
     output:
         accuracy=f"{R}/tables/retrieval_accuracy.csv",
         isotropy=f"{R}/tables/retrieval_isotropy.csv",
         correlations=f"{R}/tables/retrieval_correlations.csv",
         tables=[f"{R}/tables/retrieval_table{i}.csv" for i in (1, 2, 3)],
-        plots=[report(f"{R}/plots/retrieval/{d}/{name}.png", category=REPORT_CATEGORY["retrieval"], subcategory=d,
-                      caption=f"../resources/report/retrieval_{name}.rst", labels={"set": d, "plot": name})
-               for d in RETRIEVAL_DATASETS for name in ("accuracy_vs_k", "similarities")],
-    params:
-        entries=retrieval_aggregate_entries,
-        settings=lambda wc: retrieval_aggregate_settings(),
-        seed=SEED,
-        datasets=RETRIEVAL_DATASETS,
-        tables_dir=lambda wc, output: os.path.dirname(output.accuracy),
-        plots_dir=lambda wc, output: (os.path.dirname(os.path.dirname(output.plots[0])) if output.plots
-                                      else f"{R}/plots/retrieval"),
-    log: log_path("retrieval_aggregate", "all")
+        plots=[
+            report(
+                f"{R}/plots/retrieval/{d}/{name}.png",
+                category=REPORT_CATEGORY["retrieval"],
+                subcategory=d,
+                caption=f"../resources/report/retrieval_{name}.rst",
+                labels={"set": d, "plot": name},
+            )
+            for d, name in RETRIEVAL.plots()
+        ],
+    log:
+        log_path("retrieval_aggregate", "all"),
+    localrule: True
+    conda:
+        "../envs/workflow.yaml"
     threads: res("retrieval_aggregate", "threads")
-    resources: mem_mb=res("retrieval_aggregate", "mem_mb"), runtime=res("retrieval_aggregate", "runtime")
-    conda: "../envs/workflow.yaml"
+    resources:
+        mem_mb=res("retrieval_aggregate", "mem_mb"),
+        runtime=res("retrieval_aggregate", "runtime"),
+    params:
+        entries=RETRIEVAL.aggregate_entries,
+        settings=RETRIEVAL.aggregate_settings,
+        seed=SEED,
+        datasets=RETRIEVAL.datasets,
+        tables_dir=lambda wc, output: os.path.dirname(output.accuracy),
+        plots_dir=lambda wc, output: (
+            os.path.dirname(os.path.dirname(output.plots[0]))
+            if output.plots
+            else f"{R}/plots/retrieval"
+        ),
     shell:
         "MPLBACKEND=Agg python -m workflow_scripts.retrieval.metrics aggregate --entries {params.entries:q}"
-        " --settings {params.settings:q} --seed {params.seed} --accuracy {output.accuracy:q}"
+        " --settings {params.settings:q} --seed {params.seed:q} --accuracy {output.accuracy:q}"
         " --isotropy {output.isotropy:q} --correlations {output.correlations:q} --tables-dir {params.tables_dir:q}"
         " --plots-dir {params.plots_dir:q} --datasets {params.datasets:q} > {log:q} 2>&1"

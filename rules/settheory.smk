@@ -6,51 +6,66 @@
 #                        when cos(B, D) < threshold under the filter encoders
 #   settheory_measures   per (sample set, model): cosine, dot, L1, L2, NED and the projections
 #   settheory_aggregate  pooled bounds, C1-C6 shares with bootstrapped CIs, tables, histogram plots
-# Code: workflow_scripts/settheory/; config: the `settheory` section.
+# Code: workflow_scripts/settheory/ (declaration: probe.py, planning: plan.py); config: the `settheory` section.
+SETTHEORY = PLANS["settheory"]
+from workflow_scripts.settheory.plan import SET_NAME as SETTHEORY_SET_NAME_PATTERN
 
 
 rule settheory_samples:
-    input: unpack(settheory_samples_inputs)
+    input:
+        unpack(SETTHEORY.samples_inputs),
     output:
         samples=f"{R}/settheory/samples/{{dataset}}.parquet",
-        texts=expand(f"{R}/texts/settheory.{{{{dataset}}}}/part-{{part}}.parquet", part=PART_IDS),
+        texts=expand(
+            f"{R}/texts/settheory.{{{{dataset}}}}/part-{{part}}.parquet", part=PART_IDS
+        ),
         report=f"{R}/reports/settheory/{{dataset}}.json",
-    params:
-        spec=lambda wc: as_json(config["settheory"]["datasets"][wc.dataset]),
-        seed=SEED,
-        options=settheory_samples_options,
-    log: log_path("settheory_samples", "{dataset}")
-    benchmark: bench_path("settheory_samples", "{dataset}")
-    threads: res("settheory_samples", "threads")
+    log:
+        log_path("settheory_samples", "{dataset}"),
+    benchmark:
+        bench_path("settheory_samples", "{dataset}")
     priority: CHAIN_HEAD_PRIORITY
+    conda:
+        "../envs/workflow.yaml"
+    threads: res("settheory_samples", "threads")
     resources:
         mem_mb=res("settheory_samples", "mem_mb"),
         runtime=res("settheory_samples", "runtime"),
         # a generator with device cuda (or auto resolved to cuda) runs on a GPU
-        gpu=lambda wc: 1 if settheory_device(wc.dataset) == "cuda" else 0,
-    conda: "../envs/workflow.yaml"
+        gpu=lambda wc: 1 if SETTHEORY.device(wc.dataset) == "cuda" else 0,
+    params:
+        spec=SETTHEORY.samples_spec,
+        seed=SEED,
+        options=SETTHEORY.samples_options,
     shell:
         "OMP_NUM_THREADS={threads} TQDM_DISABLE=1 HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} python -m workflow_scripts.settheory.samples"
-        " --sampleset {wildcards.dataset} --spec {params.spec:q} --seed {params.seed} {params.options}"
+        " --sampleset {wildcards.dataset:q} --spec {params.spec:q} --seed {params.seed:q} {params.options}"
         " --out {output.samples:q} --texts {output.texts:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule settheory_filter:
-    input: unpack(settheory_filter_inputs)
+    input:
+        unpack(SETTHEORY.filter_inputs),
     output:
         operators=f"{R}/settheory/{{dataset}}/operators.parquet",
         report=f"{R}/reports/settheory_filter/{{dataset}}.json",
-    params:
-        filter=settheory_filter_spec,
+    log:
+        log_path("settheory_filter", "{dataset}"),
+    benchmark:
+        bench_path("settheory_filter", "{dataset}")
     # results/settheory/samples/ holds the sample tables: never a sample set's folder
-    wildcard_constraints: dataset=SETTHEORY_SET_NAME
-    log: log_path("settheory_filter", "{dataset}")
-    benchmark: bench_path("settheory_filter", "{dataset}")
+    wildcard_constraints:
+        dataset=SETTHEORY_SET_NAME_PATTERN,
+    conda:
+        "../envs/workflow.yaml"
     threads: res("settheory_filter", "threads")
-    resources: mem_mb=res("settheory_filter", "mem_mb"), runtime=res("settheory_filter", "runtime")
-    conda: "../envs/workflow.yaml"
+    resources:
+        mem_mb=res("settheory_filter", "mem_mb"),
+        runtime=res("settheory_filter", "runtime"),
+    params:
+        filter=SETTHEORY.filter_spec,
     shell:
-        "python -m workflow_scripts.settheory.operators --samples {input.samples:q} --sampleset {wildcards.dataset}"
+        "python -m workflow_scripts.settheory.operators --samples {input.samples:q} --sampleset {wildcards.dataset:q}"
         " --filter {params.filter:q} --stores {input.stores:q} --out {output.operators:q}"
         " --report {output.report:q} > {log:q} 2>&1"
 
@@ -58,44 +73,67 @@ rule settheory_filter:
 rule settheory_measures:
     input:
         operators=f"{R}/settheory/{{dataset}}/operators.parquet",
-        stores=settheory_stores,
-    output: f"{R}/settheory/{{dataset}}/{{model}}/measures.parquet"
-    params:
-        spec=lambda wc: as_json(embed_spec(wc.model)),
-        measures=lambda wc: config["settheory"]["measures"],
-    wildcard_constraints: dataset=SETTHEORY_SET_NAME
-    log: log_path("settheory_measures", "{dataset}", "{model}")
-    benchmark: bench_path("settheory_measures", "{dataset}", "{model}")
+        stores=SETTHEORY.stores,
+    output:
+        f"{R}/settheory/{{dataset}}/{{model}}/measures.parquet",
+    log:
+        log_path("settheory_measures", "{dataset}", "{model}"),
+    benchmark:
+        bench_path("settheory_measures", "{dataset}", "{model}")
+    wildcard_constraints:
+        dataset=SETTHEORY_SET_NAME_PATTERN,
+    conda:
+        "../envs/workflow.yaml"
     threads: res("settheory_measures", "threads")
-    resources: mem_mb=res("settheory_measures", "mem_mb"), runtime=res("settheory_measures", "runtime")
-    conda: "../envs/workflow.yaml"
+    resources:
+        mem_mb=res("settheory_measures", "mem_mb"),
+        runtime=res("settheory_measures", "runtime"),
+    params:
+        spec=SETTHEORY.spec,
+        measures=lambda wc: config["settheory"]["measures"],
     shell:
         "python -m workflow_scripts.settheory.criteria --operators {input.operators:q} --stores {input.stores:q}"
-        " --model {wildcards.model} --spec {params.spec:q} --measures {params.measures:q} --out {output:q}"
+        " --model {wildcards.model:q} --spec {params.spec:q} --measures {params.measures:q} --out {output:q}"
         " > {log:q} 2>&1"
 
 
 rule settheory_aggregate:
-    input: unpack(settheory_aggregate_inputs)
+    input:
+        unpack(SETTHEORY.aggregate_inputs),
     output:
         shares=f"{R}/tables/settheory_shares.csv",
         tables=[f"{R}/tables/settheory_c{i}.csv" for i in range(1, 7)],
         histograms=f"{R}/tables/settheory_histograms.csv",
-        plots=[report(f"{R}/plots/settheory/{p.dataset}/{p.model}.png", category=REPORT_CATEGORY["settheory"],
-                      subcategory=p.dataset, caption="../resources/report/settheory_plot.rst",
-                      labels={"sample set": p.dataset, "model": p.model}) for p in SETTHEORY_PAIRS],
+        plots=[
+            report(
+                f"{R}/plots/settheory/{p.dataset}/{p.model}.png",
+                category=REPORT_CATEGORY["settheory"],
+                subcategory=p.dataset,
+                caption="../resources/report/settheory_plot.rst",
+                labels={"sample set": p.dataset, "model": p.model},
+            )
+            for p in SETTHEORY.pairs
+        ],
+    log:
+        log_path("settheory_aggregate", "all"),
+    localrule: True
+    conda:
+        "../envs/workflow.yaml"
+    threads: res("settheory_aggregate", "threads")
+    resources:
+        mem_mb=res("settheory_aggregate", "mem_mb"),
+        runtime=res("settheory_aggregate", "runtime"),
     params:
-        entries=settheory_aggregate_entries,
-        settings=lambda wc: settheory_criterion_settings(),
+        entries=SETTHEORY.aggregate_entries,
+        settings=SETTHEORY.criterion_settings,
         seed=SEED,
         tables_dir=lambda wc, output: os.path.dirname(output.shares),
-        plots_dir=lambda wc, output: (os.path.dirname(os.path.dirname(output.plots[0])) if output.plots
-                                      else f"{R}/plots/settheory"),
-    log: log_path("settheory_aggregate", "all")
-    threads: res("settheory_aggregate", "threads")
-    resources: mem_mb=res("settheory_aggregate", "mem_mb"), runtime=res("settheory_aggregate", "runtime")
-    conda: "../envs/workflow.yaml"
+        plots_dir=lambda wc, output: (
+            os.path.dirname(os.path.dirname(output.plots[0]))
+            if output.plots
+            else f"{R}/plots/settheory"
+        ),
     shell:
         "MPLBACKEND=Agg python -m workflow_scripts.settheory.tables --entries {params.entries:q}"
-        " --settings {params.settings:q} --seed {params.seed} --tables-dir {params.tables_dir:q}"
+        " --settings {params.settings:q} --seed {params.seed:q} --tables-dir {params.tables_dir:q}"
         " --plots-dir {params.plots_dir:q} > {log:q} 2>&1"

@@ -7,20 +7,16 @@ import yaml
 
 from workflow_scripts.common import atomic_path
 
+from workflow_scripts.probes import declarations
+
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = {"ingest", "derive_corpus", "perturb", "fit_tfidf", "embed", "csc_score", "triplets_build", "triplets_score"}
-HEAVY |= {"articles", "settheory_samples", "settheory_filter", "settheory_measures"}
-SHARED_STAGES = {"nltk_data", "ingest", "length_filter", "embed", "report"}
-SHARED_STAGES |= {"articles"}
-PROBES = {"csc", "triplets"}
-PROBES |= {"montague"}
-HEAVY |= {"montague_score"}
-PROBES |= {"settheory"}
-PROBES |= {"retrieval"}
-HEAVY |= {"retrieval_build", "retrieval_search", "retrieval_isotropy", "retrieval_metrics"}
-# adapt is a stage laid out like a probe (rule file, package, config section with its schema)
-PROBES |= {"adapt", "domain_shift"}
-HEAVY |= {"adapt_train", "domain_shift_score"}
+# The shared stages: a rule file and a module each. Every probe (and stage laid out like one) declares
+# itself and its rules in its package (workflow_scripts/<name>/probe.py): no list of probes is kept here.
+SHARED_STAGES = {"nltk_data", "ingest", "length_filter", "embed", "report", "articles"}
+DECLARED = {p.name for p in declarations()}
+# rules that must declare `benchmark:`: the shared stages' heavy ones, and each probe's declared heavy rules
+HEAVY = {"ingest", "derive_corpus", "fit_tfidf", "embed", "articles"}
+HEAVY |= {rule for p in declarations() for rule, r in p.rules.items() if r.heavy}
 
 
 def rule_blocks():
@@ -45,21 +41,25 @@ def test_directives_are_parsed_per_rule():
 
 def test_one_rule_file_per_stage_and_probe():
     """The probe contract's layout: a shared stage is a rule file and a module; a probe is a rule
-    file, a package of its own and a config section of its name."""
+    file with exactly the rules it declares, a package of its own with its declaration, planner and
+    schema, and a config section of its name."""
     stages = {p.stem for p in (ROOT / "rules").glob("*.smk")} - {"common"}
-    assert stages == SHARED_STAGES | PROBES
+    assert stages == SHARED_STAGES | DECLARED
     for stage in SHARED_STAGES:
         assert (ROOT / "workflow_scripts" / f"{stage}.py").exists()
-    from workflow_scripts.config import load_schema, probe_names
-    assert set(probe_names()) == PROBES
+    from workflow_scripts.config import load_schema
     schema = load_schema()
-    for probe in PROBES:
-        assert (ROOT / "workflow_scripts" / probe / "__init__.py").exists()
-        assert not (ROOT / "workflow_scripts" / f"{probe}.py").exists()
-        assert probe in schema["properties"], f"probe {probe} has no config section"
-        rules = set(re.findall(r"^rule (\w+):", (ROOT / "rules" / f"{probe}.smk").read_text(), re.M))
-        assert rules <= set(schema["properties"]["resources"]["propertyNames"]["enum"]), probe
-        assert f"workflow_scripts/{probe}/" in (ROOT / "rules" / f"{probe}.smk").read_text()
+    for probe in declarations():
+        package = ROOT / "workflow_scripts" / probe.name
+        assert (package / "__init__.py").exists() and probe.schema_path.exists()
+        assert not (ROOT / "workflow_scripts" / f"{probe.name}.py").exists()
+        assert probe.name in schema["properties"], f"probe {probe.name} has no config section"
+        assert probe.planner().__module__ == f"workflow_scripts.{probe.name}.plan"
+        rule_file = (ROOT / "rules" / f"{probe.name}.smk").read_text()
+        assert set(re.findall(r"^rule (\w+):", rule_file, re.M)) == set(probe.rules), probe.name
+        assert set(probe.rules) <= set(schema["properties"]["resources"]["propertyNames"]["enum"]), probe.name
+        assert f"workflow_scripts/{probe.name}/" in rule_file
+    assert (ROOT / "Snakefile").read_text().count("include: \"rules/") == len(SHARED_STAGES | DECLARED) + 1
 
 
 @pytest.mark.parametrize("file,rule,body", list(rule_blocks()), ids=lambda v: v if isinstance(v, str) and "\n" not in v else "")
@@ -110,3 +110,12 @@ def test_snakemake_lint_is_clean():
                           "--directory", str(ROOT)], capture_output=True, text=True)
     text = out.stdout + out.stderr
     assert "Congratulations, your workflow is in a good condition!" in text, text[-3000:]
+
+
+def test_snakefmt_check_is_clean():
+    """The catalog's second check: Snakefile and rules/ as snakefmt formats them."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]

@@ -53,12 +53,14 @@ def test_overview_takes_each_figure_from_its_table(tables, tmp_path):
 def test_headline_extractors_read_the_probe_columns():
     single = pl.DataFrame([dict(dataset="w", model="m", key="intersective", kind=k, consistency=c, ci_low=c - 0.1,
                                 ci_high=c + 0.1) for k, c in (("AN", 0.9), ("AAN", 0.4))])
-    rows = O.montague_test("single", "intersective", kind="AN")(single, {})
+    from workflow_scripts.montague.probe import consistency_headlines
+    from workflow_scripts.settheory.probe import share_headlines
+    rows = consistency_headlines("single", "intersective", kind="AN")(single, {})
     assert [(r["column"], r["value"]) for r in rows] == [("montague_w_single_intersective", 0.9)]
     shares = pl.DataFrame([dict(sampleset="s", model="m", criterion=c, measure=me, case=ca, share=v, ci_low=0.0,
                                 ci_high=1.0) for c in ("c1", "c2", "c3") for me in ("cosine", "l2")
                            for ca, v in (("T,T", 0.6), ("F,F", 0.1))])
-    rows = O.settheory(shares, {"settheory_measure": "cosine"})
+    rows = share_headlines(shares, {"settheory_measure": "cosine"})
     assert sorted(r["column"] for r in rows) == ["settheory_s_c1_TT", "settheory_s_c3_TT"]
     assert all(r["value"] == 0.6 for r in rows)
 
@@ -108,32 +110,27 @@ def test_provenance_flags_stand_ins_and_hashes_the_data(tmp_path):
 
 
 def test_every_probe_has_its_place_in_the_report():
-    """A probe (workflow_scripts.config.probe_names) has a category, tables shown as pages, headline
-    figures in the overview, a line in REPORT_PROBES, and report() marks with caption files that exist."""
-    from workflow_scripts.config import probe_names
-    report_smk = (ROOT / "rules" / "report.smk").read_text()
-    probes = set(probe_names())
-    # a stage with a schema of its own but no figures: the models it trains show in every probe's
-    # tables, in the provenance and in the domain-shift category
-    stages = {"adapt"}
-    for probe in sorted(probes - stages):
-        hint = f"probe {probe}: see README, 'Probes' (what a probe provides: its report pages and overview columns)"
-        assert probe in P.CATEGORIES, hint
-        assert P.TABLES.get(probe), hint
-        assert any(h.probe == probe for h in O.HEADLINES), hint
-        assert f'("{probe}", ' in report_smk, hint
-        assert f'REPORT_CATEGORY["{probe}"]' in (ROOT / "rules" / f"{probe}.smk").read_text(), hint
+    """Every declared probe (workflow_scripts/probes.py) has a category, a summary, tables shown as
+    pages, headline figures in the overview, report() marks under its category in its rule file, and
+    caption files that exist; stages have none of these."""
+    from workflow_scripts.probes import declarations
+    for probe in declarations():
+        hint = f"probe {probe.name}: see README, 'Probes' (what a probe declares: its report pages and overview columns)"
+        if probe.is_stage:
+            assert not probe.tables and not probe.headlines and probe.name not in P.CATEGORIES, hint
+            continue
+        assert P.CATEGORIES[probe.name] == probe.title and probe.summary, hint
+        assert probe.tables and probe.headlines, hint
+        assert all(h.table.endswith(".csv") and callable(h.extract) for h in probe.headlines), hint
+        assert f'REPORT_CATEGORY["{probe.name}"]' in (ROOT / "rules" / f"{probe.name}.smk").read_text(), hint
     captions = set()
     for path in (ROOT / "rules").glob("*.smk"):
         text = path.read_text()
         assert set(re.findall(r'REPORT_CATEGORY\["(\w+)"\]', text)) <= set(P.CATEGORIES), path.name
         captions |= {c for c in re.findall(r'caption=f?"\.\./resources/report/([^"]+)"', text) if "{" not in c}
-    captions |= {c for specs in P.TABLES.values() for _, _, c in specs}
-    captions |= {c for specs in P.DATASET_TABLES.values() for _, c in specs}
-    # a probe with per-dataset tables names its datasets for them in report.smk
-    assert all(f'"{probe}": ' in report_smk.split("REPORT_DATASETS = ", 1)[1].split("\n", 1)[0]
-               for probe in P.DATASET_TABLES)
-    captions |= {f"retrieval_{n}.rst" for n in ("accuracy_vs_k", "similarities")}
+    captions |= {c for probe in declarations() for _, _, c in probe.tables}
+    captions |= {c for probe in declarations() for _, c in probe.dataset_tables}
+    captions |= {f"retrieval_{n}.rst" for n in ("accuracy_vs_k", "similarities")} | {"overview_table.rst"}
     for caption in captions:
         text = (ROOT / "resources" / "report" / caption).read_text()
         assert text.strip() and len(text.strip().splitlines()) <= 3, caption

@@ -33,9 +33,10 @@ def test_makefile_has_a_gpu_setup():
 def test_config_states_the_retrieval_defaults_and_kind_keys_match_the_builder():
     import copy
 
-    from workflow_scripts.config import RETRIEVAL_KIND_KEYS, validate
+    from workflow_scripts.config import validate
+    from workflow_scripts.retrieval.probe import KIND_KEYS
     from workflow_scripts.retrieval.sets import SPEC_KEYS
-    assert {k: v - {"eval_split"} for k, v in RETRIEVAL_KIND_KEYS.items()} == SPEC_KEYS
+    assert {k: v - {"eval_split"} for k, v in KIND_KEYS.items()} == SPEC_KEYS
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     stated = validate(copy.deepcopy(config))["retrieval"]
     for key in ("eval_split", "top_k", "k", "table_k", "draws", "bootstrap_b", "thresholds", "coe", "isotropy"):

@@ -1,9 +1,10 @@
-"""Load and validate the workflow config against `schemas/config.schema.yaml` and each probe's
-`<probe>/schema.yaml`.
+"""Load and validate the workflow config against `schemas/config.schema.yaml` and each declared
+probe's `<probe>/schema.yaml` (workflow_scripts/probes.py).
 
 A bad value raises ConfigError naming the key (dotted path) and the expected form; defaults from
 the schema are filled in; cross-references (a corpus's source, a length-matching reference, a
-model's corpora) are checked too, since a schema cannot.
+model's corpora) are checked too, since a schema cannot, and each probe's declaration checks its own
+section.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from workflow_scripts import probes
+
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
 
 
@@ -21,28 +24,20 @@ class ConfigError(ValueError):
     pass
 
 
-# Each probe's package carries the schema of its config section (README, "Probes").
-PROBE_SCHEMAS = sorted(Path(__file__).parent.glob("*/schema.yaml"))
-# sections laid out like a probe's (package, schema, rule file) that are stages: no model runs them
-# as a probe (`models.<name>.probes`)
-STAGE_SECTIONS = ("adapt",)
-
-
 def probe_names() -> list[str]:
-    return [path.parent.name for path in PROBE_SCHEMAS]
+    """The probes a model may run (`models.<name>.probes`): the declared probes, not the stages."""
+    return probes.probe_names()
 
 
 def load_schema() -> dict:
-    """The config schema: the shared one, with each probe's section under its name and the probe's
-    rules added to the keys `resources` takes."""
+    """The config schema: the shared one, with each declared probe's (and stage's) section under its
+    name and its rules added to the keys `resources` takes."""
     schema = copy.deepcopy(_parsed_schema(SCHEMA_PATH.read_text()))
     rules = schema["properties"]["resources"]["propertyNames"]["enum"]
-    for path in PROBE_SCHEMAS:
-        section = copy.deepcopy(_parsed_schema(path.read_text()))
-        rules += section.pop("x-rules")
-        schema["properties"][path.parent.name] = section
-    schema["properties"]["models"]["additionalProperties"]["properties"]["probes"]["items"]["enum"] = [
-        p for p in probe_names() if p not in STAGE_SECTIONS]
+    for probe in probes.declarations():
+        schema["properties"][probe.name] = copy.deepcopy(_parsed_schema(probe.schema_path.read_text()))
+        rules += list(probe.rules)
+    schema["properties"]["models"]["additionalProperties"]["properties"]["probes"]["items"]["enum"] = probe_names()
     return schema
 
 
@@ -131,7 +126,7 @@ def validate(config: dict) -> dict:
                 lines.append(f"config key `{where}`: {err.message}; expected {_expected(err.schema)}")
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
     # before defaults are filled in: whether `header` was given matters, not only its value
-    _raise(_source_problems(config["sources"]))
+    _raise(_source_problems(config.get("sources") or {}))
     config = _apply_presets(copy.deepcopy(config))  # before defaults: a preset's values count as given
     config = _fill_defaults(config, schema)
     _check_references(config)
@@ -248,18 +243,9 @@ def _check_references(config: dict) -> None:
                                 "not itself length-matched")
         if c.get("min_tokens") is not None and c.get("max_tokens") is not None and c["min_tokens"] > c["max_tokens"]:
             problems.append(f"config key `corpora.{name}`: min_tokens {c['min_tokens']} > max_tokens {c['max_tokens']}")
-    perturb = config["csc"]["perturb"]
-    for name, c in corpora.items():
-        for key in ("fuzz_terms", "negation_terms"):
-            if c["language"] not in perturb[key]:
-                problems.append(f"config key `csc.perturb.{key}`: no terms for language {c['language']!r} "
-                                f"(needed by corpus {name!r}); expected e.g. {{{c['language']}: [...]}}")
-    step = config["csc"]["grid_step"]
-    if abs(round(2.0 / step) * step - 2.0) > 1e-9:
-        problems.append(f"config key `csc.grid_step`: {step} does not divide 2; expected a step that divides "
-                        "2, e.g. 0.001 (the paper's 2001 points) or 0.0001")
     # every probe names its datasets (triplet datasets, retrieval sets, ...) under <probe>.datasets
-    datasets = {d for probe in probe_names() for d in (config.get(probe) or {}).get("datasets", {})}
+    declared = probes.declarations()
+    datasets = {d for probe in declared for d in (config.get(probe.name) or {}).get("datasets", {})}
     for name, m in config["models"].items():
         for corpus in m.get("corpora", []):
             if corpus not in corpora:
@@ -268,135 +254,25 @@ def _check_references(config: dict) -> None:
             if dataset not in datasets:
                 problems.append(f"config key `models.{name}.datasets`: no probe dataset named {dataset!r} "
                                 f"(configured: {sorted(datasets) or 'none'})")
-    if "triplets" in config:
-        problems += _triplet_problems(config["triplets"], set(config["sources"]))
-    if "retrieval" in config:
-        problems += _retrieval_problems(config["retrieval"])
-    problems += _settheory_problems(config)  # also the `articles` section and models' gguf_file
-    problems += _adapt_problems(config)  # also the `domain_shift` section's references
+        for probe in m.get("probes", []):
+            if probes.get(probe).needs_corpora and not corpora:
+                problems.append(f"config key `models.{name}.probes`: {probe} reads corpora, but the study has "
+                                "none; expected `sources:` and `corpora:` entries, or drop it from the list")
+    problems += _shared_problems(config)  # the `articles` section and models' gguf_file
+    for probe in declared:
+        if probe.check:
+            problems += probe.check(config)
     _raise(problems)
 
 
-# The source formats each kind of triplet dataset can be built from (methods.md §3).
-TRIPLET_SOURCE_FORMATS = {
-    "negation_detection": {"sick", "msrp", "treebank", "lines"},
-    "negation_variants": {"sick", "msrp", "treebank", "lines"},
-    "clause_relatedness": {"msrp", "treebank", "lines"},
-    "argument_sensitivity": set(),  # templates
-    "fixed_point_reorder": {"sick"},  # needs SICK's pairs, labels and relatedness
-}
-
-
-def _triplet_problems(triplets: dict, corpus_sources: set) -> list[str]:
-    problems = []
-    sources = triplets.get("sources", {})
-    for name in sorted(set(sources) & corpus_sources):
-        problems.append(f"config key `triplets.sources.{name}`: the name is taken by `sources.{name}`; "
-                        "expected a name of its own (downloads are kept per source name)")
-    for name, d in triplets["datasets"].items():
-        key = f"triplets.datasets.{name}"
-        if "file" in d:
-            for other in ("kind", "sources", "max_triplets"):
-                if other in d:
-                    problems.append(f"config key `{key}.{other}`: a dataset read from `file` is not built; "
-                                    f"drop `{other}` or `file`")
-            continue
-        for other in ("format", "columns", "scoring"):
-            if other in d:
-                problems.append(f"config key `{key}.{other}`: only a dataset read from `file` takes `{other}`")
-        kind = d.get("kind", name)
-        if kind not in TRIPLET_SOURCE_FORMATS:
-            problems.append(f"config key `{key}`: {name!r} is not a built-in dataset; expected `kind: <one of "
-                            f"{', '.join(TRIPLET_SOURCE_FORMATS)}>` or `file: <your triplets>`")
-            continue
-        allowed = TRIPLET_SOURCE_FORMATS[kind]
-        if not allowed:
-            if d.get("sources"):
-                problems.append(f"config key `{key}.sources`: {kind} is built from templates "
-                                "(triplets.templates), not from sources")
-            continue
-        if not d.get("sources"):
-            problems.append(f"config key `{key}.sources`: {kind} needs sources: names under triplets.sources "
-                            f"of format {', '.join(sorted(allowed))}")
-        for src in d.get("sources", []):
-            if src not in sources:
-                problems.append(f"config key `{key}.sources`: no source {src!r} under triplets.sources")
-            elif sources[src]["format"] not in allowed:
-                problems.append(f"config key `{key}.sources`: {src!r} is a {sources[src]['format']} source; "
-                                f"{kind} takes {', '.join(sorted(allowed))}")
-    return problems
-
-
-# Keys each kind of retrieval set reads (workflow_scripts/retrieval/sets.py SPEC_KEYS, plus the
-# probe's own `eval_split`), and the qrels splits each built kind writes (None: the user's).
-RETRIEVAL_KIND_KEYS = {
-    "beir": {"kind", "path", "url", "sha256", "splits", "eval_split"},
-    "3gpp": {"kind", "sources", "specs", "questions", "teleqna", "generator", "eval_split"},
-    "msrp": {"kind", "path", "url", "sha256", "eval_split"},
-    "tatoeba": {"kind", "path", "url", "sha256", "columns", "eval_split"},
-}
-RETRIEVAL_KIND_SPLITS = {"beir": None, "3gpp": ("train", "test"), "msrp": ("test",), "tatoeba": ("test",)}
-
-
-def _retrieval_problems(retrieval: dict) -> list[str]:
-    problems = []
-
-    def location(key: str, entry: dict) -> None:
-        has_path, has_url = "path" in entry, "url" in entry or "sha256" in entry
-        if has_path == has_url or (has_url and not ("url" in entry and "sha256" in entry)):
-            problems.append(f"config key `{key}`: needs `path` (a local file or folder), or `url` with `sha256`")
-
-    for name, d in retrieval["datasets"].items():
-        key, kind = f"retrieval.datasets.{name}", d["kind"]
-        for extra in sorted(set(d) - RETRIEVAL_KIND_KEYS[kind]):
-            problems.append(f"config key `{key}.{extra}`: a {kind} set does not read `{extra}` (it reads "
-                            f"{', '.join(sorted(RETRIEVAL_KIND_KEYS[kind] - {'kind'}))})")
-        if kind == "3gpp":
-            if "sources" not in d:
-                problems.append(f"config key `{key}.sources`: a 3gpp set needs sources: {{path: <clauses .jsonl or "
-                                "folder>}, or {url, sha256}")
-            else:
-                location(f"{key}.sources", d["sources"])
-            methods = d.get("questions", ["templates"])
-            for method in ("teleqna", "generator"):
-                if method in d and method not in methods:
-                    problems.append(f"config key `{key}.{method}`: settings for `{method}` questions, but "
-                                    f"`questions` ({', '.join(methods)}) does not ask for them")
-            if "teleqna" in methods:
-                if "teleqna" not in d:
-                    problems.append(f"config key `{key}.teleqna`: `teleqna` questions need the release: "
-                                    "{path: <TeleQnA zip>} or {url, sha256}")
-                else:
-                    location(f"{key}.teleqna", {k: v for k, v in d["teleqna"].items() if k in ("path", "url", "sha256")})
-        else:
-            location(key, {k: v for k, v in d.items() if k in ("path", "url", "sha256")})
-        splits = RETRIEVAL_KIND_SPLITS[kind] or d.get("splits")
-        wanted = d.get("eval_split", retrieval["eval_split"])
-        for split in [wanted] if isinstance(wanted, str) else wanted:
-            if splits is not None and split not in splits:
-                where = f"{key}.eval_split" if "eval_split" in d else "retrieval.eval_split"
-                problems.append(f"config key `{where}`: set {name!r} ({kind}) has no split {split!r}; expected one of "
-                                f"{', '.join(splits)}")
-    k = retrieval["k"]
-    if k["min"] > k["max"]:
-        problems.append(f"config key `retrieval.k`: min {k['min']} > max {k['max']}")
-    elif k["max"] > retrieval["top_k"]:
-        problems.append(f"config key `retrieval.k.max`: {k['max']} needs at least {k['max']} retrieved documents, "
-                        f"but `retrieval.top_k` is {retrieval['top_k']}")
-    ks = range(k["min"], k["max"] + 1, k["step"])
-    if retrieval["table_k"] not in ks:
-        problems.append(f"config key `retrieval.table_k`: {retrieval['table_k']} is not among the k of `retrieval.k` "
-                        f"({', '.join(map(str, ks))})")
-    return problems
-
-
-def _settheory_problems(config: dict) -> list[str]:
-    """The `articles` section, models' `gguf_file`, and the `settheory` section (seed 001): what the
-    schema cannot say."""
+def _shared_problems(config: dict) -> list[str]:
+    """The `articles` section (a shared stage) and models' `gguf_file`: what the schema cannot say."""
     problems = []
     articles = config.get("articles") or {}
+    # a probe's own sources (`<probe>.sources`) share the download folders with the corpus sources
     taken = {**{n: "sources" for n in config["sources"]},
-             **{n: "triplets.sources" for n in (config.get("triplets") or {}).get("sources", {})}}
+             **{n: f"{p.name}.sources" for p in probes.declarations()
+                for n in ((config.get(p.name) or {}).get("sources") or {})}}
     for name, spec in articles.items():
         if name in taken:
             problems.append(f"config key `articles.{name}`: the name is taken by `{taken[name]}.{name}`; expected a "
@@ -408,76 +284,4 @@ def _settheory_problems(config: dict) -> list[str]:
         if "gguf_file" in m and m["family"] != "transformers":
             problems.append(f"config key `models.{name}.gguf_file`: GGUF files load in family transformers only, "
                             f"not {m['family']!r}")
-    st = config.get("settheory")
-    if not st:
-        return problems
-    from workflow_scripts.settheory.samples import DEFAULT_GENERATORS, DEFAULT_PROMPTS
-    generators = {**DEFAULT_GENERATORS, **st.get("generators", {})}
-    prompts = {**DEFAULT_PROMPTS, **st.get("prompts", {})}
-    for name, d in st["datasets"].items():
-        key = f"settheory.datasets.{name}"
-        if name == "samples":
-            problems.append(f"config key `{key}`: `samples` is reserved (results/settheory/samples/ holds every "
-                            "sample set's table); expected another name")
-        if ("file" in d) == ("articles" in d):
-            problems.append(f"config key `{key}`: needs exactly one of `articles` (build the samples from an "
-                            "article collection) or `file` (import a table of samples)")
-            continue
-        if "file" in d:
-            if "max_articles" in d:
-                problems.append(f"config key `{key}.max_articles`: an imported sample set (`file`) reads no articles")
-            continue
-        for other in ("format", "columns"):
-            if other in d:
-                problems.append(f"config key `{key}.{other}`: only an imported sample set (`file`) takes `{other}`")
-        if d["articles"] not in articles:
-            problems.append(f"config key `{key}.articles`: no collection {d['articles']!r} under `articles` "
-                            f"(configured: {sorted(articles) or 'none'})")
-        if d.get("generator", "smollm2") not in generators:
-            problems.append(f"config key `{key}.generator`: no generator {d['generator']!r} (settheory.generators "
-                            f"and the built-in: {', '.join(sorted(generators))})")
-        if d.get("prompt", "fuse_fewshot") not in prompts:
-            problems.append(f"config key `{key}.prompt`: no prompt {d['prompt']!r} (settheory.prompts and the "
-                            f"built-in: {', '.join(sorted(prompts))})")
-        if d["min_words"] > d["max_words"]:
-            problems.append(f"config key `{key}`: min_words {d['min_words']} > max_words {d['max_words']}")
-    for encoder in st["filter"]["encoders"]:
-        if encoder not in config["models"]:
-            problems.append(f"config key `settheory.filter.encoders`: no model {encoder!r} under `models`")
-    for criterion, per_measure in st["fixed_bounds"].items():
-        for measure, bounds in per_measure.items():
-            for pair in ([bounds] if criterion == "c4" else bounds):
-                if not pair[0] < pair[1]:
-                    problems.append(f"config key `settheory.fixed_bounds.{criterion}.{measure}`: {pair} is not "
-                                    "[low, high] with low < high")
-    return problems
-
-
-def _adapt_problems(config: dict) -> list[str]:
-    """adapt recipes (bases, data, a model evaluated on the questions it was fine-tuned on) and the
-    domain_shift section's sources and recipe-made models' datasets (workflow_scripts/adapt/models.py)."""
-    from workflow_scripts.adapt.models import problems as recipe_problems
-
-    problems = recipe_problems(config) if config.get("adapt") else []
-    retrieval = set((config.get("retrieval") or {}).get("datasets", {}))
-    datasets = {d for probe in probe_names() for d in (config.get(probe) or {}).get("datasets", {})}
-    for name, recipe in ((config.get("adapt") or {}).get("recipes") or {}).items():
-        for dataset in recipe.get("datasets", []):
-            if dataset not in datasets:
-                problems.append(f"config key `adapt.recipes.{name}.datasets`: no probe dataset named {dataset!r}")
-        for corpus in recipe.get("corpora", []):
-            if corpus not in config["corpora"]:
-                problems.append(f"config key `adapt.recipes.{name}.corpora`: no corpus named {corpus!r}")
-    for name, spec in ((config.get("domain_shift") or {}).get("datasets") or {}).items():
-        for group in ("specific", "agnostic"):
-            for i, src in enumerate(spec[group]):
-                key = f"domain_shift.datasets.{name}.{group}.{i}"
-                if "retrieval" in src and src["retrieval"] not in retrieval:
-                    problems.append(f"config key `{key}.retrieval`: no retrieval set named {src['retrieval']!r}")
-                if "corpus" in src and src["corpus"] not in config["corpora"]:
-                    problems.append(f"config key `{key}.corpus`: no corpus named {src['corpus']!r}")
-                if "parts" in src and "retrieval" not in src:
-                    problems.append(f"config key `{key}.parts`: only a retrieval source has parts")
-                if "column" in src and "file" not in src:
-                    problems.append(f"config key `{key}.column`: only a file source has a column")
     return problems

@@ -42,15 +42,9 @@ WORDNET = "wordnet"
 TREEBANK = "treebank"
 PUNKT = "punkt_tab"
 
-# What each probe needs whenever it is configured (config[probe] present).
-PROBE_PACKAGES: dict[str, tuple[str, ...]] = {"triplets": (TAGGER, WORDNET), "articles": (PUNKT,)}
-# Packages a probe needs only for some kinds of its datasets: retrieval splits 3GPP text with punkt.
-DATASET_KIND_PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {"retrieval": {"3gpp": (PUNKT,)}}
-# What a probe additionally needs per configured source format (config[probe]["sources"][name]["format"]).
-SOURCE_FORMAT_PACKAGES: dict[str, tuple[str, ...]] = {"treebank": (TREEBANK,)}
-# Used when present, never required: CSC's grammatical negation counts the cases it cannot handle
-# without the tagger and WordNet instead of guessing (see workflow_scripts/csc/negation.py).
-OPTIONAL_PACKAGES: dict[str, tuple[str, ...]] = {"csc": (TAGGER, WORDNET)}
+# What the shared stages need when configured: article collections are split with punkt. What each
+# probe needs is in its declaration (`nltk` of <probe>/probe.py, workflow_scripts/probes.py).
+SHARED_PACKAGES: dict[str, tuple[str, ...]] = {"articles": (PUNKT,)}
 
 # nltk's category folder of each package this workflow may ask for (the index's `subdir`).
 # A package not listed here is looked for in every category.
@@ -86,46 +80,51 @@ def _enabled(section) -> bool:
 
 
 def required_packages(config: dict, include_optional: bool = False) -> dict[str, list[str]]:
-    """The NLTK packages each configured user needs, e.g. {"triplets": [tagger, "wordnet", "treebank"]}.
+    """The NLTK packages each configured user needs, e.g. {"triplets": [tagger, "wordnet", "treebank"]}:
+    the shared stages' (SHARED_PACKAGES) and each declared probe's (`Probe.nltk`).
 
-    Expected config shape (only these keys are read):
-      triplets:                      # absent (or `enabled: false`): nothing needed
+    Expected config shape (only these keys are read), for a probe P:
+      P:                             # absent (or `enabled: false`): nothing needed
         sources:                     # a mapping name -> spec (a list of specs works too)
-          wsj: {format: treebank}    # a format in SOURCE_FORMAT_PACKAGES adds its packages
+          wsj: {format: treebank}    # a format in P's by_source_format adds its packages
         datasets:                    # when given: only datasets that are built (no `file`) need
-          d: {sources: [wsj]}        # anything, and only the sources they use count
-      csc:                           # with include_optional: CSC's grammatical negation
-        perturb: {grammatical_negation: {enabled: true, use_tagger: true}}
+          d: {sources: [wsj]}        # anything, and only the sources they use count; a dataset
+                                     # `kind` in P's by_dataset_kind adds its packages
+    With include_optional, a probe's optional packages too (where its optional_if says it uses them).
     """
+    from workflow_scripts.probes import NltkNeeds, declarations
+
+    needs_of = {**{name: NltkNeeds(always=pkgs) for name, pkgs in SHARED_PACKAGES.items()},
+                **{p.name: p.nltk for p in declarations()}}
     out: dict[str, list[str]] = {}
-    for probe, packages in PROBE_PACKAGES.items():
+    for probe, needs in needs_of.items():
         section = config.get(probe)
         if probe not in config or not _enabled(section):
             continue
-        sources = (section.get("sources") if isinstance(section, dict) else None) or {}
-        datasets = (section.get("datasets") if isinstance(section, dict) else None)
-        if isinstance(datasets, dict):
-            # datasets read from the user's own files transform nothing; built ones use their sources
-            built = [d for d in datasets.values() if not (isinstance(d, dict) and "file" in d)]
-            if not built:
-                continue
-            used = {name for d in built if isinstance(d, dict) for name in d.get("sources", [])}
-            sources = {name: spec for name, spec in sources.items() if name in used} if isinstance(sources, dict) else sources
-        needs = list(packages)
-        for spec in sources.values() if isinstance(sources, dict) else sources:
-            if isinstance(spec, dict):
-                needs += SOURCE_FORMAT_PACKAGES.get(spec.get("format"), ())
-        out[probe] = _dedup(needs)
-    for probe, kinds in DATASET_KIND_PACKAGES.items():
-        datasets = (config.get(probe) or {}).get("datasets") if isinstance(config.get(probe), dict) else None
+        if needs.always or needs.by_source_format:
+            sources = (section.get("sources") if isinstance(section, dict) else None) or {}
+            datasets = (section.get("datasets") if isinstance(section, dict) else None)
+            wanted = True
+            if isinstance(datasets, dict):
+                # datasets read from the user's own files transform nothing; built ones use their sources
+                built = [d for d in datasets.values() if not (isinstance(d, dict) and "file" in d)]
+                wanted = bool(built)
+                used = {name for d in built if isinstance(d, dict) for name in d.get("sources", [])}
+                if isinstance(sources, dict):
+                    sources = {name: spec for name, spec in sources.items() if name in used}
+            if wanted:
+                found = list(needs.always)
+                for spec in sources.values() if isinstance(sources, dict) else sources:
+                    if isinstance(spec, dict):
+                        found += needs.by_source_format.get(spec.get("format"), ())
+                out[probe] = _dedup(found)
+        datasets = section.get("datasets") if isinstance(section, dict) else None
         for d in (datasets or {}).values():
-            if isinstance(d, dict) and d.get("kind") in kinds:
-                out[probe] = _dedup(out.get(probe, []) + list(kinds[d["kind"]]))
-    if include_optional and ("csc" in config or "perturb" in config):
-        perturb = (config.get("csc") or {}).get("perturb") or config.get("perturb") or {}
-        negation = perturb.get("grammatical_negation") or {}
-        if negation.get("enabled", True) and negation.get("use_tagger", True):
-            out["csc"] = list(OPTIONAL_PACKAGES["csc"])
+            if isinstance(d, dict) and d.get("kind") in needs.by_dataset_kind:
+                out[probe] = _dedup(out.get(probe, []) + list(needs.by_dataset_kind[d["kind"]]))
+        if include_optional and needs.optional and probe not in out:
+            if needs.optional_if is None or needs.optional_if(section if isinstance(section, dict) else {}):
+                out[probe] = list(needs.optional)
     return out
 
 

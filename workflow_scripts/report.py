@@ -1,7 +1,10 @@
-"""Aggregate step: a Markdown report linking the tables, the plots and the data-quality counts."""
+"""Aggregate step: a Markdown report: the model-by-probe overview, a section per probe that ran (built
+from the probes' declarations: title, summary, table pages with their captions, plots) and the input
+quality counts."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -41,80 +44,62 @@ def overview_section(overview: str) -> list[str]:
             markdown_table(table), ""]
 
 
-def build(overlap: str, lengths: str, ingest: list[str], perturb: list[str], plots: list[str], out: str,
-          table3: str | None = None, triplets_overview: str | None = None, triplet_tables: list[str] = (),
-          triplet_reports: list[str] = (), triplet_plots: list[str] = (), overview: str | None = None) -> None:
+def probe_section(base: Path, section: dict) -> list[str]:
+    """A probe's section: its title and summary (from its declaration), each of its tables as
+    Markdown under its caption, then its plots."""
+    parts = [f"# {section['title']}", "", section.get("summary", ""), ""]
+    for table in section.get("tables", []):
+        path = table["path"]
+        parts += [f"## {Path(path).stem}", ""]
+        text = " ".join((table.get("caption") or "").split())
+        if text:
+            parts += [text, ""]
+        parts += [markdown_table(pl.read_csv(path, infer_schema=False)), ""]
+    plots = section.get("plots", [])
+    if plots:
+        parts += ["## Plots", ""]
+        parts += [f"![{Path(plot).parent.name} / {Path(plot).stem}]({os.path.relpath(plot, base)})" for plot in plots]
+        parts.append("")
+    return parts
+
+
+def inputs_section(lengths: str | None, ingest: list[str]) -> list[str]:
+    parts = []
+    if ingest:
+        parts += ["## Input quality", "", "| source | records | skipped | reasons |", "|---|---|---|---|"]
+        for path in ingest:
+            r = read_json(path)
+            reasons = ", ".join(f"{k}: {v}" for k, v in sorted(r["skipped"].items())) or "none"
+            parts.append(f"| {r['source']} | {r['records']} | {r['skipped_total']} | {reasons} |")
+        parts.append("")
+    if lengths:
+        parts += ["## Sentence lengths (whitespace tokens, % of sentences)", "",
+                  markdown_table(pl.read_csv(lengths, infer_schema=False)), ""]
+    return ["# Inputs", "", *parts] if parts else []
+
+
+def build(out: str, sections: list[dict], overview: str | None = None, lengths: str | None = None,
+          ingest: list[str] = ()) -> None:
+    """report.md: the overview, a section per probe that ran (in report order), the inputs."""
     base = Path(out).parent
-    parts = ["# Concept Separation Curves", "",
-             "Overlap of the normalised densities of fuzzed and negated similarities (equation 2; "
-             "lower = the model separates meaning from surface form better), with its bootstrapped 95% "
-             "interval (original sentences resampled, their variants with them).", ""]
-    if table3:
-        parts += ["## Table 3 layout: models x corpora, per condition", "",
-                  markdown_table(pl.read_csv(table3, infer_schema=False)), ""]
-    parts += ["## All overlap rows", "", markdown_table(pl.read_csv(overlap)), "",
-             "## Sentence lengths (whitespace tokens, % of sentences)", "",
-             markdown_table(pl.read_csv(lengths, infer_schema=False)), "",
-             "## Input quality", "", "| source | records | skipped | reasons |", "|---|---|---|---|"]
-    for path in ingest:
-        r = read_json(path)
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(r["skipped"].items())) or "none"
-        parts.append(f"| {r['source']} | {r['records']} | {r['skipped_total']} | {reasons} |")
-    parts += ["", "## Perturbations", "", "| corpus | sentences | variants | grammatical negation outcomes |",
-              "|---|---|---|---|"]
-    for path in perturb:
-        r = read_json(path)
-        variants = ", ".join(f"{k}: {v}" for k, v in sorted(r["variants"].items()))
-        gram = r["grammatical_negation"]
-        outcomes = ", ".join(f"{k}: {v}" for k, v in gram["outcomes"].items()) if gram else "n/a"
-        parts.append(f"| {r['corpus']} | {r['sentences']} | {variants} | {outcomes} |")
-    parts += ["", "## Curves", ""]
-    for plot in plots:
-        rel = os.path.relpath(plot, base)
-        parts.append(f"![{Path(plot).parent.name} / {Path(plot).stem}]({rel})")
-    if triplets_overview:
-        parts += triplet_section(base, triplets_overview, triplet_tables, triplet_reports, triplet_plots)
-    if overview:
-        parts += [""] + overview_section(overview)
+    parts = overview_section(overview) if overview else []
+    for section in sections:
+        parts += probe_section(base, section)
+    parts += inputs_section(lengths, list(ingest))
     with atomic_path(out) as tmp:
         tmp.write_text("\n".join(parts) + "\n", encoding="utf-8")
 
 
-def triplet_section(base: Path, overview: str, tables: list[str], reports: list[str], plots: list[str]) -> list[str]:
-    parts = ["", "# Sentence triplets", "",
-             "Share of triplets (S, S+, S*) where cos(S, S+) > cos(S, S*) (Negation Variants: cos(S+, S*) above "
-             "both), with bootstrapped 95% intervals; models as rows, datasets as columns.", "",
-             markdown_table(pl.read_csv(overview, infer_schema=False)), "",
-             "| dataset | triplets | paper's size | per source: tried / kept |", "|---|---|---|---|"]
-    for path in reports:
-        r = read_json(path)
-        per_source = "; ".join(f"{name}: {s.get('tried', '?')} / {s.get('kept', '?')}"
-                               for name, s in r.get("sources", {}).items()) or "n/a"
-        parts.append(f"| {r['dataset']} | {r['size']} | {r.get('target') or 'n/a'} | {per_source} |")
-    for table, plot in zip(tables, plots):
-        name = Path(table).stem.removeprefix("triplets_")
-        parts += ["", f"## {name}", "", markdown_table(pl.read_csv(table, infer_schema=False)), "",
-                  f"![{name}]({os.path.relpath(plot, base)})"]
-    return parts
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--overlap", required=True)
-    ap.add_argument("--table3")
-    ap.add_argument("--lengths", required=True)
-    ap.add_argument("--ingest", nargs="+", required=True)
-    ap.add_argument("--perturb", nargs="+", required=True)
-    ap.add_argument("--plots", nargs="+", required=True)
-    ap.add_argument("--triplets-overview")
-    ap.add_argument("--triplet-tables", nargs="*", default=[])
-    ap.add_argument("--triplet-reports", nargs="*", default=[])
-    ap.add_argument("--triplet-plots", nargs="*", default=[])
+    ap.add_argument("--sections", required=True,
+                    help="JSON: [{title, summary, tables: [{path, caption text}], plots: [png]}] per probe that ran")
     ap.add_argument("--overview", help="tables/overview.csv: the model-by-probe section")
+    ap.add_argument("--lengths", help="tables/length_buckets.csv, when the study has corpora")
+    ap.add_argument("--ingest", nargs="*", default=[], help="the ingest reports of the study's sources")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    build(a.overlap, a.lengths, a.ingest, a.perturb, a.plots, a.out, a.table3, a.triplets_overview,
-          a.triplet_tables, a.triplet_reports, a.triplet_plots, a.overview)
+    build(a.out, json.loads(a.sections), a.overview, a.lengths, a.ingest)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """The model-by-probe overview: one row per model, one column per headline figure of each probe (with
 its 95% interval), read from the probes' own tables (nothing is recomputed here), and a heat map.
 
-Adding a probe to the overview is one entry in HEADLINES: the table it reads (a file name under
-results/tables/), whether lower is better, and a function that turns that table into headline rows
-(model, column, value, ci_low, ci_high). rules/report.smk passes the tables of the probes that ran.
+A probe joins the overview through the `headlines` of its declaration (`<probe>/probe.py`,
+workflow_scripts/probes.py): the table it reads (a file name under results/tables/), whether lower is
+better, and a function that turns that table into headline rows (model, column, value, ci_low,
+ci_high). rules/report.smk passes the tables of the probes that ran.
 
 Usage: python -m workflow_scripts.report_overview --tables T.csv ... --models JSON --options JSON
            --out overview.csv --plot overview.png
@@ -12,126 +13,36 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import polars as pl
 
 from workflow_scripts.common import atomic_path
+from workflow_scripts.probes import Headline, declarations
 
 ROW = ("model", "column", "label", "value", "ci_low", "ci_high")
 
 
-def _rows(frame: pl.DataFrame, column: Callable[[dict], str], label: Callable[[dict], str], value: str,
-          low: str, high: str) -> list[dict]:
-    out = []
-    for r in frame.iter_rows(named=True):
-        out.append({"model": r["model"], "column": column(r), "label": label(r), "value": _num(r[value]),
-                    "ci_low": _num(r[low]), "ci_high": _num(r[high])})
-    return out
-
-
-def _num(v) -> float | None:
-    if v is None or v == "":
-        return None
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(x) else x
-
-
-def csc(frame: pl.DataFrame, options: dict) -> list[dict]:
-    """CSC overlap per corpus and condition (lower = better separation of meaning from form)."""
-    return _rows(frame, lambda r: f"csc_{r['corpus']}_{r['condition']}",
-                 lambda r: f"CSC {r['corpus']} {r['condition'].replace('grammatical_negation', 'gram. negation')}", "overlap", "overlap_ci_low", "overlap_ci_high")
-
-
-def triplets(frame: pl.DataFrame, options: dict) -> list[dict]:
-    """Triplet accuracy per dataset."""
-    return _rows(frame, lambda r: f"triplets_{r['dataset']}", lambda r: f"triplets {r['dataset']} accuracy",
-                 "accuracy", "accuracy_ci_low", "accuracy_ci_high")
-
-
-def montague_test(test: str, key: str, kind: str | None = None):
-    """Montague consistency of one test at one key (the per-key shares are the probe's figures; there
-    is no pooled share per test, so the overview shows the key the test is about)."""
-    def extract(frame: pl.DataFrame, options: dict) -> list[dict]:
-        rows = frame.filter(pl.col("key") == key)
-        if kind is not None and "kind" in rows.columns:
-            rows = rows.filter(pl.col("kind") == kind)
-        return _rows(rows, lambda r: f"montague_{r['dataset']}_{test}_{key.replace('|', '_')}",
-                     lambda r: f"Montague {r['dataset']} {test} ({key})", "consistency", "ci_low", "ci_high")
-    extract.__doc__ = f"Montague {test} consistency, key {key}."
-    return extract
-
-
-def retrieval(frame: pl.DataFrame, options: dict) -> list[dict]:
-    """Retrieval accuracy@k and NDCG@k per set, at the probe's table k."""
-    k = int(options.get("retrieval_k", 5))
-    rows = frame.filter(pl.col("k").cast(pl.Int64) == k).rename({"set": "dataset"})
-    return (_rows(rows, lambda r: f"retrieval_{r['dataset']}_acc@{k}", lambda r: f"retrieval {r['dataset']} accuracy@{k}",
-                  "accuracy", "accuracy_ci_low", "accuracy_ci_high")
-            + _rows(rows, lambda r: f"retrieval_{r['dataset']}_ndcg@{k}", lambda r: f"retrieval {r['dataset']} NDCG@{k}",
-                    "ndcg", "ndcg_ci_low", "ndcg_ci_high"))
-
-
-def settheory(frame: pl.DataFrame, options: dict) -> list[dict]:
-    """Set-theoretic C1 and C3 shares of the (T,T) case per sample set, under the headline measure."""
-    measure = options.get("settheory_measure", "cosine")
-    rows = frame.filter(pl.col("criterion").is_in(["c1", "c3"]) & (pl.col("case") == "T,T")
-                        & (pl.col("measure") == measure))
-    return _rows(rows, lambda r: f"settheory_{r['sampleset']}_{r['criterion']}_TT",
-                 lambda r: f"set theory {r['sampleset']} {r['criterion'].upper()} (T,T)", "share", "ci_low", "ci_high")
-
-
-def domain_shift(frame: pl.DataFrame, options: dict) -> list[dict]:
-    """Domain shift per dataset: overlap of the within-domain-specific and the between-domains
-    similarity distributions (lower = the model sets the domain's texts further apart)."""
-    rows = frame.filter((pl.col("a") == "within_specific") & (pl.col("b") == "between"))
-    return _rows(rows, lambda r: f"domain_shift_{r['dataset']}_spec_between",
-                 lambda r: f"domain shift {r['dataset']} overlap spec/between", "overlap", "overlap_ci_low",
-                 "overlap_ci_high")
-
-
-@dataclass(frozen=True)
-class Headline:
-    probe: str            # the probe (its report category is report_pages.CATEGORIES[probe])
-    table: str            # the probe's table it reads, a file name under results/tables/
-    extract: Callable[[pl.DataFrame, dict], list[dict]]
-    lower_is_better: bool = False
-
-
-# The registry: one entry per (probe, table). A new probe adds its entries here (README, "Probes").
-HEADLINES = [
-    Headline("csc", "csc_overlap.csv", csc, lower_is_better=True),
-    Headline("triplets", "triplets_accuracy.csv", triplets),
-    Headline("montague", "montague_single.csv", montague_test("single", "intersective", kind="AN")),
-    Headline("montague", "montague_pair.csv", montague_test("pair", "intersective|privative")),
-    Headline("montague", "montague_nonsubsective.csv", montague_test("nonsubsective", "privative")),
-    Headline("retrieval", "retrieval_accuracy.csv", retrieval),
-    Headline("settheory", "settheory_shares.csv", settheory),
-    Headline("domain_shift", "domain_shift.csv", domain_shift),
-]
+def headlines(probes: list[str] | None = None) -> list[tuple[str, Headline]]:
+    """(probe, Headline) of every declared probe (or of the given ones), in report order."""
+    return [(p.name, h) for p in declarations(stages=False) if probes is None or p.name in probes for h in p.headlines]
 
 
 def headline_tables(probes: list[str]) -> list[str]:
     """The table file names the overview reads for these probes (in registry order)."""
-    return [h.table for h in HEADLINES if h.probe in probes]
+    return list(dict.fromkeys(h.table for _, h in headlines(probes)))
 
 
 def long_rows(tables: dict[str, str], options: dict) -> list[dict]:
     """Every headline figure of the given tables (file name -> path), in registry order."""
     out = []
-    for h in HEADLINES:
+    for probe, h in headlines():
         if h.table not in tables:
             continue
         frame = pl.read_csv(tables[h.table], infer_schema_length=None)
         for row in h.extract(frame, options):
-            out.append({**row, "probe": h.probe, "lower_is_better": h.lower_is_better})
+            out.append({**row, "probe": probe, "lower_is_better": h.lower_is_better})
     return out
 
 
@@ -217,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tables", nargs="*", default=[])
     ap.add_argument("--models", required=True, help="JSON: [[model, config entry], ...] in config order (or a mapping);"
                     " the family decides stand-ins")
-    ap.add_argument("--options", default="{}", help="JSON: retrieval_k, settheory_measure")
+    ap.add_argument("--options", default="{}", help="JSON: the probes' headline options (retrieval_k, settheory_measure)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plot")
     a = ap.parse_args(argv)

@@ -4,8 +4,9 @@ files only as downloads), the input and dataset counts, the job runtimes and mem
 `benchmark:` files, and the provenance that the report's first screen includes
 (resources/report/workflow.rst).
 
-Where a probe's results go in the report: CATEGORIES (its category name, also used by the
-`report(...)` marks of its plots in rules/<probe>.smk) and TABLES (its tables shown as pages).
+Where a probe's results go in the report comes from its declaration (`<probe>/probe.py`,
+workflow_scripts/probes.py): its title is its category (also used by the `report(...)` marks of its
+plots in rules/<probe>.smk), its `tables` and `dataset_tables` are shown as pages.
 
 Usage: python -m workflow_scripts.report_pages tables --tables CSV ... --out-dir DIR
        python -m workflow_scripts.report_pages inputs --reports JSON ... --lengths CSV --out HTML
@@ -30,47 +31,10 @@ import polars as pl
 
 from workflow_scripts.common import atomic_path, read_json
 from workflow_scripts.ingest import sha256_of as file_sha256
+from workflow_scripts.probes import categories
 
-# Report categories, one per probe; the shared stages' pages go under "Inputs" and "Runtime".
-CATEGORIES = {
-    "overview": "Overview",
-    "csc": "Concept Separation Curves",
-    "triplets": "Sentence triplets",
-    "montague": "Montague modifiers",
-    "retrieval": "Retrieval",
-    "settheory": "Set-theoretic compositionality",
-    "domain_shift": "Domain shift and adaptation",
-    "inputs": "Inputs",
-    "runtime": "Runtime",
-}
-
-# Tables shown as pages, per probe: (file name under results/tables/, subcategory, caption file
-# under resources/report/). A probe's per-dataset tables are in DATASET_TABLES.
-TABLES = {
-    "overview": [("overview.csv", "Overview", "overview_table.rst")],
-    "csc": [("csc_table3.csv", "Tables", "csc_table3.rst"), ("csc_overlap.csv", "Tables", "csc_overlap.rst")],
-    "triplets": [("triplets_overview.csv", "Tables", "triplets_overview.rst"),
-                 ("triplets_accuracy.csv", "Tables", "triplets_accuracy.rst")],
-    "montague": [("montague_single.csv", "Tables", "montague_single.rst"),
-                 ("montague_pair.csv", "Tables", "montague_pair.rst"),
-                 ("montague_nonsubsective.csv", "Tables", "montague_nonsubsective.rst")],
-    "retrieval": [(f"retrieval_table{i}.csv", "Tables", f"retrieval_table{i}.rst") for i in (1, 2, 3)]
-                 + [("retrieval_isotropy.csv", "Tables", "retrieval_isotropy.rst"),
-                    ("retrieval_correlations.csv", "Tables", "retrieval_correlations.rst"),
-                    ("retrieval_accuracy.csv", "Tables", "retrieval_accuracy.rst")],
-    "settheory": [(f"settheory_c{i}.csv", "Tables", "settheory_criteria.rst") for i in range(1, 7)]
-                 + [("settheory_shares.csv", "Tables", "settheory_shares.rst"),
-                    ("settheory_histograms.csv", "Tables", "settheory_histograms.rst")],
-    "domain_shift": [("domain_shift.csv", "Tables", "domain_shift.rst"),
-                     ("domain_shift_adaptation.csv", "Tables", "domain_shift_adaptation.rst"),
-                     ("domain_shift_correlations.csv", "Tables", "domain_shift_correlations.rst")],
-}
-
-# Per-dataset tables shown as pages beside the dataset's plots (subcategory: the dataset), per probe:
-# (file name under results/tables/ with {dataset} in it, caption file under resources/report/).
-DATASET_TABLES = {
-    "triplets": [("triplets_{dataset}.csv", "triplets_dataset.rst")],
-}
+# Report categories: the overview, one per probe (its declaration's title), Inputs and Runtime.
+CATEGORIES = categories()
 
 # The packages whose versions the provenance lists.
 KEY_PACKAGES = ("snakemake", "numpy", "scipy", "polars", "pyarrow", "scikit-learn", "torch", "transformers",

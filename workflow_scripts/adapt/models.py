@@ -174,8 +174,8 @@ def _root(recs: dict, name: str) -> str:
 
 
 def _probe_names() -> list[str]:
-    from workflow_scripts.config import STAGE_SECTIONS, probe_names
-    return [p for p in probe_names() if p not in STAGE_SECTIONS]
+    from workflow_scripts.probes import probe_names
+    return probe_names()
 
 
 def trained_on(config: dict, name: str) -> set[tuple[str, str]]:

@@ -1,0 +1,55 @@
+"""Declaration of the Concept Separation Curves probe (seed 000; methods.md §1): workflow_scripts/probes.py."""
+from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, headline_rows
+
+
+def check(config: dict) -> list[str]:
+    """Every corpus's language has fuzzing and negation terms; the grid step divides 2."""
+    problems = []
+    perturb = config["csc"]["perturb"]
+    for name, c in (config.get("corpora") or {}).items():
+        for key in ("fuzz_terms", "negation_terms"):
+            if c["language"] not in perturb[key]:
+                problems.append(f"config key `csc.perturb.{key}`: no terms for language {c['language']!r} "
+                                f"(needed by corpus {name!r}); expected e.g. {{{c['language']}: [...]}}")
+    step = config["csc"]["grid_step"]
+    if abs(round(2.0 / step) * step - 2.0) > 1e-9:
+        problems.append(f"config key `csc.grid_step`: {step} does not divide 2; expected a step that divides "
+                        "2, e.g. 0.001 (the paper's 2001 points) or 0.0001")
+    return problems
+
+
+def uses_tagger(section: dict) -> bool:
+    """Whether the grammatical negation is on and asks for the tagger (its defaults: both on)."""
+    negation = (section.get("perturb") or {}).get("grammatical_negation") or {}
+    return negation.get("enabled", True) and negation.get("use_tagger", True)
+
+
+def overlap_headlines(frame, options: dict) -> list[dict]:
+    """CSC overlap per corpus and condition (lower = better separation of meaning from form)."""
+    return headline_rows(frame, lambda r: f"csc_{r['corpus']}_{r['condition']}",
+                         lambda r: f"CSC {r['corpus']} {r['condition'].replace('grammatical_negation', 'gram. negation')}",
+                         "overlap", "overlap_ci_low", "overlap_ci_high")
+
+
+PROBE = Probe(
+    name="csc",
+    title="Concept Separation Curves",
+    order=10,
+    plan="workflow_scripts.csc.plan:CscPlan",
+    summary="Overlap of the normalised densities of fuzzed and negated similarities (equation 2; lower = the "
+            "model separates meaning from surface form better), with its bootstrapped 95% interval (original "
+            "sentences resampled, their variants with them).",
+    needs_corpora=True,
+    rules={
+        "perturb": Resources(threads=1, mem_mb=3000, runtime=240, heavy=True),
+        "csc_score": Resources(threads=1, mem_mb=3000, runtime=120, heavy=True),
+        "csc_plot": Resources(threads=1, mem_mb=1000, runtime=10),
+        "csc_aggregate": Resources(threads=1, mem_mb=500, runtime=10),
+    },
+    check=check,
+    # used when present, never required: without the tagger and WordNet the grammatical negation
+    # counts the cases it cannot handle instead of guessing (csc/negation.py)
+    nltk=NltkNeeds(optional=("averaged_perceptron_tagger_eng", "wordnet"), optional_if=uses_tagger),
+    tables=(("csc_table3.csv", "Tables", "csc_table3.rst"), ("csc_overlap.csv", "Tables", "csc_overlap.rst")),
+    headlines=(Headline("csc_overlap.csv", overlap_headlines, lower_is_better=True),),
+)

@@ -1,0 +1,94 @@
+"""Planning of the domain-shift probe: the input functions and params of rules/domain_shift.smk."""
+from __future__ import annotations
+
+from workflow_scripts.adapt import models as adapt_models
+from workflow_scripts.study import DatasetPair, ProbePlan, as_json, cli_options
+
+
+class DomainShiftPlan(ProbePlan):
+    def __init__(self, study, probe):
+        super().__init__(study, probe)
+        recipes = set(adapt_models.order(self.config)) if self.config.get("adapt") else set()
+        # a plot per (dataset, adapted model) whose root base model scores the dataset too
+        self.plot_entries = [
+            {"dataset": p.dataset, "model": p.model, "base": adapt_models.root_base(self.config, p.model),
+             "png": f"{self.R}/plots/domain_shift/{p.dataset}/{p.model}.png"}
+            for p in self.pairs
+            if p.model in recipes and DatasetPair(p.dataset, adapt_models.root_base(self.config, p.model)) in self.pairs]
+
+    def source_paths(self, dataset: str) -> dict[str, str]:
+        """source label -> the local file or folder it is read from (workflow_scripts/domain_shift/texts.py)."""
+        from workflow_scripts.domain_shift.texts import source_label
+
+        spec = self.config["domain_shift"]["datasets"][dataset]
+        paths = {}
+        for src in spec["specific"] + spec["agnostic"]:
+            if "retrieval" in src:
+                paths[source_label(src)] = f"{self.R}/retrieval/sets/{src['retrieval']}"
+            elif "corpus" in src:
+                paths[source_label(src)] = f"{self.R}/corpora/{src['corpus']}"
+            else:
+                paths[source_label(src)] = src["file"]
+        return paths
+
+    def build_inputs(self, wildcards) -> list[str]:
+        return sorted(set(self.source_paths(wildcards.dataset).values()))
+
+    def build_spec(self, wildcards) -> str:
+        return as_json(self.config["domain_shift"]["datasets"][wildcards.dataset])
+
+    def build_paths(self, wildcards) -> str:
+        return as_json(self.source_paths(wildcards.dataset))
+
+    def settings(self, wildcards=None) -> str:
+        settings = {k: self.config["domain_shift"][k] for k in ("bootstrap_b", "grid_step", "exact_kde_max_n")}
+        k = self.config["domain_shift"].get("table_k", (self.config.get("retrieval") or {}).get("table_k", 5))
+        return as_json({**settings, "table_k": k})
+
+    def pair_files(self, pair) -> dict[str, str]:
+        base = f"{self.R}/domain_shift/{pair.dataset}/{pair.model}"
+        return {"summary": f"{base}/summary.json", "curves": f"{base}/curves.parquet"}
+
+    def retrieval_ran(self) -> bool:
+        """Whether the retrieval probe scores some model: the side-by-side table reads its tables."""
+        return bool(self.study.dataset_pairs("retrieval"))
+
+    def aggregate_inputs(self, wildcards) -> dict:
+        inputs = {f"{key}_{i}": path for i, pair in enumerate(self.pairs) for key, path in self.pair_files(pair).items()}
+        if self.retrieval_ran():
+            inputs["retrieval_accuracy"] = f"{self.R}/tables/retrieval_accuracy.csv"
+            inputs["retrieval_isotropy"] = f"{self.R}/tables/retrieval_isotropy.csv"
+        return inputs
+
+    def aggregate_entries(self, wildcards, input) -> str:
+        return as_json([{"dataset": p.dataset, "model": p.model, "base": adapt_models.root_base(self.config, p.model),
+                         "adaptation": adapt_models.adaptation(self.config, p.model), **self.pair_files(p)}
+                        for p in self.pairs])
+
+    def models(self, wildcards=None) -> str:
+        """Every model of the study with its root base and how it was made (the side-by-side table)."""
+        return as_json([{"model": m, "root": adapt_models.root_base(self.config, m),
+                         "adaptation": adapt_models.adaptation(self.config, m)} for m in self.config["models"]])
+
+    def plots_param(self, wildcards=None) -> str:
+        return as_json(self.plot_entries)
+
+    def retrieval_options(self, wildcards, input) -> str:
+        if "retrieval_accuracy" not in input.keys():
+            return ""
+        return cli_options(("--retrieval-accuracy", input.retrieval_accuracy),
+                           ("--retrieval-isotropy", input.retrieval_isotropy))
+
+    def targets(self) -> list[str]:
+        return [f"{self.R}/tables/domain_shift.csv", *(p["png"] for p in self.plot_entries)] if self.ran else []
+
+    def report_plots(self) -> list[str]:
+        return [p["png"] for p in self.plot_entries]
+
+    def report_jsons(self) -> list[str]:
+        return [f"{self.R}/reports/domain_shift/{d}.json" for d in self.datasets]
+
+    def data_sources(self) -> dict[str, str]:
+        # files read in place (sets and corpora are the workflow's own outputs)
+        return {f"domain_shift.{d}.{label}": path for d in self.datasets for label, path in self.source_paths(d).items()
+                if not path.startswith(f"{self.R}/")}

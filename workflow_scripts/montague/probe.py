@@ -1,0 +1,39 @@
+"""Declaration of the Montague modifier probe (Carvalho et al., seed 004; methods.md §5):
+workflow_scripts/probes.py."""
+from workflow_scripts.probes import Headline, Probe, Resources, headline_rows
+
+
+def consistency_headlines(test: str, key: str, kind: str | None = None):
+    """Montague consistency of one test at one key (the per-key shares are the probe's figures; there
+    is no pooled share per test, so the overview shows the key the test is about)."""
+    def extract(frame, options: dict) -> list[dict]:
+        import polars as pl
+
+        rows = frame.filter(pl.col("key") == key)
+        if kind is not None and "kind" in rows.columns:
+            rows = rows.filter(pl.col("kind") == kind)
+        return headline_rows(rows, lambda r: f"montague_{r['dataset']}_{test}_{key.replace('|', '_')}",
+                             lambda r: f"Montague {r['dataset']} {test} ({key})", "consistency", "ci_low", "ci_high")
+    extract.__doc__ = f"Montague {test} consistency, key {key}."
+    return extract
+
+
+PROBE = Probe(
+    name="montague",
+    title="Montague modifiers",
+    order=30,
+    plan="workflow_scripts.montague.plan:MontaguePlan",
+    summary="Share of adjective-noun phrases whose distances behave as Montague's modifier types predict "
+            "(single, pair and non-subsective tests), with bootstrapped 95% intervals.",
+    rules={
+        "montague_phrases": Resources(threads=1, mem_mb=1000, runtime=10),
+        "montague_score": Resources(threads=1, mem_mb=3000, runtime=60, heavy=True),
+        "montague_aggregate": Resources(threads=1, mem_mb=1000, runtime=10),
+    },
+    tables=(("montague_single.csv", "Tables", "montague_single.rst"),
+            ("montague_pair.csv", "Tables", "montague_pair.rst"),
+            ("montague_nonsubsective.csv", "Tables", "montague_nonsubsective.rst")),
+    headlines=(Headline("montague_single.csv", consistency_headlines("single", "intersective", kind="AN")),
+               Headline("montague_pair.csv", consistency_headlines("pair", "intersective|privative")),
+               Headline("montague_nonsubsective.csv", consistency_headlines("nonsubsective", "privative"))),
+)

@@ -1,0 +1,150 @@
+"""The probe registry: every probe declares itself in its own package, and this leaf module finds them.
+
+A probe is a package `workflow_scripts/<name>/` holding
+  probe.py      its declaration, a module-level `PROBE = Probe(...)` (this module's dataclasses only:
+                cheap to import, no numpy or polars at import time)
+  schema.yaml   the schema of its config section `<name>:`
+  plan.py       its planner: a `workflow_scripts.study.ProbePlan` subclass with the (dataset, model)
+                pairs it plans from config and its rules' input functions
+and a rule file `rules/<name>.smk` included from the Snakefile. The config schema, the cross-field
+checks, the default resources, the NLTK data a study needs, `rule all`, the report (categories, table
+pages, the Markdown sections, the model-by-probe overview) and the conventions tests all iterate over
+`declarations()`; nothing else keeps a list of probes. A stage laid out like a probe (adapt: models the
+workflow trains) declares itself the same way with `is_stage=True`: it has a config section, rules
+and resources, but no model runs it as a probe and it has no report section.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+PACKAGE_DIR = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Resources:
+    """A rule's default resources (`resources.<rule>` in config overrides them). Memory and runtime
+    grow with the attempt number. `heavy`: the rule must declare `benchmark:`."""
+    threads: int = 1
+    mem_mb: int = 1000
+    runtime: int = 10
+    heavy: bool = False
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A headline figure of the model-by-probe overview: read from a table the probe writes (a file
+    name under results/tables/); `extract(frame, options)` gives rows with model, column, label,
+    value, ci_low, ci_high. Nothing is recomputed."""
+    table: str
+    extract: Callable
+    lower_is_better: bool = False
+
+
+@dataclass(frozen=True)
+class NltkNeeds:
+    """NLTK packages a probe needs when configured: `always`, per configured source format
+    (`<probe>.sources.<name>.format`), per dataset kind (`<probe>.datasets.<name>.kind`); `optional`:
+    used when present, never required (a method with a counted fallback)."""
+    always: tuple[str, ...] = ()
+    by_source_format: dict = field(default_factory=dict)
+    by_dataset_kind: dict = field(default_factory=dict)
+    optional: tuple[str, ...] = ()
+    # whether the probe's config section uses the optional packages (default: whenever configured)
+    optional_if: Callable[[dict], bool] | None = None
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str                    # package, config section, rule-file and report-category key
+    title: str                   # report category and Markdown section title
+    order: int                   # place in the report and the overview
+    plan: str                    # "module:Class" of its ProbePlan, imported when a workflow plans
+    rules: dict                  # rule name -> Resources: the probe's rules and their defaults
+    summary: str = ""            # the Markdown report's paragraph under the title
+    is_stage: bool = False       # a stage laid out like a probe: not a probe of `models.<m>.probes`
+    needs_corpora: bool = False  # its texts come from the configured corpora
+    check: Callable[[dict], list[str]] | None = None  # cross-field checks of the validated config
+    # called with (config, results) before any probe plans: a stage adds what it makes (adapt: models)
+    prepare: Callable[[dict, str], object] | None = None
+    nltk: NltkNeeds = NltkNeeds()
+    # report pages: (file under results/tables/, subcategory, caption file under resources/report/)
+    tables: tuple = ()
+    # per-dataset tables: (file pattern with {dataset}, caption file), shown in the dataset's subcategory
+    dataset_tables: tuple = ()
+    headlines: tuple = ()        # Headline entries for the overview
+
+    @property
+    def schema_path(self) -> Path:
+        return PACKAGE_DIR / self.name / "schema.yaml"
+
+    def planner(self):
+        module, _, cls = self.plan.partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+
+@functools.lru_cache(maxsize=8)
+def _discover(root: str) -> tuple[Probe, ...]:
+    found = []
+    for path in sorted(Path(root).glob("*/probe.py")):
+        module = importlib.import_module(f"workflow_scripts.{path.parent.name}.probe")
+        probe = module.PROBE
+        if probe.name != path.parent.name:
+            raise ValueError(f"{path}: declares probe {probe.name!r}; expected the package's name {path.parent.name!r}")
+        found.append(probe)
+    return tuple(sorted(found, key=lambda p: (p.order, p.name)))
+
+
+def declarations(stages: bool = True) -> list[Probe]:
+    """Every declared probe in report order; with `stages`, the stages laid out like one too."""
+    return [p for p in _discover(str(PACKAGE_DIR)) if stages or not p.is_stage]
+
+
+def probe_names() -> list[str]:
+    """The probes a model may run (`models.<name>.probes`)."""
+    return [p.name for p in declarations(stages=False)]
+
+
+def get(name: str) -> Probe:
+    for p in declarations():
+        if p.name == name:
+            return p
+    raise KeyError(f"no probe or stage named {name!r} (declared: {', '.join(p.name for p in declarations())})")
+
+
+# Categories of the HTML report that are not a probe's.
+SHARED_CATEGORIES = {"overview": "Overview", "inputs": "Inputs", "runtime": "Runtime"}
+
+
+def categories() -> dict[str, str]:
+    """Report category per key: the overview first, each probe's title, then inputs and runtime."""
+    return {"overview": SHARED_CATEGORIES["overview"], **{p.name: p.title for p in declarations(stages=False)},
+            "inputs": SHARED_CATEGORIES["inputs"], "runtime": SHARED_CATEGORIES["runtime"]}
+
+
+def default_resources() -> dict[str, dict]:
+    """rule -> {threads, mem_mb, runtime} of every declared rule."""
+    return {rule: {"threads": r.threads, "mem_mb": r.mem_mb, "runtime": r.runtime}
+            for p in declarations() for rule, r in p.rules.items()}
+
+
+# ---- helpers for the probes' headline extractors ----
+def number(v) -> float | None:
+    """A table cell as a float; empty, non-numeric and NaN cells as None (not run or undefined)."""
+    if v is None or v == "":
+        return None
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if x != x else x
+
+
+def headline_rows(frame, column: Callable[[dict], str], label: Callable[[dict], str], value: str, low: str,
+                  high: str) -> list[dict]:
+    """Overview rows (model, column, label, value, ci_low, ci_high) from a probe table's rows."""
+    return [{"model": r["model"], "column": column(r), "label": label(r), "value": number(r[value]),
+             "ci_low": number(r[low]), "ci_high": number(r[high])} for r in frame.iter_rows(named=True)]

@@ -1,0 +1,73 @@
+"""Planning of the report stage (rules/report.smk) from the probes' plans: what the report reads and
+shows for the probes that ran. No probe is named here: each one's tables, plots, dataset reports,
+data sources and headline options come from its declaration and its plan."""
+from __future__ import annotations
+
+import os
+
+from workflow_scripts.report_overview import headline_tables
+from workflow_scripts.study import ProbePlan, Study, as_json
+
+OVERVIEW_TABLE = ("overview.csv", "Overview", "overview_table.rst")
+CAPTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "resources", "report")
+
+
+class ReportPlan:
+    def __init__(self, study: Study, plans: list[ProbePlan]):
+        self.study = study
+        self.config = study.config
+        self.R = study.results
+        self.plans = [p for p in plans if p.ran and not p.probe.is_stage]
+        self.probes = [p.name for p in self.plans]
+        overview = (f"{self.R}/tables/{OVERVIEW_TABLE[0]}", *OVERVIEW_TABLE[1:])
+        # (probe, table, page, subcategory, caption) of every table shown as a page: the overview's
+        # first, then each probe's tables, then its per-dataset tables in the dataset's subcategory
+        self.pages = [(probe, table, f"{self.R}/report/tables/{os.path.basename(table).removesuffix('.csv')}.html",
+                       sub, caption)
+                      for probe, pages in [("overview", [overview])] + [(p.name, p.report_pages()) for p in self.plans]
+                      for table, sub, caption in pages]
+        # the probes' tables the report reads: the overview's headline tables and the pages' tables
+        self.tables = list(dict.fromkeys([f"{self.R}/tables/{name}" for name in headline_tables(self.probes)]
+                                         + [t for probe, t, _, _, _ in self.pages if probe != "overview"]))
+        self.page_tables = [t for probe, t, _, _, _ in self.pages if probe != "overview"]
+        # the corpora's inputs, when the study has corpora: ingest reports and the length buckets
+        self.ingest = [f"{self.R}/reports/ingest/{s}.json" for s in self.config["sources"]]
+        self.lengths = [f"{self.R}/tables/length_buckets.csv"] if self.config["corpora"] else []
+        # every input and dataset report: their counts are the Inputs page
+        self.jsons = self.ingest + [j for p in self.plans for j in p.report_jsons()]
+        # dataset reports that may name a text generator and its prompt (the provenance lists them)
+        self.generator_jsons = [j for p in self.plans for j in p.generator_reports()]
+        self.plots = [plot for p in self.plans for plot in p.report_plots()]
+        # one embedding store per model (its manifest names the model's origin and device)
+        self.stores: dict[str, str] = {}
+        for plan in self.plans:
+            for pair in plan.pairs:
+                self.stores.setdefault(pair.model, study.stores(pair.model, plan.pair_scope(pair))[0])
+
+    def data_sources(self, wildcards=None) -> dict[str, str]:
+        """Name -> local file or folder of every input the probes that ran read (provenance: sha256)."""
+        data = {s: self.study.source_file(s) for s in self.config["sources"]}
+        for plan in self.plans:
+            data.update(plan.data_sources())
+        for m in self.stores:  # the model files the embedding jobs read (a hub model's origin is in its manifest)
+            spec = self.config["models"][m]
+            if spec["family"] in ("fasttext", "word_vectors") or spec.get("adapted"):
+                data[f"model {m}"] = self.study.model_file(m)
+        return {name: path for name, path in data.items() if path}
+
+    def data_files(self) -> list[str]:
+        return sorted(set(self.data_sources().values()))
+
+    def sections(self, wildcards=None) -> str:
+        """Param: the Markdown report's section per probe that ran (its declaration's title and
+        summary, its table pages with their captions' text, its plots)."""
+        def caption(name: str) -> str:
+            with open(os.path.join(CAPTIONS, name), encoding="utf-8") as f:
+                return f.read()
+        return as_json([{"title": p.probe.title, "summary": p.probe.summary,
+                         "tables": [{"path": t, "caption": caption(c)} for t, _, c in p.report_pages()],
+                         "plots": p.report_plots()} for p in self.plans])
+
+    def headline_options(self, wildcards=None) -> str:
+        """Param: the options of the probes' headline extractors (retrieval's table k, ...)."""
+        return as_json({k: v for p in self.plans for k, v in p.headline_options().items()})

@@ -1,0 +1,100 @@
+"""Planning of the retrieval probe: the input functions and params of rules/retrieval.smk."""
+from __future__ import annotations
+
+from workflow_scripts.study import ProbePlan, as_json
+
+
+def local_paths(value) -> list[str]:
+    """Every local `path` in a retrieval set's spec (its sources, TeleQnA's zip, ...): inputs of its build."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in ([v] if k == "path" and isinstance(v, str) else local_paths(v))]
+    if isinstance(value, list):
+        return [p for v in value for p in local_paths(v)]
+    return []
+
+
+class RetrievalPlan(ProbePlan):
+    def set_spec(self, dataset: str) -> dict:
+        return self.config["retrieval"]["datasets"][dataset]
+
+    def build_inputs(self, wildcards) -> dict:
+        return {"sources": local_paths(self.set_spec(wildcards.dataset)), **self.study.nltk_inputs()}
+
+    def build_spec(self, wildcards) -> str:
+        """The set's config entry as the builder reads it (the evaluation split is the probe's)."""
+        return as_json({k: v for k, v in self.set_spec(wildcards.dataset).items() if k != "eval_split"})
+
+    def build_settings(self, wildcards) -> str:
+        return as_json({"build": self.config["retrieval"]["build"]})
+
+    def build_gpu(self, wildcards) -> int:
+        """1 when the set's question generator runs on cuda."""
+        spec = self.set_spec(wildcards.dataset)
+        uses = "generator" in spec.get("questions", [])
+        return 1 if uses and (spec.get("generator") or {}).get("device") == "cuda" else 0
+
+    def eval_split(self, dataset: str):
+        return self.set_spec(dataset).get("eval_split", self.config["retrieval"]["eval_split"])
+
+    def ks(self) -> list[int]:
+        k = self.config["retrieval"]["k"]
+        return list(range(k["min"], k["max"] + 1, k["step"]))
+
+    def search_settings(self, wildcards) -> str:
+        r = self.config["retrieval"]
+        return as_json({"eval_split": self.eval_split(wildcards.dataset), "top_k": r["top_k"],
+                        "random_per_query": r["coe"]["random_per_query"]})
+
+    def search_option(self, key: str):
+        """A resource: how the search runs, not what it finds (a change reruns nothing)."""
+        return lambda wildcards: self.config["retrieval"]["search"][key]
+
+    def isotropy_settings(self, wildcards) -> str:
+        r = self.config["retrieval"]
+        return as_json({"eval_split": self.eval_split(wildcards.dataset), "ks": [r["top_k"]], **r["isotropy"]})
+
+    def metric_settings(self, wildcards=None) -> str:
+        r = self.config["retrieval"]
+        return as_json({"ks": self.ks(), "top_k": r["top_k"], "bootstrap_b": r["bootstrap_b"], "draws": r["draws"],
+                        "thresholds": r["thresholds"], "coe": r["coe"]})
+
+    def aggregate_settings(self, wildcards=None) -> str:
+        r = self.config["retrieval"]
+        return as_json({"table_k": r["table_k"], "correlations_k": r["table_k"], "bootstrap_b": r["bootstrap_b"],
+                        "transforms": r["isotropy"]["transforms"]})
+
+    def pair_files(self, pair) -> dict[str, str]:
+        base = f"{self.R}/retrieval/{pair.dataset}/{pair.model}"
+        return {"summary": f"{base}/summary.parquet", "isotropy": f"{base}/isotropy.parquet",
+                "similarities": f"{base}/similarities.parquet", "topk": f"{base}/topk.parquet"}
+
+    def aggregate_inputs(self, wildcards) -> dict:
+        return {f"{key}_{i}": path for i, pair in enumerate(self.pairs) for key, path in self.pair_files(pair).items()}
+
+    def aggregate_entries(self, wildcards, input) -> str:
+        return as_json([{"dataset": p.dataset, "model": p.model, **self.pair_files(p)} for p in self.pairs])
+
+    def plots(self) -> list[tuple[str, str]]:
+        return [(d, name) for d in self.datasets for name in ("accuracy_vs_k", "similarities")]
+
+    def targets(self) -> list[str]:
+        return [f"{self.R}/tables/retrieval_accuracy.csv"] if self.ran else []
+
+    def headline_options(self) -> dict:
+        return {"retrieval_k": self.config["retrieval"]["table_k"]}
+
+    def report_plots(self) -> list[str]:
+        return [f"{self.R}/plots/retrieval/{d}/{name}.png" for d, name in self.plots()]
+
+    def report_jsons(self) -> list[str]:
+        return [f"{self.R}/reports/retrieval/{d}.json" for d in self.datasets]
+
+    def generator_reports(self) -> list[str]:
+        return self.report_jsons()
+
+    def data_sources(self) -> dict[str, str]:
+        data = {}
+        for d in self.datasets:
+            for i, path in enumerate(local_paths(self.set_spec(d))):
+                data[f"retrieval.{d}" + (f".{i}" if i else "")] = path
+        return data

@@ -1,0 +1,104 @@
+"""Declaration of the retrieval probe (seed 003; methods.md §4): workflow_scripts/probes.py."""
+from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, headline_rows
+
+# Keys each kind of retrieval set reads (workflow_scripts/retrieval/sets.py SPEC_KEYS, plus the
+# probe's own `eval_split`), and the qrels splits each built kind writes (None: the user's).
+KIND_KEYS = {
+    "beir": {"kind", "path", "url", "sha256", "splits", "eval_split"},
+    "3gpp": {"kind", "sources", "specs", "questions", "teleqna", "generator", "eval_split"},
+    "msrp": {"kind", "path", "url", "sha256", "eval_split"},
+    "tatoeba": {"kind", "path", "url", "sha256", "columns", "eval_split"},
+}
+KIND_SPLITS = {"beir": None, "3gpp": ("train", "test"), "msrp": ("test",), "tatoeba": ("test",)}
+
+
+def check(config: dict) -> list[str]:
+    if "retrieval" not in config:
+        return []
+    retrieval = config["retrieval"]
+    problems = []
+
+    def location(key: str, entry: dict) -> None:
+        has_path, has_url = "path" in entry, "url" in entry or "sha256" in entry
+        if has_path == has_url or (has_url and not ("url" in entry and "sha256" in entry)):
+            problems.append(f"config key `{key}`: needs `path` (a local file or folder), or `url` with `sha256`")
+
+    for name, d in retrieval["datasets"].items():
+        key, kind = f"retrieval.datasets.{name}", d["kind"]
+        for extra in sorted(set(d) - KIND_KEYS[kind]):
+            problems.append(f"config key `{key}.{extra}`: a {kind} set does not read `{extra}` (it reads "
+                            f"{', '.join(sorted(KIND_KEYS[kind] - {'kind'}))})")
+        if kind == "3gpp":
+            if "sources" not in d:
+                problems.append(f"config key `{key}.sources`: a 3gpp set needs sources: {{path: <clauses .jsonl or "
+                                "folder>}, or {url, sha256}")
+            else:
+                location(f"{key}.sources", d["sources"])
+            methods = d.get("questions", ["templates"])
+            for method in ("teleqna", "generator"):
+                if method in d and method not in methods:
+                    problems.append(f"config key `{key}.{method}`: settings for `{method}` questions, but "
+                                    f"`questions` ({', '.join(methods)}) does not ask for them")
+            if "teleqna" in methods:
+                if "teleqna" not in d:
+                    problems.append(f"config key `{key}.teleqna`: `teleqna` questions need the release: "
+                                    "{path: <TeleQnA zip>} or {url, sha256}")
+                else:
+                    location(f"{key}.teleqna", {k: v for k, v in d["teleqna"].items() if k in ("path", "url", "sha256")})
+        else:
+            location(key, {k: v for k, v in d.items() if k in ("path", "url", "sha256")})
+        splits = KIND_SPLITS[kind] or d.get("splits")
+        wanted = d.get("eval_split", retrieval["eval_split"])
+        for split in [wanted] if isinstance(wanted, str) else wanted:
+            if splits is not None and split not in splits:
+                where = f"{key}.eval_split" if "eval_split" in d else "retrieval.eval_split"
+                problems.append(f"config key `{where}`: set {name!r} ({kind}) has no split {split!r}; expected one of "
+                                f"{', '.join(splits)}")
+    k = retrieval["k"]
+    if k["min"] > k["max"]:
+        problems.append(f"config key `retrieval.k`: min {k['min']} > max {k['max']}")
+    elif k["max"] > retrieval["top_k"]:
+        problems.append(f"config key `retrieval.k.max`: {k['max']} needs at least {k['max']} retrieved documents, "
+                        f"but `retrieval.top_k` is {retrieval['top_k']}")
+    ks = range(k["min"], k["max"] + 1, k["step"])
+    if retrieval["table_k"] not in ks:
+        problems.append(f"config key `retrieval.table_k`: {retrieval['table_k']} is not among the k of `retrieval.k` "
+                        f"({', '.join(map(str, ks))})")
+    return problems
+
+
+def accuracy_headlines(frame, options: dict) -> list[dict]:
+    """Retrieval accuracy@k and NDCG@k per set, at the probe's table k."""
+    import polars as pl
+
+    k = int(options.get("retrieval_k", 5))
+    rows = frame.filter(pl.col("k").cast(pl.Int64) == k).rename({"set": "dataset"})
+    return (headline_rows(rows, lambda r: f"retrieval_{r['dataset']}_acc@{k}",
+                          lambda r: f"retrieval {r['dataset']} accuracy@{k}", "accuracy", "accuracy_ci_low",
+                          "accuracy_ci_high")
+            + headline_rows(rows, lambda r: f"retrieval_{r['dataset']}_ndcg@{k}",
+                            lambda r: f"retrieval {r['dataset']} NDCG@{k}", "ndcg", "ndcg_ci_low", "ndcg_ci_high"))
+
+
+PROBE = Probe(
+    name="retrieval",
+    title="Retrieval",
+    order=40,
+    plan="workflow_scripts.retrieval.plan:RetrievalPlan",
+    summary="Exact top-k search of every evaluated question over its set's documents: accuracy@k and NDCG@k "
+            "with bootstrapped 95% intervals, similarity thresholds, COE/ROE and isotropy.",
+    rules={
+        "retrieval_build": Resources(threads=1, mem_mb=4000, runtime=60, heavy=True),
+        "retrieval_search": Resources(threads=2, mem_mb=4000, runtime=120, heavy=True),
+        "retrieval_isotropy": Resources(threads=2, mem_mb=4000, runtime=240, heavy=True),
+        "retrieval_metrics": Resources(threads=1, mem_mb=2000, runtime=30, heavy=True),
+        "retrieval_aggregate": Resources(threads=1, mem_mb=2000, runtime=10),
+    },
+    check=check,
+    nltk=NltkNeeds(by_dataset_kind={"3gpp": ("punkt_tab",)}),  # 3GPP text is split into sentences with punkt
+    tables=tuple((f"retrieval_table{i}.csv", "Tables", f"retrieval_table{i}.rst") for i in (1, 2, 3))
+    + (("retrieval_isotropy.csv", "Tables", "retrieval_isotropy.rst"),
+       ("retrieval_correlations.csv", "Tables", "retrieval_correlations.rst"),
+       ("retrieval_accuracy.csv", "Tables", "retrieval_accuracy.rst")),
+    headlines=(Headline("retrieval_accuracy.csv", accuracy_headlines),),
+)

@@ -1,0 +1,111 @@
+"""Planning of the set-theoretic compositionality probe: the input functions and params of
+rules/settheory.smk."""
+from __future__ import annotations
+
+import os
+
+from workflow_scripts.study import ProbePlan, as_json, cli_options
+
+# results/settheory/samples/ holds every sample set's table: never a sample set's folder
+SET_NAME = r"(?!samples$)[A-Za-z0-9][A-Za-z0-9_.-]*"
+
+
+class SettheoryPlan(ProbePlan):
+    def set_spec(self, dataset: str) -> dict:
+        return self.config["settheory"]["datasets"][dataset]
+
+    def generator(self, dataset: str) -> tuple[str, dict]:
+        """(name, entry) of a built sample set's generator: settheory.generators over the built-in ones."""
+        from workflow_scripts.settheory.samples import DEFAULT_GENERATORS, DEFAULT_SET
+
+        name = self.set_spec(dataset).get("generator", DEFAULT_SET["generator"])
+        return name, {**DEFAULT_GENERATORS, **self.config["settheory"]["generators"]}[name]
+
+    def prompt(self, dataset: str) -> dict:
+        from workflow_scripts.settheory.samples import DEFAULT_PROMPTS, DEFAULT_SET
+
+        name = self.set_spec(dataset).get("prompt", DEFAULT_SET["prompt"])
+        return {**DEFAULT_PROMPTS, **self.config["settheory"]["prompts"]}[name]
+
+    def device(self, dataset: str) -> str:
+        """The device a built sample set's generator runs on (`auto`: cuda when the planning process
+        sees a GPU); imported sets need none."""
+        if "file" in self.set_spec(dataset):
+            return "cpu"
+        device = self.generator(dataset)[1].get("device", "cpu")
+        return self.study.auto_device() if device == "auto" else device
+
+    def samples_inputs(self, wildcards) -> dict:
+        spec = self.set_spec(wildcards.dataset)
+        if "file" in spec:
+            return {"file": spec["file"]}
+        return {"articles": f"{self.R}/articles/{spec['articles']}"}
+
+    def samples_spec(self, wildcards) -> str:
+        return as_json(self.set_spec(wildcards.dataset))
+
+    def samples_options(self, wildcards, input) -> str:
+        from workflow_scripts.generator import spec_digest
+
+        if "file" in input.keys():
+            return ""
+        name, spec = self.generator(wildcards.dataset)
+        cache_dir = self.config["settheory"].get("generation_cache") or f"{self.R}/cache/generations"
+        cache = os.path.join(cache_dir, f"{name}-{spec_digest(spec)}.jsonl")
+        return cli_options(("--articles", input.articles), ("--generator", as_json({"name": name, "spec": spec})),
+                           ("--prompt", as_json(self.prompt(wildcards.dataset))),
+                           ("--device", self.device(wildcards.dataset)), ("--cache", cache))
+
+    def filter_inputs(self, wildcards) -> dict:
+        scope = self.scope(wildcards.dataset)
+        return {"samples": f"{self.R}/settheory/samples/{wildcards.dataset}.parquet",
+                "stores": [s for m in self.config["settheory"]["filter"]["encoders"] for s in self.study.stores(m, scope)]}
+
+    def filter_spec(self, wildcards) -> str:
+        f = self.config["settheory"]["filter"]
+        return as_json({"rule": f["rule"], "threshold": f["threshold"],
+                        "encoders": [{"name": m, "spec": self.study.embed_spec(m)} for m in f["encoders"]]})
+
+    def pair_files(self, pair) -> dict[str, str]:
+        return {"measures": f"{self.R}/settheory/{pair.dataset}/{pair.model}/measures.parquet",
+                "samples": f"{self.R}/settheory/samples/{pair.dataset}.parquet",
+                "filter": f"{self.R}/reports/settheory_filter/{pair.dataset}.json"}
+
+    def aggregate_inputs(self, wildcards) -> dict:
+        return {f"{key}_{i}": path for i, pair in enumerate(self.pairs) for key, path in self.pair_files(pair).items()}
+
+    def aggregate_entries(self, wildcards, input) -> str:
+        return as_json([{"sampleset": p.dataset, "model": p.model, **self.pair_files(p)} for p in self.pairs])
+
+    def criterion_settings(self, wildcards=None) -> str:
+        keys = ("measures", "fixed_bounds", "middle_tolerance", "c5", "c6", "histogram_bins", "bootstrap_b")
+        return as_json({k: self.config["settheory"][k] for k in keys})
+
+    def plots(self) -> list[str]:
+        return [f"{self.R}/plots/settheory/{p.dataset}/{p.model}.png" for p in self.pairs]
+
+    def targets(self) -> list[str]:
+        return [f"{self.R}/tables/settheory_shares.csv"] if self.ran else []
+
+    def headline_options(self) -> dict:
+        measures = self.config["settheory"]["measures"]
+        return {"settheory_measure": "cosine" if "cosine" in measures or not measures else measures[0]}
+
+    def collections(self) -> list[str]:
+        """The article collections the built sample sets read, in order."""
+        return list(dict.fromkeys(self.set_spec(d)["articles"] for d in self.datasets if "articles" in self.set_spec(d)))
+
+    def report_plots(self) -> list[str]:
+        return self.plots()
+
+    def report_jsons(self) -> list[str]:
+        return ([f"{self.R}/reports/articles/{a}.json" for a in self.collections()]
+                + [f"{self.R}/reports/settheory/{d}.json" for d in self.datasets]
+                + [f"{self.R}/reports/settheory_filter/{d}.json" for d in self.datasets])
+
+    def generator_reports(self) -> list[str]:
+        return [f"{self.R}/reports/settheory/{d}.json" for d in self.datasets]
+
+    def data_sources(self) -> dict[str, str]:
+        return {f"settheory.{d}": self.set_spec(d).get("file") or self.study.source_file(self.set_spec(d)["articles"])
+                for d in self.datasets}

@@ -1,0 +1,85 @@
+"""Declaration of the set-theoretic compositionality probe (seed 001; methods.md §2):
+workflow_scripts/probes.py."""
+from workflow_scripts.probes import Headline, Probe, Resources, headline_rows
+
+
+def check(config: dict) -> list[str]:
+    """The `settheory` section: what the schema cannot say (sample sets, generators, prompts, bounds)."""
+    problems = []
+    st = config.get("settheory")
+    if not st:
+        return problems
+    articles = config.get("articles") or {}
+    from workflow_scripts.settheory.samples import DEFAULT_GENERATORS, DEFAULT_PROMPTS
+    generators = {**DEFAULT_GENERATORS, **st.get("generators", {})}
+    prompts = {**DEFAULT_PROMPTS, **st.get("prompts", {})}
+    for name, d in st["datasets"].items():
+        key = f"settheory.datasets.{name}"
+        if name == "samples":
+            problems.append(f"config key `{key}`: `samples` is reserved (results/settheory/samples/ holds every "
+                            "sample set's table); expected another name")
+        if ("file" in d) == ("articles" in d):
+            problems.append(f"config key `{key}`: needs exactly one of `articles` (build the samples from an "
+                            "article collection) or `file` (import a table of samples)")
+            continue
+        if "file" in d:
+            if "max_articles" in d:
+                problems.append(f"config key `{key}.max_articles`: an imported sample set (`file`) reads no articles")
+            continue
+        for other in ("format", "columns"):
+            if other in d:
+                problems.append(f"config key `{key}.{other}`: only an imported sample set (`file`) takes `{other}`")
+        if d["articles"] not in articles:
+            problems.append(f"config key `{key}.articles`: no collection {d['articles']!r} under `articles` "
+                            f"(configured: {sorted(articles) or 'none'})")
+        if d.get("generator", "smollm2") not in generators:
+            problems.append(f"config key `{key}.generator`: no generator {d['generator']!r} (settheory.generators "
+                            f"and the built-in: {', '.join(sorted(generators))})")
+        if d.get("prompt", "fuse_fewshot") not in prompts:
+            problems.append(f"config key `{key}.prompt`: no prompt {d['prompt']!r} (settheory.prompts and the "
+                            f"built-in: {', '.join(sorted(prompts))})")
+        if d["min_words"] > d["max_words"]:
+            problems.append(f"config key `{key}`: min_words {d['min_words']} > max_words {d['max_words']}")
+    for encoder in st["filter"]["encoders"]:
+        if encoder not in config["models"]:
+            problems.append(f"config key `settheory.filter.encoders`: no model {encoder!r} under `models`")
+    for criterion, per_measure in st["fixed_bounds"].items():
+        for measure, bounds in per_measure.items():
+            for pair in ([bounds] if criterion == "c4" else bounds):
+                if not pair[0] < pair[1]:
+                    problems.append(f"config key `settheory.fixed_bounds.{criterion}.{measure}`: {pair} is not "
+                                    "[low, high] with low < high")
+    return problems
+
+
+def share_headlines(frame, options: dict) -> list[dict]:
+    """Set-theoretic C1 and C3 shares of the (T,T) case per sample set, under the headline measure."""
+    import polars as pl
+
+    measure = options.get("settheory_measure", "cosine")
+    rows = frame.filter(pl.col("criterion").is_in(["c1", "c3"]) & (pl.col("case") == "T,T")
+                        & (pl.col("measure") == measure))
+    return headline_rows(rows, lambda r: f"settheory_{r['sampleset']}_{r['criterion']}_TT",
+                         lambda r: f"set theory {r['sampleset']} {r['criterion'].upper()} (T,T)", "share", "ci_low",
+                         "ci_high")
+
+
+PROBE = Probe(
+    name="settheory",
+    title="Set-theoretic compositionality",
+    order=50,
+    plan="workflow_scripts.settheory.plan:SettheoryPlan",
+    summary="Shares of operator samples (TextOverlap, TextDifference, TextUnion of generated fusions) that meet "
+            "the criteria C1-C6 under each measure, with bootstrapped 95% intervals.",
+    rules={
+        "settheory_samples": Resources(threads=2, mem_mb=4000, runtime=240, heavy=True),
+        "settheory_filter": Resources(threads=1, mem_mb=2000, runtime=30, heavy=True),
+        "settheory_measures": Resources(threads=1, mem_mb=3000, runtime=60, heavy=True),
+        "settheory_aggregate": Resources(threads=1, mem_mb=2000, runtime=30),
+    },
+    check=check,
+    tables=tuple((f"settheory_c{i}.csv", "Tables", "settheory_criteria.rst") for i in range(1, 7))
+    + (("settheory_shares.csv", "Tables", "settheory_shares.rst"),
+       ("settheory_histograms.csv", "Tables", "settheory_histograms.rst")),
+    headlines=(Headline("settheory_shares.csv", share_headlines),),
+)

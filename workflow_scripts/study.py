@@ -1,0 +1,287 @@
+"""Planning that every stage shares, as plain functions of the validated config (no Snakemake): which
+model runs which probe and dataset, the text sets and the stores the embedding stage fills, which
+store copies another's vectors, where sources and model files are, the device a model runs on and
+what decides its vectors. `ProbePlan` is the base of every probe's planner (`<probe>/plan.py`).
+
+rules/common.smk builds one `Study` and one plan per declared probe (workflow_scripts/probes.py); the
+rule files read them. Everything here is unit-testable with a config dict.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections import namedtuple
+
+from workflow_scripts.common import TORCH_FAMILIES, vector_settings
+
+Pair = namedtuple("Pair", "corpus model")
+DatasetPair = namedtuple("DatasetPair", "dataset model")
+
+# Keys that make a corpus a subset of another (a token range, a length-matched or capped subset).
+DERIVING_KEYS = ("min_tokens", "max_tokens", "match_lengths_of", "max_sentences")
+
+
+def as_json(obj) -> str:
+    """Canonical JSON of a param: sorted keys, no spaces (a param's text decides reruns)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def cli_options(*options: tuple[str, object]) -> str:
+    """`--flag value` pairs for a shell command, every value shell-quoted (a list: one quoted word
+    per item); a None or empty value drops its flag. The one way rules build optional options."""
+    words = []
+    for flag, value in options:
+        if value is None or value == "" or value == []:
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        words.append(" ".join([flag, *(shlex.quote(str(v)) for v in values)]))
+    return " ".join(words)
+
+
+def url_filename(url: str) -> str:
+    """The file name a download is stored under: the last segment of the URL's path, percent-decoded,
+    without query string or fragment (`.../cc.en.300.bin.gz?download=true` -> `cc.en.300.bin.gz`)."""
+    from urllib.parse import unquote, urlsplit
+
+    name = unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
+    name = name.replace("/", "_").replace(os.sep, "_")
+    return name if name not in ("", ".", "..") else "data"
+
+
+class Study:
+    """The validated config of one run and its results folder, with the planning every stage asks."""
+
+    def __init__(self, config: dict, results: str, parts: int | None = None):
+        self.config = config
+        self.results = results
+        self.parts = parts or config["embedding_partitions"]
+        self.part_ids = [f"{p:03d}" for p in range(self.parts)]
+        self._device: list[str] = []
+        # NLTK data (rules/common.smk plans it before any job): package -> name@digest or
+        # "nltk_download", and whether the workflow's download rule fetched some
+        self.nltk_fingerprint: dict[str, str] = {}
+        self.nltk_download = False
+
+    # ---- NLTK data the jobs read ----
+    @property
+    def nltk_manifest(self) -> str:
+        return f"{self.results}/nltk_data/manifest.json"
+
+    def nltk_inputs(self) -> dict:
+        """Once the workflow has downloaded NLTK data, the jobs that use it keep it as an input (else
+        the next run, finding the packages, would see the inputs change and rebuild)."""
+        return {"nltk": self.nltk_manifest} if self.nltk_download else {}
+
+    def nltk_plan(self, wildcards=None, prefix: str = "") -> str:
+        """Param: name@digest of the NLTK packages (those starting with `prefix`): a change reruns."""
+        return as_json({k: v for k, v in self.nltk_fingerprint.items() if k.startswith(prefix)})
+
+    def nltk_data_path(self, wildcards=None) -> str:
+        """NLTK_DATA for a job: the workflow's own download folder first, then the user's."""
+        return os.pathsep.join(p for p in (os.path.abspath(f"{self.results}/nltk_data"), os.environ.get("NLTK_DATA"))
+                               if p)
+
+    # ---- which model runs where ----
+    def runs_probe(self, model: str, probe: str) -> bool:
+        """A model runs every probe unless its config entry lists `probes`."""
+        return probe in self.config["models"][model].get("probes", [probe])
+
+    def model_corpora(self, model: str) -> list[str]:
+        return self.config["models"][model].get("corpora") or list(self.config.get("corpora") or {})
+
+    def model_datasets(self, model: str, probe: str) -> list[str]:
+        """The datasets of `probe` (every probe names its datasets under `<probe>.datasets`) a model
+        scores: all, unless its entry lists `datasets`."""
+        wanted = self.config["models"][model].get("datasets")
+        return [d for d in self.config[probe]["datasets"] if wanted is None or d in wanted]
+
+    def dataset_pairs(self, probe: str) -> list[DatasetPair]:
+        """(dataset, model) of every model that runs `probe` on its datasets, models in config order."""
+        if probe not in self.config:
+            return []
+        return [DatasetPair(d, m) for m in self.config["models"] if self.runs_probe(m, probe)
+                for d in self.model_datasets(m, probe)]
+
+    # ---- text sets and stores (README, "Probes") ----
+    # A text set is a corpus (its originals and variants) or a probe's dataset (scope
+    # `<probe>.<dataset>`). Each has its own texts/<scope>/ files and, per model, its own store
+    # embeddings/<model>/<scope>/, so adding a corpus, a dataset or a probe adds jobs and never
+    # changes an existing embedding job's inputs.
+    @staticmethod
+    def dataset_scope(probe: str, dataset: str) -> str:
+        return f"{probe}.{dataset}"
+
+    def scope_corpus(self, scope: str) -> str | None:
+        """The corpus a text set is, or None for a probe dataset."""
+        return scope if scope in (self.config.get("corpora") or {}) else None
+
+    def texts(self, scope: str) -> list[str]:
+        return [f"{self.results}/texts/{scope}/part-{p}.parquet" for p in self.part_ids]
+
+    def stores(self, model: str, scope: str) -> list[str]:
+        return [f"{self.results}/embeddings/{model}/{scope}/part-{p}" for p in self.part_ids]
+
+    def parent_corpus(self, corpus: str) -> str | None:
+        """The configured corpus a derived corpus was cut from: the first unfiltered corpus of the
+        same source and language. Its sentences, and so its variants (seeded per sentence), are the
+        parent's, so its vectors are copied, not encoded."""
+        corpora = self.config["corpora"]
+        spec = corpora[corpus]
+        if not any(spec.get(k) is not None for k in DERIVING_KEYS):
+            return None
+        for name, other in corpora.items():
+            if (name != corpus and other["source"] == spec["source"] and other["language"] == spec["language"]
+                    and not any(other.get(k) is not None for k in DERIVING_KEYS)):
+                return name
+        return None
+
+    def reuse_scope(self, model: str, scope: str) -> str | None:
+        """The store this model's store of `scope` copies vectors from, or None. TF-IDF is fitted per
+        text set, so its vectors are never shared."""
+        corpus = self.scope_corpus(scope)
+        parent = self.parent_corpus(corpus) if corpus else None
+        if (parent is None or self.config["models"][model]["family"] == "tfidf"
+                or parent not in self.model_corpora(model)):
+            return None
+        return parent
+
+    # ---- sources and model files ----
+    def source_spec(self, name: str) -> dict:
+        """A corpus source, an article collection or a probe's source (names are unique across them:
+        the config checks)."""
+        from workflow_scripts.probes import declarations
+
+        probe_sources = [(self.config.get(p.name) or {}).get("sources") or {} for p in declarations()]
+        for section in (self.config.get("sources") or {}, self.config.get("articles") or {}, *probe_sources):
+            if name in section:
+                return section[name]
+        raise KeyError(f"no source named {name!r}")
+
+    def source_file(self, name: str) -> str | None:
+        """The local file of a source: its path, or where its verified download lands; None for
+        sources that are NLTK data (the treebank)."""
+        spec = self.source_spec(name)
+        if "url" in spec:
+            return f"{self.results}/downloads/sources/{name}/{url_filename(spec['url'])}"
+        return spec.get("path")
+
+    def model_file(self, model: str) -> str | None:
+        spec = self.config["models"][model]
+        if "url" in spec:
+            # a .gz download is verified, then stored decompressed (fastText's cc.*.300.bin.gz)
+            return f"{self.results}/downloads/models/{model}/{url_filename(spec['url']).removesuffix('.gz')}"
+        return spec.get("path")
+
+    # ---- devices and what decides a model's vectors ----
+    def resolved_device(self, model: str) -> str:
+        """The device a model's embedding jobs run on: `auto` becomes cuda when this process, which
+        plans the jobs, sees a GPU, else cpu. Resolved while planning, not in the job, so that it is
+        a param (a change reruns the model) and the `gpu` resource follows it; a job asked for cuda
+        on a machine without one refuses to run. Families that are not torch run on the CPU."""
+        spec = self.config["models"][model]
+        if spec["family"] not in TORCH_FAMILIES:
+            return "cpu"
+        if spec.get("device", "auto") != "auto":
+            return spec["device"]
+        return self.auto_device()
+
+    def auto_device(self) -> str:
+        if not self._device:  # torch imported only if a model or generator asks
+            import torch
+
+            self._device.append("cuda" if torch.cuda.is_available() else "cpu")
+        return self._device[0]
+
+    def embed_spec(self, model: str) -> dict:
+        """What decides a model's vectors: its config entry without the settings that only say how
+        the job runs (common.RUN_SETTINGS), with the resolved device for torch families. As a param,
+        it reruns exactly what changes vectors."""
+        spec = vector_settings(self.config["models"][model])
+        spec.pop("device", None)
+        if spec["family"] in TORCH_FAMILIES:
+            spec["device"] = self.resolved_device(model)
+        return spec
+
+
+class ProbePlan:
+    """A probe's planner: its (dataset, model) pairs, the datasets some model scores, and its rules'
+    input functions and params. Subclasses live in `<probe>/plan.py`; methods taking `wildcards`
+    are Snakemake input functions. `targets`, `report_*` and `data_sources` tell `rule all` and the
+    report what the probe made."""
+
+    def __init__(self, study: Study, probe):
+        self.study = study
+        self.probe = probe
+        self.name = probe.name
+        self.config = study.config
+        self.R = study.results
+        self.pairs = self.plan_pairs()
+        self.datasets = self.planned_datasets()
+
+    @property
+    def section(self) -> dict:
+        return self.config.get(self.name) or {}
+
+    def plan_pairs(self) -> list:
+        return self.study.dataset_pairs(self.name)
+
+    def planned_datasets(self) -> list[str]:
+        """Datasets some model scores, in config order (a dataset no model scores is not built)."""
+        scored = {p.dataset for p in self.pairs}
+        return [d for d in self.section.get("datasets", {}) if d in scored]
+
+    @property
+    def ran(self) -> bool:
+        return bool(self.pairs)
+
+    def scope(self, dataset: str) -> str:
+        return self.study.dataset_scope(self.name, dataset)
+
+    def stores(self, wildcards) -> list[str]:
+        """Input function: the model's stores of the dataset's text set."""
+        return self.study.stores(wildcards.model, self.scope(wildcards.dataset))
+
+    def spec(self, wildcards) -> str:
+        """Param: what decides the model's vectors (the stores must match it)."""
+        return as_json(self.study.embed_spec(wildcards.model))
+
+    def pair_scope(self, pair) -> str:
+        return self.scope(pair.dataset)
+
+    # ---- what the probe made: rule all and the report ----
+    def targets(self) -> list[str]:
+        """The final outputs `rule all` asks for (the probe's tables and plots) when the probe ran."""
+        return []
+
+    def table_paths(self) -> list[str]:
+        """The probe's tables shown as report pages, with its per-dataset tables."""
+        tables = [f"{self.R}/tables/{name}" for name, _, _ in self.probe.tables]
+        return tables + [f"{self.R}/tables/{pattern.format(dataset=d)}"
+                         for pattern, _ in self.probe.dataset_tables for d in self.datasets]
+
+    def report_pages(self) -> list[tuple[str, str, str]]:
+        """(table, subcategory, caption file) of every table page."""
+        pages = [(f"{self.R}/tables/{name}", sub, caption) for name, sub, caption in self.probe.tables]
+        return pages + [(f"{self.R}/tables/{pattern.format(dataset=d)}", d, caption)
+                        for pattern, caption in self.probe.dataset_tables for d in self.datasets]
+
+    def headline_options(self) -> dict:
+        """Options of the probe's headline extractors (its declaration's `headlines`)."""
+        return {}
+
+    def report_plots(self) -> list[str]:
+        """The PNG plots the Markdown report shows, in order."""
+        return []
+
+    def report_jsons(self) -> list[str]:
+        """The dataset reports (counts) the report's Inputs page shows."""
+        return []
+
+    def generator_reports(self) -> list[str]:
+        """Dataset reports that may name a text generator and its prompt (the provenance lists them)."""
+        return []
+
+    def data_sources(self) -> dict[str, str]:
+        """Name -> local file or folder of every input the probe read (provenance: sha256)."""
+        return {}

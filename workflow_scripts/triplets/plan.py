@@ -1,0 +1,63 @@
+"""Planning of the sentence-triplet probe: the input functions and params of rules/triplets.smk."""
+from __future__ import annotations
+
+from workflow_scripts.study import ProbePlan, as_json
+
+
+class TripletsPlan(ProbePlan):
+    def dataset_sources(self, dataset: str) -> list[str]:
+        return self.config["triplets"]["datasets"][dataset].get("sources", [])
+
+    def build_inputs(self, wildcards) -> dict:
+        spec = self.config["triplets"]["datasets"][wildcards.dataset]
+        files = (self.study.source_file(s) for s in self.dataset_sources(wildcards.dataset))
+        inputs = {"sources": [f for f in files if f]}
+        if "file" in spec:
+            inputs["file"] = spec["file"]
+        return {**inputs, **self.study.nltk_inputs()}
+
+    def build_spec(self, wildcards) -> str:
+        return as_json(self.config["triplets"]["datasets"][wildcards.dataset])
+
+    def sources(self, wildcards) -> str:
+        return as_json({name: {"format": self.study.source_spec(name)["format"], "file": self.study.source_file(name)}
+                        for name in self.dataset_sources(wildcards.dataset)})
+
+    def settings(self, wildcards) -> str:
+        keys = ("fixed_point_pivot", "passive_agent", "clause_max_tokens", "sick_partners", "templates")
+        return as_json({k: self.config["triplets"][k] for k in keys if k in self.config["triplets"]})
+
+    def scoring(self, dataset: str) -> str:
+        spec = self.config["triplets"]["datasets"][dataset]
+        if "file" in spec:
+            return spec.get("scoring", "strict")
+        return "negation_variants" if spec.get("kind", dataset) == "negation_variants" else "strict"
+
+    def scores(self) -> list[str]:
+        return [f"{self.R}/triplets/{p.dataset}/{p.model}/scores.parquet" for p in self.pairs]
+
+    def aggregate_entries(self, wildcards, input) -> str:
+        return as_json([{"dataset": p.dataset, "model": p.model, "scores": path, "scoring": self.scoring(p.dataset)}
+                        for p, path in zip(self.pairs, input)])
+
+    def models(self) -> list[str]:
+        return list(dict.fromkeys(p.model for p in self.pairs))
+
+    def plots(self) -> list[str]:
+        return [f"{self.R}/plots/triplets/{d}.png" for d in self.datasets]
+
+    def targets(self) -> list[str]:
+        return [f"{self.R}/tables/triplets_accuracy.csv"] if self.ran else []
+
+    def report_plots(self) -> list[str]:
+        return self.plots()
+
+    def report_jsons(self) -> list[str]:
+        return [f"{self.R}/reports/triplets/{d}.json" for d in self.datasets]
+
+    def data_sources(self) -> dict[str, str]:
+        data = {}
+        for d in self.datasets:
+            data.update({s: self.study.source_file(s) for s in self.dataset_sources(d)})
+            data[f"triplets.{d}"] = self.config["triplets"]["datasets"][d].get("file")
+        return data
