@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 
 from workflow_scripts.bootstrap import bootstrap_rng, percentile_interval, resample_counts
 from workflow_scripts.common import atomic_path, read_json, setup_logging, write_json
-from workflow_scripts.embed import DEFAULT_TOKEN_PATTERN
+from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
 PAPER_GRID_STEP = 0.001
