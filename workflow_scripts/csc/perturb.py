@@ -231,7 +231,7 @@ def _in_order(pool, fn, items: list, ahead: int):
 def _check_negation(info: dict, expected: str | None, use_tagger: bool, log) -> None:
     """Log what the grammatical negation runs with; refuse to go on if it is not what the
     workflow planned with (then its rerun decision and the outputs' provenance would be wrong)."""
-    from workflow_scripts.csc.negation import NLTK_DATA_HINT
+    from workflow_scripts.csc.tagger import NLTK_DATA_HINT
     log.info("grammatical negation on, %s the tagger: %s", "with" if info["tagger"] else "without",
              json.dumps(info["nltk"], sort_keys=True))
     if use_tagger and info["missing"]:
