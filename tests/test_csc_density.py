@@ -5,9 +5,9 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.stats import norm
 
-from workflow_scripts.csc.curves import (GRID, SIM_SCHEMA, Moments, Window, analyse, bandwidth, binned_density,
-                                         exact_density, fft_convolve, make_grid, normalise, overlap,
-                                         undefined_reason)
+from workflow_scripts.csc.curves import SIM_SCHEMA, analyse
+from workflow_scripts.density import (GRID, Moments, Window, bandwidth, binned_density, exact_density, fft_convolve,
+                                      make_grid, normalise, overlap, undefined_reason)
 
 
 def gaussian_kde_by_hand(values, grid, factor=0.2):

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from workflow_scripts.csc.curves import binned_density, exact_density, make_grid, normalise, overlap
+from workflow_scripts.density import binned_density, exact_density, make_grid, normalise, overlap
 from workflow_scripts.domain_shift import scores as S
 from workflow_scripts.domain_shift.texts import build
 

@@ -7,9 +7,10 @@ import pytest
 
 from helpers import SENTENCES, tiny_bert, tiny_fasttext
 from workflow_scripts.common import setup_logging, text_key
-from workflow_scripts.embed import (DeviceUnavailable, ModelUnavailable, SentenceTransformerEncoder,
-                                    TransformersEncoder, count_terms, embed_partition, embed_sorted, fit_tfidf,
-                                    resolve_model_source, tfidf_from_counts, tfidf_transform)
+from workflow_scripts.embed import embed_partition, embed_sorted
+from workflow_scripts.encoders import (DeviceUnavailable, ModelUnavailable, SentenceTransformerEncoder,
+                                       TransformersEncoder, resolve_model_source, tfidf_transform)
+from workflow_scripts.tfidf_fit import count_terms, fit_tfidf, tfidf_from_counts
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
 MINILM = {"family": "sentence_transformers", "name": "sentence-transformers/all-MiniLM-L6-v2", "batch_size": 3}
@@ -33,8 +34,8 @@ def test_minilm_resolves_to_the_bundled_package_offline():
 
 
 def test_missing_bundled_package_is_said_and_offline_is_a_clear_error(monkeypatch, caplog):
-    import workflow_scripts.embed as embed
-    monkeypatch.setitem(embed.BUNDLED_MODELS, "org/bundled-model", ("gt_no_such_package", "get_model_path"))
+    import workflow_scripts.encoders as encoders
+    monkeypatch.setitem(encoders.BUNDLED_MODELS, "org/bundled-model", ("gt_no_such_package", "get_model_path"))
     monkeypatch.setattr(logging.getLogger("embed"), "propagate", True)  # a job's setup_logging turns it off
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelUnavailable, match=r"'org/bundled-model': the package gt-no-such-package .*not installed"
@@ -234,7 +235,7 @@ def test_embedding_in_small_chunks_gives_the_same_store(tmp_path, log):
 
 
 def test_hashing_stand_in_is_a_random_projection_of_word_counts():
-    from workflow_scripts.embed import HashingEncoder
+    from workflow_scripts.encoders import HashingEncoder
     enc = HashingEncoder({"family": "hashing", "dim": 32, "hash_bits": 12, "projection_seed": 3})
     v = enc.encode_batch(["the cat", "cat the", "The CAT", "a dog", "the the cat cat"])
     assert v.shape == (5, 32) and v.dtype == np.float32
@@ -261,7 +262,7 @@ def tfidf_corpus() -> list[str]:
 
 
 def sklearn_fit(spec: dict, texts: list[str]):
-    from workflow_scripts.embed import tfidf_vectorizer
+    from workflow_scripts.encoders import tfidf_vectorizer
     return tfidf_vectorizer(spec).fit(texts)
 
 
@@ -303,7 +304,8 @@ TOKEN_EDGE_CASES = ["İstanbul is big", "ΣΟΦΟΣ σοφός ΟΔΟΣ.", "x² 
 def test_tfidf_counts_in_polars_equal_the_analyzers(options):
     """Terms counted by polars (Rust regex) where both engines read a text alike, by the analyzer
     elsewhere: the same counts as the analyzer alone, and as scikit-learn's fit."""
-    from workflow_scripts.embed import RustTokens, tfidf_vectorizer
+    from workflow_scripts.encoders import tfidf_vectorizer
+    from workflow_scripts.tfidf_fit import RustTokens
     spec = {"family": "tfidf", **options}
     vec = tfidf_vectorizer(spec)
     texts = TOKEN_EDGE_CASES + tfidf_corpus()[:300]
@@ -330,13 +332,13 @@ def test_fit_settings_without_sklearn_are_the_vectorizers(options, tmp_path):
     alike never imports scikit-learn (2.8 s per job)."""
     import subprocess
     import sys
-    from workflow_scripts.embed import tfidf_settings, tfidf_vectorizer
+    from workflow_scripts.encoders import tfidf_settings, tfidf_vectorizer
     spec = {"family": "tfidf", **options}
     params = tfidf_vectorizer(spec).get_params()
     settings = vars(tfidf_settings(spec))
     assert settings == {k: params[k] for k in settings}
     files = [write_texts(tmp_path / "t.parquet", ["the cat sat", "a dog", "the dog sat"])]
-    code = ("import json, logging, sys; from workflow_scripts.embed import fit_tfidf; "
+    code = ("import json, logging, sys, workflow_scripts.embed; from workflow_scripts.tfidf_fit import fit_tfidf; "
             f"fit_tfidf({spec!r}, None, {str(tmp_path / 'f.json')!r}, logging.getLogger(), {files!r}, scope='d'); "
             "print('sklearn' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -352,7 +354,8 @@ def test_analyzer_for_texts_polars_reads_differently_is_sklearns(options, tmp_pa
     token patterns polars handles, a fit job whose texts need it still never imports scikit-learn."""
     import subprocess
     import sys
-    from workflow_scripts.embed import LazyAnalyzer, RustTokens, tfidf_settings, tfidf_vectorizer
+    from workflow_scripts.encoders import tfidf_settings, tfidf_vectorizer
+    from workflow_scripts.tfidf_fit import LazyAnalyzer, RustTokens
     spec = {"family": "tfidf", **options}
     reference = tfidf_vectorizer(spec).build_analyzer()
     analyze = LazyAnalyzer(spec)
@@ -362,7 +365,7 @@ def test_analyzer_for_texts_polars_reads_differently_is_sklearns(options, tmp_pa
         return
     texts = ["the cat sat", "İstanbul is big", "ΣΟΦΟΣ σοφός ΟΔΟΣ.", "Ⓐ circled ⓑ"]
     files = [write_texts(tmp_path / "t.parquet", texts)]
-    code = ("import json, logging, sys; from workflow_scripts.embed import fit_tfidf; "
+    code = ("import json, logging, sys, workflow_scripts.embed; from workflow_scripts.tfidf_fit import fit_tfidf; "
             f"fit_tfidf({spec!r}, None, {str(tmp_path / 'f.json')!r}, logging.getLogger(), {files!r}, scope='d'); "
             "print('sklearn' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -468,7 +471,7 @@ def test_insertion_variants_counted_from_their_originals_equal_counting_every_te
     "cat sat"), characters polars and Python read differently, runs of whitespace, a term without
     tokens under the two-letter pattern, and a rewriting (grammatical negation) variant; the
     variants deduplicated in one pass or slice by slice of the key space."""
-    from workflow_scripts.embed import count_insertion_terms
+    from workflow_scripts.tfidf_fit import count_insertion_terms
     extra = [(1, "grammatical_negation", "not", "The dogs do not bark"), (10, "grammatical_negation", "not", "cat sat")]
     corpus, variants, files, texts = perturbed_corpus(tmp_path, INSERTION_CORPUS, extra)
     assert "the cat sat" in texts[texts.index("cat sat") + 1:]  # the collision the test is for
@@ -484,7 +487,7 @@ def test_insertion_variants_counted_from_their_originals_equal_counting_every_te
 
 
 def test_insertion_counting_declines_what_it_cannot_count(tmp_path, log):
-    from workflow_scripts.embed import count_insertion_terms
+    from workflow_scripts.tfidf_fit import count_insertion_terms
     corpus, variants, files, texts = perturbed_corpus(tmp_path, INSERTION_CORPUS)
     corpus_files = sorted(str(p) for p in corpus.glob("part-*.parquet"))
     # a token pattern that may span whitespace: insertions could change the tokens around them

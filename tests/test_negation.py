@@ -244,7 +244,7 @@ def test_fast_tagger_matches_nltk_tag(tagged):
     """The per-position tagger gives nltk's own tags (digits, years, hyphens, unknown words)."""
     import nltk
     from nltk.tag.perceptron import PerceptronTagger
-    from workflow_scripts.csc.negation import _Tags
+    from workflow_scripts.csc.tagger import _Tags
     nltk_tagger = PerceptronTagger(loc=nltk.data.find("taggers/averaged_perceptron_tagger_eng/"))
     for sentence in ["The quick brown fox jumps over the lazy dog .", "In 1998 3,000 X-rays cost $ 12m",
                      "Zorblax frimbled the quaggish wemp", "a", "Please close it"]:
@@ -280,7 +280,7 @@ def test_tagger_files_read_without_nltk_are_what_nltk_loads(tagged):
     import numpy as np
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
     from nltk.tag.perceptron import PerceptronTagger
-    from workflow_scripts.csc import negation as N
+    from workflow_scripts.csc import tagger as N
     assert N._nltk_version() in N.VERIFIED_NLTK  # the nltk the suite runs is the one it verifies
     assert isinstance(tagged._tagger, N._TaggerFiles)  # the direct path was taken
     via_nltk = GrammaticalNegator(use_tagger=False)
@@ -376,7 +376,7 @@ def test_batched_span_tags_equal_tagging_word_by_word(tagged, real_english):
     negate_many uses it) gives tag_at's tags, also for words spelled like the tagger's START/END
     markers, one-word and empty sentences, spans that start at 0, 1, 2 or later and run past the
     end; and negate_many gives negate's result for every real sentence."""
-    from workflow_scripts.csc.negation import _Tags
+    from workflow_scripts.csc.tagger import _Tags
     perceptron = tagged._perceptron
     sentences = [s.split() for s in real_english[:500]] + [
         [], ["Close"], ["-START-", "-END-", "is", "-END2-"], "In 1998 3,000 X-rays cost $ 12m".split()]

@@ -150,7 +150,7 @@ def test_reuse_refuses_a_store_of_other_settings(tmp_path):
 def test_reuse_loads_the_model_only_for_texts_the_parent_lacks(tmp_path, monkeypatch):
     """A derived corpus whose every text is in its parent's store loads no model (about 10 s per
     sentence-transformers job); one new text loads it once, and the manifest says how it ran."""
-    from workflow_scripts import embed
+    from workflow_scripts import embed, encoders
     from workflow_scripts.common import setup_logging
     from workflow_scripts.texts import write_text_partitions
     log = setup_logging(None, "t")
@@ -161,7 +161,7 @@ def test_reuse_loads_the_model_only_for_texts_the_parent_lacks(tmp_path, monkeyp
     write_text_partitions(["one text", "a text the parent lacks"], [new_texts])
     parent = embed.embed_partition("h", spec, "parent", 0, 1, [str(parent_texts)], str(tmp_path / "parent"), 1, log)
     loads = []
-    original = embed.load_encoder
+    original = encoders.load_encoder
     monkeypatch.setattr(embed, "load_encoder", lambda *a: loads.append(a) or original(*a))
     child = embed.embed_partition("h", spec, "child", 0, 1, [str(child_texts)], str(tmp_path / "child"), 1, log,
                                   reuse=str(tmp_path / "parent"))
@@ -176,7 +176,7 @@ def test_reuse_loads_the_model_only_for_texts_the_parent_lacks(tmp_path, monkeyp
     from workflow_scripts.common import text_key
     keys = np.array([text_key("one text"), text_key("a text the parent lacks")], dtype=np.uint64)
     got, _ = VectorStore([str(tmp_path / "grown")]).lookup(keys)
-    want = embed.load_encoder(spec, "cpu", None).encode_batch(["one text", "a text the parent lacks"])
+    want = encoders.load_encoder(spec, "cpu", None).encode_batch(["one text", "a text the parent lacks"])
     assert np.allclose(got, want, atol=1e-6)
 
 

@@ -7,9 +7,11 @@ import numpy as np
 import polars as pl
 import pytest
 
+from workflow_scripts import beir
 from workflow_scripts.common import text_key
-from workflow_scripts.embed import ModelUnavailable, embed_partition, fit_tfidf
-from workflow_scripts.retrieval import beir
+from workflow_scripts.embed import embed_partition
+from workflow_scripts.encoders import ModelUnavailable
+from workflow_scripts.tfidf_fit import fit_tfidf
 from workflow_scripts.retrieval.isotropy import isotropy_job
 from workflow_scripts.retrieval.metrics import metrics_job
 from workflow_scripts.retrieval.search import search_job

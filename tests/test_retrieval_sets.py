@@ -1,4 +1,4 @@
-"""Tests for the retrieval sets (workflow_scripts/retrieval/beir.py, spec3gpp.py, questions.py,
+"""Tests for the retrieval sets (workflow_scripts/beir.py, retrieval/spec3gpp.py, questions.py,
 sets.py): BEIR reading and writing, 3GPP Markdown -> sentences, template and TeleQnA questions, the
 seeded split, MSRP and bitext sets, and the CLI.
 
@@ -24,7 +24,8 @@ import polars as pl
 import pytest
 
 from conftest import ROOT
-from workflow_scripts.retrieval import beir, questions as Q, sets, spec3gpp as S
+from workflow_scripts import beir
+from workflow_scripts.retrieval import questions as Q, sets, spec3gpp as S
 
 RES = ROOT / "resources" / "retrieval"
 

@@ -17,7 +17,8 @@ import polars as pl
 import pytest
 
 from conftest import shared_data
-from workflow_scripts.retrieval import beir, questions as Q, sets, spec3gpp as S
+from workflow_scripts import beir
+from workflow_scripts.retrieval import questions as Q, sets, spec3gpp as S
 
 pytest.importorskip("pyzipper")
 try:

@@ -196,7 +196,8 @@ def test_hand_checked_fixed_point_and_templates(shared_sources):
 
 
 def test_negate_embedded_clause_in_place():
-    from workflow_scripts.triplets import transforms as T
+    from workflow_scripts.triplets.parsing import Result, parse
+    from workflow_scripts.triplets.structural import embedded_clause
     cases = [('"We made our own decision," he said.', "We made our own decision.",
               '"We didn\'t make our own decision," he said.'),  # the paper's example b)
              ("Copperweld said it expected a protracted strike.", "It expected a protracted strike.",
@@ -204,10 +205,10 @@ def test_negate_embedded_clause_in_place():
              ("The river is rising, the police said.", "The river is rising.",
               "The river isn't rising, the police said.")]
     for s, clause, negated in cases:
-        p = T.parse(s)
-        assert T.embedded_clause(p).sentence == clause
-        assert D.negate_embedded(p, clause) == T.Result(negated, rule=D.negate_embedded(p, clause).rule)
-    p = T.parse("He said it rained and it rained.")
+        p = parse(s)
+        assert embedded_clause(p).sentence == clause
+        assert D.negate_embedded(p, clause) == Result(negated, rule=D.negate_embedded(p, clause).rule)
+    p = parse("He said it rained and it rained.")
     assert D.clause_span(p, "It rained.") == (5, 8)  # with its full stop: the last one
     assert D.clause_span(p, "It rained") == "ambiguous_clause"
     assert D.clause_span(p, "Nothing like it.") == "clause_not_found"

@@ -1,4 +1,5 @@
-"""Tests for workflow_scripts.triplets.transforms (the sentence transformations of Zhu, Li & de Melo).
+"""Tests for workflow_scripts.triplets.lexical, .structural and .parsing (the sentence transformations
+of Zhu, Li & de Melo).
 
 Hand-written cases give each transformation's exact output or rejection reason. The property test
 runs every transformation over 300 real sentences (200 SICK sentence_A, 100 MSRP) and checks that
@@ -25,7 +26,11 @@ except LookupError:
     pytest.skip("NLTK tagger/WordNet data not found (set NLTK_DATA or provide ../shared/data/nltk_data)",
                 allow_module_level=True)
 
-from workflow_scripts.triplets import transforms as T  # noqa: E402
+from workflow_scripts.triplets import lexical, parsing, structural  # noqa: E402
+
+# every transformation by name, and the rejection reasons it may give
+TRANSFORMATIONS = {name: getattr(module, name) for module in (lexical, structural) for name in module.REASONS}
+REASONS = {**lexical.REASONS, **structural.REASONS}
 
 
 class Reject:
@@ -268,18 +273,18 @@ ALL_CASES = [(name, sentence, expected) for name, cases in CASES.items() for sen
 @pytest.mark.parametrize("name,sentence,expected", ALL_CASES,
                          ids=[f"{n}:{s[:40]}" for n, s, _ in ALL_CASES])
 def test_case(name, sentence, expected):
-    result = getattr(T, name)(sentence)
+    result = TRANSFORMATIONS[name](sentence)
     if isinstance(expected, Reject):
         assert (result.sentence, result.reason) == (None, expected.reason)
         assert not result.ok
     else:
         assert (result.sentence, result.reason) == (expected, None)
         assert result.ok and result.rule
-    assert result.reason is None or result.reason in T.REASONS[name]
+    assert result.reason is None or result.reason in REASONS[name]
 
 
 def test_every_transformation_has_15_cases_with_rejections():
-    assert set(CASES) == set(T.REASONS)
+    assert set(CASES) == set(REASONS)
     for name, cases in CASES.items():
         rejected = [c for c in cases if isinstance(c[1], Reject)]
         assert len(cases) >= 15 and len(rejected) >= 3 and len(cases) - len(rejected) >= 8, name
@@ -287,57 +292,57 @@ def test_every_transformation_has_15_cases_with_rejections():
 
 def test_parse_keeps_text_and_splits_like_the_treebank():
     text = '"Don\'t go," said Mr. Smith of the U.S. firm; it\'s 5:30 (cannot wait).'
-    p = T.parse(text)
+    p = parsing.parse(text)
     assert p.text == text
-    assert T._render(T._pairs(p)) == text  # untouched units come back byte for byte
+    assert parsing._render(parsing._pairs(p)) == text  # untouched units come back byte for byte
     assert p.units[:6] == ('"', "Do", "n't", "go", ",", '"')
     assert "Mr." in p.units and "U.S." in p.units and ("can", "not") == p.units[-5:-3]
     assert len(p.tags) == len(p.units) == len(p.spaces) == len(p.words)
-    assert T.parse("  two   spaces ").text == "two spaces"
+    assert parsing.parse("  two   spaces ").text == "two spaces"
 
 
 def test_parse_accepts_given_tags_and_checks_their_number():
-    p = T.parse("Dogs chase cats", tags=["NNS", "VBP", "NNS"])
+    p = parsing.parse("Dogs chase cats", tags=["NNS", "VBP", "NNS"])
     assert p.tags == ("NNS", "VBP", "NNS")
-    assert T.argument_reordering(p).sentence == "Cats chase dogs"
+    assert structural.argument_reordering(p).sentence == "Cats chase dogs"
     with pytest.raises(ValueError):
-        T.parse("Dogs chase cats", tags=["NNS"])
+        parsing.parse("Dogs chase cats", tags=["NNS"])
 
 
 def test_parsed_input_gives_the_same_result_as_text():
     for name in CASES:
         for sentence, _ in CASES[name][:5]:
-            assert getattr(T, name)(T.parse(sentence)) == getattr(T, name)(sentence)
+            assert TRANSFORMATIONS[name](parsing.parse(sentence)) == TRANSFORMATIONS[name](sentence)
 
 
 def test_passivization_without_agent():
-    assert T.passivization("Harley asked Abigail to bake some muffins.", agent=False).sentence == \
+    assert structural.passivization("Harley asked Abigail to bake some muffins.", agent=False).sentence == \
         "Abigail was asked to bake some muffins."
-    assert T.passivization("She likes him.", agent=False).sentence == "He is liked."
+    assert structural.passivization("She likes him.", agent=False).sentence == "He is liked."
 
 
 def test_fixed_point_inversion_pivots():
     sentence = "A dog is running on concrete and is holding a blue ball"
     # the paper's example pivots at "concrete"
-    assert T.fixed_point_inversion(sentence, 5).sentence == \
+    assert structural.fixed_point_inversion(sentence, 5).sentence == \
         "Concrete and is holding a blue ball a dog is running on"
-    assert T.fixed_point_inversion("Dogs bark loudly.", 1).sentence == "Bark loudly dogs."
+    assert structural.fixed_point_inversion("Dogs bark loudly.", 1).sentence == "Bark loudly dogs."
     n = len(sentence.split())
     seen = set()
     for sentence_id in range(20):
-        result = T.fixed_point_inversion(sentence, "seeded", seed=7, sentence_id=sentence_id)
+        result = structural.fixed_point_inversion(sentence, "seeded", seed=7, sentence_id=sentence_id)
         k = random.Random(f"7:{sentence_id}").randrange(1, n)
         assert result.rule == f"pivot_{k}" and 1 <= k < n
-        assert result == T.fixed_point_inversion(sentence, "seeded", seed=7, sentence_id=sentence_id)
-        assert result == T.fixed_point_inversion(sentence, k)
+        assert result == structural.fixed_point_inversion(sentence, "seeded", seed=7, sentence_id=sentence_id)
+        assert result == structural.fixed_point_inversion(sentence, k)
         seen.add(k)
     assert len(seen) > 3  # the pivot varies with the sentence id
-    assert T.fixed_point_inversion("Hi", "seeded", seed=1, sentence_id="a").reason == "too_short"
+    assert structural.fixed_point_inversion("Hi", "seeded", seed=1, sentence_id="a").reason == "too_short"
     for bad in (0, -1, True, "3", 2.5):
         with pytest.raises(ValueError):
-            T.fixed_point_inversion(sentence, bad)
+            structural.fixed_point_inversion(sentence, bad)
     with pytest.raises(ValueError):
-        T.fixed_point_inversion(sentence, "seeded")
+        structural.fixed_point_inversion(sentence, "seeded")
 
 
 # --- the property test on real sentences ---------------------------------------------------------
@@ -428,7 +433,7 @@ def _real_sentences() -> list[str]:
 def real():
     sentences = _real_sentences()
     assert len(sentences) == 300
-    return [(s, T.parse(s)) for s in sentences]
+    return [(s, parsing.parse(s)) for s in sentences]
 
 
 # Lower bounds on the share of the 300 sentences each transformation accepts (a regression guard;
@@ -441,13 +446,13 @@ MIN_ACCEPTED = {"not_negation": 0.85, "quantifier_negation": 0.2, "synonym_subst
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_real_sentences_only_intended_words(real, name):
-    fn = getattr(T, name)
+    fn = TRANSFORMATIONS[name]
     accepted = 0
     for sentence, parsed in real:
         result = fn(parsed)
         assert result == fn(parsed)  # deterministic
         if not result.ok:
-            assert result.reason in T.REASONS[name], (sentence, result)
+            assert result.reason in REASONS[name], (sentence, result)
             continue
         accepted += 1
         out = result.sentence

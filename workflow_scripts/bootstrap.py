@@ -3,7 +3,9 @@
 Every probe resamples its own items (sentences, triplets, questions, phrases) with replacement and
 reports the 95% percentile interval of its statistic. The random stream is derived from the config
 seed and the names involved (corpus, model, condition, ...), so a rerun with the same config gives
-the same interval, and two tables never share a stream by accident.
+the same interval, and two tables never share a stream by accident. pearson_with_interval: a
+correlation over points (models, transformations) with a bootstrap interval of Pearson's r, for
+the probes' correlation tables (retrieval, domain shift).
 """
 from __future__ import annotations
 
@@ -60,3 +62,24 @@ def bootstrap_mean(values: np.ndarray, replicates: int, seed: int, *names: objec
         return float("nan"), float("nan"), 0
     counts = resample_counts(bootstrap_rng(seed, *names), replicates, len(values))
     return percentile_interval(counts @ values / len(values), level)
+
+
+def pearson_with_interval(x: np.ndarray, y: np.ndarray, replicates: int, seed: int, *names) -> dict:
+    """Pearson r and Spearman rho over the points, with a bootstrap interval of r over the points
+    (resampled with replacement); NaN with fewer than 3 points or no spread."""
+    from scipy.stats import spearmanr
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    out = {"n_points": int(len(x)), "pearson": float("nan"), "pearson_ci_low": float("nan"),
+           "pearson_ci_high": float("nan"), "spearman": float("nan")}
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return out
+    out["pearson"] = float(np.corrcoef(x, y)[0, 1])
+    out["spearman"] = float(spearmanr(x, y).statistic)
+
+    def weighted_r(values, w):
+        xs, ys = np.repeat(values[:, 0], w), np.repeat(values[:, 1], w)
+        return float(np.corrcoef(xs, ys)[0, 1]) if np.ptp(xs) > 0 and np.ptp(ys) > 0 else float("nan")
+    lo, hi, _ = bootstrap_statistic(np.column_stack([x, y]), weighted_r, replicates, seed, *names)
+    out["pearson_ci_low"], out["pearson_ci_high"] = lo, hi
+    return out

@@ -4,7 +4,8 @@ A probe writes the texts of one *text set* (a corpus's originals and variants, a
 sentences) into `texts/<text set>/part-NNN.parquet`, hash-partitioned by text key so that the
 embedding job of partition NNN reads only its file. Each file holds unique (text_key, text) rows.
 The embedding stage turns each file into a vector-store partition; probes read the vectors back
-through `vector_store.VectorStore` with the same keys (`common.text_key`).
+through `vector_store.VectorStore` with the same keys (`common.text_key`). Reading them back
+(`unique_rows`, `iter_chunks`): every text once, however many files hold it, chunk by chunk.
 """
 from __future__ import annotations
 
@@ -38,3 +39,42 @@ def write_text_partitions(texts, out_files: list) -> dict:
         with atomic_path(path) as tmp:
             pq.write_table(table, tmp, compression="zstd")
     return {"texts": len(texts), "unique_texts": len(unique), "partitions": len(out_files)}
+
+
+def unique_rows(text_files: list[str]) -> tuple[list[np.ndarray], int]:
+    """Per file, a mask of the rows that hold the first occurrence of their text key (the same text
+    comes from several corpora and shards). Only the key column is read: 8 bytes per row."""
+    keys = [pq.read_table(f, columns=["text_key"])["text_key"].to_numpy() for f in text_files]
+    if not keys:
+        return [], 0
+    bounds = np.cumsum([0] + [len(k) for k in keys])
+    all_keys = np.concatenate(keys)
+    del keys  # one copy of the keys at a time
+    _, first = np.unique(all_keys, return_index=True)
+    mask = np.zeros(len(all_keys), dtype=bool)
+    del all_keys
+    mask[first] = True
+    return [mask[a:b] for a, b in zip(bounds[:-1], bounds[1:])], len(first)
+
+
+def iter_chunks(text_files: list[str], masks: list[np.ndarray], chunk_rows: int):
+    """(keys, texts) of the unique rows, in file order, `chunk_rows` at a time."""
+    keys_buf: list[np.ndarray] = []
+    texts_buf: list[str] = []
+    for path, mask in zip(text_files, masks):
+        offset = 0
+        with pq.ParquetFile(path) as pf:
+            for batch in pf.iter_batches(batch_size=chunk_rows, columns=["text_key", "text"]):
+                sel = mask[offset:offset + batch.num_rows]
+                offset += batch.num_rows
+                if not sel.any():
+                    continue
+                batch = batch.filter(pa.array(sel))
+                keys_buf.append(batch.column("text_key").to_numpy())
+                texts_buf.extend(batch.column("text").to_pylist())
+                while len(texts_buf) >= chunk_rows:
+                    keys = np.concatenate(keys_buf)
+                    yield keys[:chunk_rows], texts_buf[:chunk_rows]
+                    keys_buf, texts_buf = [keys[chunk_rows:]], texts_buf[chunk_rows:]
+    if texts_buf:
+        yield np.concatenate(keys_buf), texts_buf

@@ -25,7 +25,8 @@ import pyarrow.parquet as pq
 from scipy.stats import norm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from workflow_scripts.csc.curves import GRID, SIM_SCHEMA, analyse, normalise, overlap  # noqa: E402
+from workflow_scripts.csc.curves import SIM_SCHEMA, analyse  # noqa: E402
+from workflow_scripts.density import GRID, normalise, overlap  # noqa: E402
 
 LOG = logging.getLogger("bench")
 VARIANTS = 3  # per kind and original sentence

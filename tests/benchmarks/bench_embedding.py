@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from workflow_scripts.embed import SentenceTransformerEncoder, WorkerPool, embed_sorted  # noqa: E402
+from workflow_scripts.embed import WorkerPool, embed_sorted  # noqa: E402
+from workflow_scripts.encoders import SentenceTransformerEncoder  # noqa: E402
 
 SPEC = {"family": "sentence_transformers", "name": "sentence-transformers/all-MiniLM-L6-v2", "batch_size": 32}
 

@@ -1,7 +1,7 @@
 """The changes behind the faster full-scale stages, each old way vs new way in one run.
 
 1. TF-IDF fit: term counts by scikit-learn's analyzer in Python vs in polars (Rust regex) where
-   both engines provably tokenise alike (`embed.count_terms(fast=...)`); same counts asserted.
+   both engines provably tokenise alike (`tfidf_fit.count_terms(fast=...)`); same counts asserted.
 2. Vector-store lookups: keys searched in the given (random) order vs in sorted order
    (`Partition._positions`); same rows asserted.
 3. Grammatical negation: nltk's own tagger on whole sentences vs the lazy per-position tagger with
@@ -9,7 +9,7 @@
 4. Grammatical negation: the lazy tagger sentence by sentence (`negate`) vs `negate_many`, which
    tags the first words of 10,000 sentences at once; same outputs asserted.
 5. TF-IDF fit on a perturbed corpus: every unique text tokenised vs insertion variants counted
-   from their originals (`embed.count_insertion_terms`); same counts asserted.
+   from their originals (`tfidf_fit.count_insertion_terms`); same counts asserted.
 
 Texts: the English and Dutch sides of ../shared/data/en_nl_parallel, each sentence with the
 workflow's insertion variants (3 fuzz + 3 negation), repeated to --texts texts.
@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from workflow_scripts.csc.perturb import Perturber  # noqa: E402
 from workflow_scripts.common import text_key  # noqa: E402
-from workflow_scripts.embed import count_insertion_terms, count_terms, iter_texts, unique_rows  # noqa: E402
+from workflow_scripts.texts import unique_rows  # noqa: E402
+from workflow_scripts.tfidf_fit import count_insertion_terms, count_terms, iter_texts  # noqa: E402
 from workflow_scripts.vector_store import Partition  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "en_nl_parallel"

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from workflow_scripts.csc.curves import binned_density, exact_density, normalise, overlap  # noqa: E402
+from workflow_scripts.density import binned_density, exact_density, normalise, overlap  # noqa: E402
 
 
 def similarities(rng, n, centre):

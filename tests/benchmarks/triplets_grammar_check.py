@@ -5,7 +5,7 @@ Usage: NLTK_DATA=../shared/data/nltk_data python tests/benchmarks/triplets_gramm
            [--shared ../shared] [--seed 0] [--examples 2] [--json OUT.json]
 
 Builds the five datasets on the shared data (SICK, WSJ sample, MSRP) as tests/test_triplet_datasets.py
-does, tags every sentence with the NLTK tagger (transforms.parse, the tagger the transformations
+does, tags every sentence with the NLTK tagger (parsing.parse, the tagger the transformations
 use; no gold tags, so originals and outputs are tagged alike) and applies two checks:
 
 1. tag trigram ("trigram"): a sentence is flagged when one of its POS-tag trigrams (sentence start
@@ -79,17 +79,17 @@ def trigrams(tags) -> set[tuple[str, str, str]]:
 
 
 class Tagger:
-    """Units, lowercased words (ASCII apostrophes) and tags of a sentence, cached (transforms.parse)."""
+    """Units, lowercased words (ASCII apostrophes) and tags of a sentence, cached (parsing.parse)."""
 
     def __init__(self):
-        from workflow_scripts.triplets import transforms as T
-        self.T = T
+        from workflow_scripts.triplets.parsing import parse
+        self.parse = parse
         self.cache: dict[str, tuple] = {}
 
     def __call__(self, text: str):
         got = self.cache.get(text)
         if got is None:
-            p = self.T.parse(text)
+            p = self.parse(text)
             got = self.cache[text] = (p.units, p.words, p.tags)
         return got
 

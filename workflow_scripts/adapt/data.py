@@ -30,7 +30,7 @@ def pt_sentences(data: dict, max_texts: int | None, seed: int) -> list[str]:
             raise FileNotFoundError(f"corpus {data['name']}: no Parquet files in {data['path']}")
         texts = pl.concat([pl.read_parquet(f, columns=["text"]) for f in files])["text"].to_list()
     else:
-        from workflow_scripts.retrieval.beir import document_texts, read_set
+        from workflow_scripts.beir import document_texts, read_set
         corpus, _, _ = read_set(data["path"])
         texts = document_texts(corpus)
     texts = sorted({t.strip() for t in texts if t and t.strip()})
@@ -45,7 +45,7 @@ def ft_pairs(data: dict, split: str, negatives: str = "mined"):
     are mined from), the wrong answers of each pair's question (None when `negatives` is `mined`:
     the set's questions.parquet is then not read), and counts. A qrels line with score <= 0 is not
     a positive. Questions with the same text share a pair, and their wrong answers (first seen first)."""
-    from workflow_scripts.retrieval.beir import document_texts, read_set
+    from workflow_scripts.beir import document_texts, read_set
     corpus, queries, qrels = read_set(data["path"])
     if split not in qrels:
         raise ValueError(f"retrieval set {data['name']}: no qrels split {split!r} (has {sorted(qrels)})")

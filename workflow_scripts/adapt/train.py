@@ -52,7 +52,7 @@ def load_model(spec: dict, device: str):
     plain transformers model gets mean pooling, what the `transformers` family embeds with."""
     from sentence_transformers import SentenceTransformer
 
-    from workflow_scripts.embed import resolve_model_source
+    from workflow_scripts.encoders import resolve_model_source
 
     source, origin = resolve_model_source(spec)
     st = SentenceTransformer(source, device=device, revision=spec.get("revision"))
@@ -73,7 +73,7 @@ def train(plan: dict, out_dir: str, work_root: str, device: str = "cpu", threads
     from workflow_scripts.adapt.contrastive import train_ft
     from workflow_scripts.adapt.merge import merge_into
     from workflow_scripts.adapt.mlm import train_pt
-    from workflow_scripts.embed import check_device
+    from workflow_scripts.encoders import check_device
 
     log = log or setup_logging(None, "adapt")
     check_device(device, plan["recipe"])

@@ -25,21 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from workflow_scripts.common import SEP, atomic_path, read_json, setup_logging, text_key, write_json
+from workflow_scripts.variants import INSERTION_KINDS, VARIANT_SCHEMA
 
-KINDS = ("fuzz", "negation", "grammatical_negation")
-# a variant of these kinds is its original's whitespace words, joined by single spaces, with one term
-# inserted (insertion_variants); the TF-IDF fit counts their terms from that (embed.count_insertion_terms)
-INSERTION_KINDS = KINDS[:2]
-VARIANT_SCHEMA = pa.schema([
-    ("original_id", pa.uint64()),
-    ("variant_id", pa.uint64()),
-    ("kind", pa.string()),
-    ("position", pa.int32()),
-    ("term", pa.string()),
-    ("text", pa.string()),
-    ("original_key", pa.uint64()),
-    ("text_key", pa.uint64()),
-])
 TEXT_SCHEMA = pa.schema([("text_key", pa.uint64()), ("text", pa.string())])
 
 
@@ -244,7 +231,7 @@ def _in_order(pool, fn, items: list, ahead: int):
 def _check_negation(info: dict, expected: str | None, use_tagger: bool, log) -> None:
     """Log what the grammatical negation runs with; refuse to go on if it is not what the
     workflow planned with (then its rerun decision and the outputs' provenance would be wrong)."""
-    from workflow_scripts.csc.negation import NLTK_DATA_HINT
+    from workflow_scripts.csc.tagger import NLTK_DATA_HINT
     log.info("grammatical negation on, %s the tagger: %s", "with" if info["tagger"] else "without",
              json.dumps(info["nltk"], sort_keys=True))
     if use_tagger and info["missing"]:

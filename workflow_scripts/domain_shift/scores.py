@@ -4,7 +4,7 @@ adaptation moves them.
 
 Per (dataset, model): the cosine of every pair of distinct texts within each group and of every
 (specific, agnostic) pair: three distributions, `within_specific`, `within_agnostic`, `between`.
-Densities are the CSC machinery's (workflow_scripts/csc/curves.py): the Gaussian KDE with
+Densities are the CSC machinery's (workflow_scripts/density.py): the Gaussian KDE with
 covariance factor 0.2 at the grid points -1..1, scipy's exact KDE up to `exact_kde_max_n`
 similarities and the binned FFT estimator above; each normalised to sum 1 (equation 1), overlap =
 sum of the minimum (equation 2). Overlaps of the three pairs of distributions, and each
@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from workflow_scripts.bootstrap import bootstrap_rng, percentile_interval, resample_counts
+from workflow_scripts.bootstrap import bootstrap_rng, pearson_with_interval, percentile_interval, resample_counts
 from workflow_scripts.common import atomic_path, setup_logging, write_json
-from workflow_scripts.csc.curves import (Window, bandwidth, binned_density, exact_density, make_grid, normalise, overlap,
-                                         undefined_reason)
+from workflow_scripts.density import (Window, bandwidth, binned_density, exact_density, make_grid, normalise, overlap,
+                                      undefined_reason)
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
 DISTRIBUTIONS = ("within_specific", "within_agnostic", "between")
@@ -267,8 +267,6 @@ def correlations(shift: pl.DataFrame, retrieval: pl.DataFrame | None, isotropy: 
                  replicates: int, seed: int) -> pl.DataFrame:
     """Across every model of the study (points: models), per (domain-shift dataset, retrieval set):
     Pearson with a bootstrap interval over models, and Spearman."""
-    from workflow_scripts.retrieval.metrics import pearson_with_interval
-
     schema = {"dataset": pl.String, "set": pl.String, "x": pl.String, "y": pl.String, "k": pl.Int32,
               "n_points": pl.Int64, "pearson": pl.Float64, "pearson_ci_low": pl.Float64, "pearson_ci_high": pl.Float64,
               "spearman": pl.Float64, "points": pl.String, "note": pl.String}

@@ -49,7 +49,7 @@ def read_source(src: dict, paths: dict, counts: Counter) -> list[str]:
     label = source_label(src)
     where = paths[label]
     if "retrieval" in src:
-        from workflow_scripts.retrieval.beir import document_texts, read_set
+        from workflow_scripts.beir import document_texts, read_set
         corpus, queries, _ = read_set(where)
         texts = []
         if "documents" in src.get("parts", ["documents", "queries"]):

@@ -32,7 +32,7 @@ def static_vectors(words: list[str]) -> tuple[np.ndarray, str]:
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from workflow_scripts.embed import resolve_model_source
+    from workflow_scripts.encoders import resolve_model_source
     source, origin = resolve_model_source({"name": MODEL})
     tokenizer = AutoTokenizer.from_pretrained(source)
     table = AutoModel.from_pretrained(source).get_input_embeddings().weight.detach().to(torch.float64).numpy()

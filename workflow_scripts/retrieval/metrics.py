@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from workflow_scripts.bootstrap import bootstrap_rng, bootstrap_statistic, percentile_interval, resample_counts
+from workflow_scripts.bootstrap import bootstrap_rng, pearson_with_interval, percentile_interval, resample_counts
 from workflow_scripts.common import atomic_path, read_json, setup_logging
 
 RULES = ("paired_draws", "mcnemar", "ci_overlap")
@@ -356,27 +356,6 @@ def metrics_job(topk_path: str, sims_path: str, search_summary: str, transform_t
 
 
 # ---- the study: tables, correlations, plots ------------------------------------------------------
-
-def pearson_with_interval(x: np.ndarray, y: np.ndarray, replicates: int, seed: int, *names) -> dict:
-    """Pearson r and Spearman rho over the points, with a bootstrap interval of r over the points
-    (resampled with replacement); NaN with fewer than 3 points or no spread."""
-    from scipy.stats import spearmanr
-    ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
-    out = {"n_points": int(len(x)), "pearson": float("nan"), "pearson_ci_low": float("nan"),
-           "pearson_ci_high": float("nan"), "spearman": float("nan")}
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return out
-    out["pearson"] = float(np.corrcoef(x, y)[0, 1])
-    out["spearman"] = float(spearmanr(x, y).statistic)
-
-    def weighted_r(values, w):
-        xs, ys = np.repeat(values[:, 0], w), np.repeat(values[:, 1], w)
-        return float(np.corrcoef(xs, ys)[0, 1]) if np.ptp(xs) > 0 and np.ptp(ys) > 0 else float("nan")
-    lo, hi, _ = bootstrap_statistic(np.column_stack([x, y]), weighted_r, replicates, seed, *names)
-    out["pearson_ci_low"], out["pearson_ci_high"] = lo, hi
-    return out
-
 
 CORRELATIONS = (  # (name, x, y, over which points)
     ("acc_vs_coe", "accuracy", "coe", "models"),

@@ -330,7 +330,7 @@ def load_eval_set(set_dir: str, split, log=None) -> EvalSet:
     """Read a BEIR-layout set (beir.read_set) and keep the queries of `split` (a split name or a
     list of them) that have at least one relevant document in the corpus; the others are counted
     per reason, never fatal (so are the set's own bad lines: beir.read_set's stats)."""
-    from workflow_scripts.retrieval import beir
+    from workflow_scripts import beir
     read_stats: dict = {}
     corpus, queries, qrels = beir.read_set(set_dir, read_stats)
     splits = [split] if isinstance(split, str) else list(split)

@@ -68,8 +68,9 @@ from pathlib import Path
 
 import polars as pl
 
+from workflow_scripts import beir
 from workflow_scripts.common import setup_logging, write_json
-from workflow_scripts.retrieval import beir, questions as Q, spec3gpp
+from workflow_scripts.retrieval import questions as Q, spec3gpp
 
 KINDS = ("beir", "3gpp", "msrp", "tatoeba")
 DEFAULT_SETTINGS = {

@@ -3,7 +3,7 @@
 A dataset is a table of triplets (S, S+, S*): an embedding passes a triplet when S is closer to S+
 than to S* ("strict"), or, for Negation Variants, when S+ and S* are closer to each other than either
 is to S. The built-in kinds (also the default dataset names) and the transformations of
-transforms.py that make them:
+lexical.py and structural.py that make them:
 
 | kind                 | S                          | S+                        | S*                          | paper |
 |----------------------|----------------------------|---------------------------|-----------------------------|-------|
@@ -86,7 +86,10 @@ import polars as pl
 
 from workflow_scripts.common import atomic_path, n_tokens, setup_logging, stable_id, write_json
 from workflow_scripts.triplets import sources as src
-from workflow_scripts.triplets import transforms as T
+from workflow_scripts.triplets.lexical import not_negation, quantifier_negation, synonym_substitution
+from workflow_scripts.triplets.parsing import FINAL, NEGATIONS, NEGATORS, REPORTING, Parsed, Result, parse
+from workflow_scripts.triplets.structural import (argument_reordering, embedded_clause, fixed_point_inversion,
+                                                  passivization)
 
 PAPER_SIZES = {"negation_detection": 674, "negation_variants": 516, "clause_relatedness": 567,
                "argument_sensitivity": 445, "fixed_point_reorder": 623}
@@ -233,7 +236,7 @@ def _seeded(items: list, seed: int, name: str) -> list:
     return items
 
 
-def _two(plus: T.Result, star: T.Result, s: str, rule_plus: str | None = None):
+def _two(plus: Result, star: Result, s: str, rule_plus: str | None = None):
     if not plus.ok:
         return f"s_plus:{plus.reason}"
     if not star.ok:
@@ -241,24 +244,24 @@ def _two(plus: T.Result, star: T.Result, s: str, rule_plus: str | None = None):
     return s, plus.sentence, star.sentence, f"{rule_plus or plus.rule};{star.rule}"
 
 
-def _parse(cand: Candidate) -> T.Parsed:
-    return T.parse(cand.text, cand.tags)
+def _parse(cand: Candidate) -> Parsed:
+    return parse(cand.text, cand.tags)
 
 
 # --- kinds ----------------------------------------------------------------------------------------
 def _make_negation_detection(cand: Candidate, settings: dict, seed: int):
     p = _parse(cand)
-    return _two(T.synonym_substitution(p), T.not_negation(p), p.text)
+    return _two(synonym_substitution(p), not_negation(p), p.text)
 
 
 def _make_negation_variants(cand: Candidate, settings: dict, seed: int):
     p = _parse(cand)
-    return _two(T.not_negation(p), T.quantifier_negation(p), p.text)
+    return _two(not_negation(p), quantifier_negation(p), p.text)
 
 
 def _make_clause_relatedness(cand: Candidate, settings: dict, seed: int):
     p = _parse(cand)
-    clause = T.embedded_clause(p)
+    clause = embedded_clause(p)
     if not clause.ok:
         return f"s_plus:{clause.reason}"
     negated = negate_embedded(p, clause.sentence)
@@ -268,18 +271,18 @@ def _make_clause_relatedness(cand: Candidate, settings: dict, seed: int):
 
 
 def _make_argument_sensitivity(cand: Candidate, settings: dict, seed: int):
-    p = T.parse(cand.text)  # tagged, then the template's own words get their known tags
+    p = parse(cand.text)  # tagged, then the template's own words get their known tags
     known = cand.tags or []
     if tuple(p.units[:len(known)]) == tuple(w for w, _ in known):
-        p = T.Parsed(p.text, p.units, p.spaces, tuple(t for _, t in known) + p.tags[len(known):], p.words)
-    return _two(T.passivization(p, agent=settings["passive_agent"]), T.argument_reordering(p), p.text)
+        p = Parsed(p.text, p.units, p.spaces, tuple(t for _, t in known) + p.tags[len(known):], p.words)
+    return _two(passivization(p, agent=settings["passive_agent"]), argument_reordering(p), p.text)
 
 
 def _make_fixed_point_reorder(cand: Candidate, settings: dict, seed: int):
     p = _parse(cand)
-    star = T.fixed_point_inversion(p, settings["fixed_point_pivot"], seed=seed,
+    star = fixed_point_inversion(p, settings["fixed_point_pivot"], seed=seed,
                                    sentence_id=f"{cand.source}:{cand.source_id}")
-    return _two(T.Result(cand.partner, rule="entailment_partner"), star, p.text)
+    return _two(Result(cand.partner, rule="entailment_partner"), star, p.text)
 
 
 MAKERS = {"negation_detection": _make_negation_detection, "negation_variants": _make_negation_variants,
@@ -288,7 +291,7 @@ MAKERS = {"negation_detection": _make_negation_detection, "negation_variants": _
 
 
 # --- Clause Relatedness S*: negate the clause inside the sentence ----------------------------------
-def _unit_offsets(p: T.Parsed) -> list[int]:
+def _unit_offsets(p: Parsed) -> list[int]:
     """Character offset of each unit in p.text (units joined as parse() split them)."""
     offsets, pos = [], 0
     for k, (unit, space) in enumerate(zip(p.units, p.spaces)):
@@ -304,13 +307,13 @@ def _same_but_first_case(found: str, clause: str) -> bool:
         and found[k:k + 1].lower() == clause[k:k + 1].lower()
 
 
-def clause_span(p: T.Parsed, clause: str) -> tuple[int, int] | str:
+def clause_span(p: Parsed, clause: str) -> tuple[int, int] | str:
     """Units [start, end) of p whose text is `clause` (up to its first letter's case; without the
     sentence-final punctuation embedded_clause may have appended), or a reason."""
     offsets = _unit_offsets(p)
     ends = {offsets[k] + len(p.units[k]): k + 1 for k in range(len(p))}
     bodies = [clause]
-    if len(p) and p.words[-1] in T.FINAL and clause.endswith(p.units[-1]):
+    if len(p) and p.words[-1] in FINAL and clause.endswith(p.units[-1]):
         bodies.append(clause[:-len(p.units[-1])].rstrip(" "))
     for body in bodies:
         found = [(a, ends[offsets[a] + len(body)]) for a in range(len(p))
@@ -323,22 +326,22 @@ def clause_span(p: T.Parsed, clause: str) -> tuple[int, int] | str:
     return "clause_not_found"
 
 
-def negate_embedded(p: T.Parsed, clause: str) -> T.Result:
+def negate_embedded(p: Parsed, clause: str) -> Result:
     """S with its embedded clause (as embedded_clause() extracted it) negated by not_negation, on
     the clause's units and tags inside S; the rest of S is kept byte for byte."""
     span = clause_span(p, clause)
     if isinstance(span, str):
-        return T.Result(reason=span)
+        return Result(reason=span)
     a, b = span
     units, spaces = p.units[a:b], (False,) + p.spaces[a + 1:b]
     text = "".join((" " if k and sp else "") + u for k, (u, sp) in enumerate(zip(units, spaces)))
-    sub = T.Parsed(text, units, spaces, p.tags[a:b], p.words[a:b])
-    negated = T.not_negation(sub)
+    sub = Parsed(text, units, spaces, p.tags[a:b], p.words[a:b])
+    negated = not_negation(sub)
     if not negated.ok:
         return negated
     offsets = _unit_offsets(p)
     out = p.text[:offsets[a]] + negated.sentence + p.text[offsets[b - 1] + len(p.units[b - 1]):]
-    return T.Result(sentence=out, rule=negated.rule)
+    return Result(sentence=out, rule=negated.rule)
 
 
 @functools.lru_cache(maxsize=1)
@@ -346,8 +349,8 @@ def _reporting_forms() -> frozenset[str]:
     """Every inflection of say/think/know/tell (lemminflect): a sentence without one has no
     reporting verb for embedded_clause()."""
     from lemminflect import getAllInflections
-    forms = set(T.REPORTING)
-    for lemma in T.REPORTING:
+    forms = set(REPORTING)
+    for lemma in REPORTING:
         for values in getAllInflections(lemma, upos="VERB").values():
             forms.update(values)
     return frozenset(forms)
@@ -365,7 +368,7 @@ def _word_distance(a: list[str], b: list[str]) -> int:
 
 
 _REFERENCE_NEGATION = re.compile("not|n't")  # the reference code's, unanchored on purpose
-_NEGATION_WORDS = T.NEGATIONS | T.NEGATORS
+_NEGATION_WORDS = NEGATIONS | NEGATORS
 _WORD = re.compile(r"[a-z]+(?:['\u2019][a-z]+)*")
 
 

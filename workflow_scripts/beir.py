@@ -1,4 +1,5 @@
-"""Retrieval sets in BEIR's layout: how every retrieval set is read and written.
+"""Retrieval sets in BEIR's layout: how every retrieval set is read and written (the retrieval probe
+builds and searches them; the adapt stage trains on them, the domain-shift probe takes texts from them).
 
 A set is a folder (the layout of BEIR, Thakur et al. 2021, so users bring their own):
 - `corpus.jsonl`: one JSON object a line, `_id`, `title`, `text` (other fields are kept out:
@@ -8,7 +9,7 @@ A set is a folder (the layout of BEIR, Thakur et al. 2021, so users bring their 
   when its score is > 0 (BEIR's TREC-COVID grades 0 as judged not relevant);
 - `provenance.json` (ours): how the set was made (kind, inputs with sha256, settings, seed, counts).
 
-What is embedded of a document is its `text` (`document_texts`; search.py reads the same): a title
+What is embedded of a document is its `text` (`document_texts`; retrieval/search.py reads the same): a title
 is kept in the set, not embedded.
 
 `read_set` never stops on a bad line: a line that is not JSON, lacks `_id` or `text`, repeats an
