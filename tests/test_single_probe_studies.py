@@ -1,16 +1,19 @@
 """A researcher's study is usually one probe: resources/configs/study_<probe>.yaml holds only that
-probe's section (and only the sources, corpora, articles or recipes it reads; none at all for
-triplets, montague and retrieval). Each is run to the end with its results in a scratch folder, then:
+probe's section (and only the sources, corpora, articles or recipes it reads: no `sources` or
+`corpora` at all for triplets, montague, retrieval and settheory, whose articles are their own
+section). Each is run to the end with its results in a scratch folder, then:
 
 - Snakemake plans no job of another probe (the rules each probe's schema lists under `x-rules`);
 - report.md has a section heading for the probe and none for the others;
 - tables/overview.csv has a headline column of the probe (with a value) and none of the others;
-- `snakemake --report report.html` succeeds and the HTML names the probe's report category;
+- `snakemake --report report.html` succeeds and its menu has the probe's report category and no
+  other probe's;
 - a study without `sources`/`corpora` ingests and perturbs nothing (no results/ingest, no
   results/perturbations).
 
 The configs' relative paths (resources/...) are read through a `resources` link in the scratch
 working directory, as they are from the repository root. About 3-4 minutes for the six on 2 cores."""
+import json
 import re
 import subprocess
 
@@ -144,6 +147,14 @@ def test_html_report_names_its_category(study):
     assert proc.returncode == 0, f"snakemake --report: {failure(proc)}"
     html = study["html"].read_text(errors="replace")
     assert TITLES[study["probe"]] in html
+    # Snakemake's report holds its menu as `categories = {category: {subcategory: [files]}}`: the
+    # probe's category and no other probe's (the first screen's text names every probe anyway)
+    found = re.search(r"\bcategories = (?=\{)", html)
+    assert found, "no categories object in the HTML report"
+    categories, _ = json.JSONDecoder().raw_decode(html, found.end())
+    assert TITLES[study["probe"]] in categories, list(categories)
+    others = [t for p, t in TITLES.items() if p != study["probe"] and t in categories]
+    assert not others, f"report categories of probes that did not run: {others}"
 
 
 def test_nothing_ingested_without_corpora(study):
