@@ -18,6 +18,7 @@ import io
 import json
 import re
 import sys
+import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 import zipfile
@@ -384,10 +385,31 @@ class _Gunzip:
         return b"".join(out)
 
 
-def download(url: str, sha256: str, dest: str, log, gunzip: bool = False) -> None:
+def url_filename(url: str) -> str:
+    """The file name a download of `url` is stored under: the last segment of the URL's path,
+    percent-decoded, without query string or fragment (`https://x/cc.en.300.bin.gz?download=true`
+    -> `cc.en.300.bin.gz`). Never a path: a decoded `/` (`%2F`) becomes `_`, and an empty name
+    (`https://x/dir/`), `.` or `..` becomes `data`."""
+    segment = urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1]
+    name = urllib.parse.unquote(segment).replace("/", "_").replace("\0", "_")
+    return "data" if name in ("", ".", "..") else name
+
+
+def is_gzip_url(url: str) -> bool:
+    """Whether a download of `url` is a gzip file by its name (`url_filename` ends in `.gz`): the
+    query string and fragment do not count (`x.bin.gz?download=true` is; `x.bin?f=.gz` is not)."""
+    return url_filename(url).endswith(".gz")
+
+
+def download(url: str, sha256: str, dest: str, log, gunzip: bool | str = False) -> None:
     """Fetch `url` (http, https or file) to `dest`, verifying its sha256 before it appears.
     With `gunzip`, the download is decompressed as it arrives (fastText ships .bin.gz); the checksum
-    is of the compressed bytes, as published."""
+    is of the compressed bytes, as published. `gunzip="auto"` decompresses when the URL's file name
+    (`url_filename`, query string and fragment dropped) ends in `.gz`."""
+    if gunzip == "auto":
+        gunzip = is_gzip_url(url)
+    elif not isinstance(gunzip, bool):
+        raise ValueError(f"gunzip must be True, False or 'auto', not {gunzip!r}")
     with atomic_path(dest) as tmp:
         h = hashlib.sha256()
         done = 0
@@ -426,14 +448,17 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--url", required=True)
     d.add_argument("--sha256", required=True)
     d.add_argument("--out", required=True)
-    d.add_argument("--gunzip", action="store_true")
+    # `--gunzip` alone decompresses (as before); `--gunzip auto` decides by the URL's file name
+    d.add_argument("--gunzip", nargs="?", const="yes", default="no", choices=["yes", "no", "auto"],
+                   help="decompress the download: yes (the flag alone), no (the default), or auto: when "
+                        "the URL's file name, without query string or fragment, ends in .gz")
     d.add_argument("--log")
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "ingest")
     if args.cmd == "ingest":
         ingest(json.loads(args.spec), args.source, args.input, args.out, args.shard_rows, log, args.report)
     else:
-        download(args.url, args.sha256, args.out, log, args.gunzip)
+        download(args.url, args.sha256, args.out, log, {"yes": True, "no": False}.get(args.gunzip, args.gunzip))
 
 
 if __name__ == "__main__":
