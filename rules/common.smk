@@ -6,14 +6,8 @@ import os
 
 from workflow_scripts import probes
 from workflow_scripts.config import validate
-from workflow_scripts.study import (
-    DatasetPair,
-    Pair,
-    Study,
-    as_json,
-    cli_options,
-    url_filename,
-)
+from workflow_scripts.ingest import is_gzip_url
+from workflow_scripts.study import Study, as_json, cli_options
 
 config = validate(config)  # a bad value stops here with the key and the expected form
 R = config["results"]

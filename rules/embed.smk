@@ -19,9 +19,7 @@ rule download_model:
         sha256=lambda wc: config["models"][wc.model]["sha256"],
         # a `.gz` file (by the URL's file name, its query string aside) is stored decompressed
         gunzip=lambda wc: (
-            "--gunzip"
-            if url_filename(config["models"][wc.model]["url"]).endswith(".gz")
-            else ""
+            "--gunzip" if is_gzip_url(config["models"][wc.model]["url"]) else ""
         ),
     shell:
         "python -m workflow_scripts.ingest download --url {params.url:q} --sha256 {params.sha256:q} {params.gunzip} --out {output:q}"

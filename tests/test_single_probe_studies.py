@@ -3,7 +3,7 @@ probe's section (and only the sources, corpora, articles or recipes it reads: no
 `corpora` at all for triplets, montague, retrieval and settheory, whose articles are their own
 section). Each is run to the end with its results in a scratch folder, then:
 
-- Snakemake plans no job of another probe (the rules each probe's schema lists under `x-rules`);
+- Snakemake plans no job of another probe (the rules each probe declares, workflow_scripts/probes.py);
 - report.md has a section heading for the probe and none for the others;
 - tables/overview.csv has a headline column of the probe (with a value) and none of the others;
 - `snakemake --report report.html` succeeds and its menu has the probe's report category and no
@@ -22,18 +22,15 @@ import pytest
 import yaml
 
 from workflow_runner import ROOT, SNAKEMAKE, snakemake, write_config
+from workflow_scripts.probes import declarations
 
 CONFIGS = ROOT / "resources" / "configs"
-# the probes' report titles: report.md's section headings and the HTML report's categories
-# (workflow_scripts/report_pages.CATEGORIES)
-TITLES = {
-    "csc": "Concept Separation Curves",
-    "triplets": "Sentence triplets",
-    "montague": "Montague modifiers",
-    "retrieval": "Retrieval",
-    "settheory": "Set-theoretic compositionality",
-    "domain_shift": "Domain shift and adaptation",
-}
+# the probes' report titles: report.md's section headings and the HTML report's categories (their
+# declarations' titles, checked against the published names so that a renamed title is noticed)
+TITLES = {p.name: p.title for p in declarations(stages=False)}
+assert TITLES == {"csc": "Concept Separation Curves", "triplets": "Sentence triplets", "montague": "Montague modifiers",
+                  "retrieval": "Retrieval", "settheory": "Set-theoretic compositionality",
+                  "domain_shift": "Domain shift and adaptation"}
 PROBES = list(TITLES)
 WITHOUT_CORPORA = {"triplets", "montague", "retrieval", "settheory"}
 SHARED_SECTIONS = ("sources", "corpora", "models", "resources", "articles", "adapt", "seed", "shard_rows",
@@ -41,12 +38,8 @@ SHARED_SECTIONS = ("sources", "corpora", "models", "resources", "articles", "ada
 
 
 def probe_rules() -> dict[str, set[str]]:
-    """Each probe's rules, from its schema's `x-rules` (the schema files are the registry)."""
-    out = {}
-    for probe in PROBES:
-        schema = yaml.safe_load((ROOT / "workflow_scripts" / probe / "schema.yaml").read_text())
-        out[probe] = set(schema["x-rules"])
-    return out
+    """Each probe's rules, from its declaration."""
+    return {p.name: set(p.rules) for p in declarations(stages=False)}
 
 
 def heading(title: str) -> re.Pattern:

@@ -39,16 +39,6 @@ def cli_options(*options: tuple[str, object]) -> str:
     return " ".join(words)
 
 
-def url_filename(url: str) -> str:
-    """The file name a download is stored under: the last segment of the URL's path, percent-decoded,
-    without query string or fragment (`.../cc.en.300.bin.gz?download=true` -> `cc.en.300.bin.gz`)."""
-    from urllib.parse import unquote, urlsplit
-
-    name = unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
-    name = name.replace("/", "_").replace(os.sep, "_")
-    return name if name not in ("", ".", "..") else "data"
-
-
 class Study:
     """The validated config of one run and its results folder, with the planning every stage asks."""
 
@@ -163,12 +153,16 @@ class Study:
         sources that are NLTK data (the treebank)."""
         spec = self.source_spec(name)
         if "url" in spec:
+            from workflow_scripts.ingest import url_filename
+
             return f"{self.results}/downloads/sources/{name}/{url_filename(spec['url'])}"
         return spec.get("path")
 
     def model_file(self, model: str) -> str | None:
         spec = self.config["models"][model]
         if "url" in spec:
+            from workflow_scripts.ingest import url_filename
+
             # a .gz download is verified, then stored decompressed (fastText's cc.*.300.bin.gz)
             return f"{self.results}/downloads/models/{model}/{url_filename(spec['url']).removesuffix('.gz')}"
         return spec.get("path")
