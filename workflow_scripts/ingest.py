@@ -21,12 +21,14 @@ import argparse
 import csv
 import gzip
 import hashlib
+import http.client
 import io
 import json
 import os
 import re
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -568,32 +570,98 @@ def is_gzip_url(url: str) -> bool:
     return url_filename(url).endswith(".gz")
 
 
-def download(url: str, sha256: str, dest: str, log, gunzip: bool | str = False) -> None:
+# A download waits at most this long (seconds) for a connection and for each read: a stalled
+# server fails the try instead of holding the job to its runtime limit. Overridden by the
+# environment variable, and by download(timeout=) / `--timeout`.
+DOWNLOAD_TIMEOUT_ENV = "WORKFLOW_DOWNLOAD_TIMEOUT"
+DEFAULT_DOWNLOAD_TIMEOUT = 60.0
+DOWNLOAD_TRIES = 3  # tries per download (file:// URLs: one)
+DOWNLOAD_BACKOFF = 10.0  # seconds before the second try, doubled before each further one
+
+
+class DownloadError(OSError):
+    """A download that failed every try (or with a permanent HTTP error)."""
+
+
+def download_timeout() -> float:
+    """The per-read timeout: $WORKFLOW_DOWNLOAD_TIMEOUT, else 60 s."""
+    value = os.environ.get(DOWNLOAD_TIMEOUT_ENV, "").strip()
+    if not value:
+        return DEFAULT_DOWNLOAD_TIMEOUT
+    try:
+        timeout = float(value)
+    except ValueError:
+        timeout = 0.0
+    if not timeout > 0:
+        raise ValueError(f"{DOWNLOAD_TIMEOUT_ENV}={value!r}: give the seconds a download may wait for each read, "
+                         "a number > 0")
+    return timeout
+
+
+def _retryable(err: BaseException) -> bool:
+    """Whether another try may succeed: network errors, timeouts, cut connections and HTTP 408,
+    429 and 5xx; not other HTTP errors (404: the URL is wrong)."""
+    if isinstance(err, urllib.error.HTTPError):
+        return err.code in (408, 429) or err.code >= 500
+    return True
+
+
+def _fetch(url: str, tmp: Path, timeout: float, gunzip: bool, log) -> tuple[int, str, _Gunzip | None]:
+    """One try: `url` into `tmp` (rewritten from the start). Returns bytes, sha256, decompressor."""
+    h = hashlib.sha256()
+    done = 0
+    decompress = _Gunzip() if gunzip else None
+    with urllib.request.urlopen(url, timeout=timeout) as response, open(tmp, "wb") as out:
+        for block in iter(lambda: response.read(1 << 22), b""):
+            h.update(block)
+            out.write(decompress(block) if decompress else block)
+            done += len(block)
+            if done % (1 << 30) < (1 << 22):
+                log.info("%s: %.1f GiB", url, done / (1 << 30))
+    return done, h.hexdigest(), decompress
+
+
+def download(url: str, sha256: str, dest: str, log, gunzip: bool | str = False, timeout: float | None = None,
+             tries: int = DOWNLOAD_TRIES, backoff: float = DOWNLOAD_BACKOFF) -> None:
     """Fetch `url` (http, https or file) to `dest`, verifying its sha256 before it appears.
     With `gunzip`, the download is decompressed as it arrives (fastText ships .bin.gz); the checksum
     is of the compressed bytes, as published. `gunzip="auto"` decompresses when the URL's file name
-    (`url_filename`, query string and fragment dropped) ends in `.gz`."""
+    (`url_filename`, query string and fragment dropped) ends in `.gz`.
+
+    Each connection and each read waits at most `timeout` seconds (default: `download_timeout()`,
+    60 s or $WORKFLOW_DOWNLOAD_TIMEOUT). A try that fails (timeout, network error, HTTP 408/429/5xx)
+    is repeated from the start after `backoff` seconds, doubled each time, up to `tries` tries
+    (file:// URLs: one); then DownloadError names the URL and the last error."""
     if gunzip == "auto":
         gunzip = is_gzip_url(url)
     elif not isinstance(gunzip, bool):
         raise ValueError(f"gunzip must be True, False or 'auto', not {gunzip!r}")
+    timeout = download_timeout() if timeout is None else timeout
+    if not timeout > 0 or tries < 1:
+        raise ValueError(f"download of {url}: timeout must be > 0 and tries >= 1, not {timeout} and {tries}")
+    if urllib.parse.urlsplit(url).scheme == "file":
+        tries = 1  # a local file does not get better by waiting
     with atomic_path(dest) as tmp:
-        h = hashlib.sha256()
-        done = 0
-        decompress = _Gunzip() if gunzip else None
-        with urllib.request.urlopen(url) as response, open(tmp, "wb") as out:
-            for block in iter(lambda: response.read(1 << 22), b""):
-                h.update(block)
-                out.write(decompress(block) if decompress else block)
-                done += len(block)
-                if done % (1 << 30) < (1 << 22):
-                    log.info("%s: %.1f GiB", url, done / (1 << 30))
+        for attempt in range(1, tries + 1):
+            try:
+                done, digest, decompress = _fetch(url, tmp, timeout, gunzip, log)
+                break
+            except (OSError, http.client.HTTPException) as err:  # URLError, timeouts, resets, IncompleteRead
+                if attempt == tries or not _retryable(err):
+                    raise DownloadError(
+                        f"{url}: download failed after {attempt} {'try' if attempt == 1 else 'tries'} "
+                        f"({type(err).__name__}: {err}); each connection and read waits at most {timeout:g} s "
+                        f"(--timeout, or ${DOWNLOAD_TIMEOUT_ENV}); nothing written to {dest}") from err
+                wait = backoff * 2 ** (attempt - 1)
+                log.warning("%s: try %d of %d failed (%s: %s); trying again in %g s", url, attempt, tries,
+                            type(err).__name__, err, wait)
+                time.sleep(wait)
         if sha256 == "unpinned":
             # no published checksum (OPUS and fastText publish none): say what to pin
             log.warning("UNPINNED download %s: %d bytes, sha256 %s; put `sha256: %s` in the config so "
-                        "later downloads are verified", url, done, h.hexdigest(), h.hexdigest())
-        elif h.hexdigest() != sha256.lower():
-            raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {h.hexdigest()}")
+                        "later downloads are verified", url, done, digest, digest)
+        elif digest != sha256.lower():
+            raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {digest}")
         if decompress and not decompress.inflate.eof:
             raise ValueError(f"{url}: the gzip stream ends early ({done} bytes downloaded)")
     log.info("downloaded %s (%d bytes, sha256 %s%s)", url, done, "UNPINNED" if sha256 == "unpinned" else "ok",
@@ -619,13 +687,18 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--gunzip", nargs="?", const="yes", default="no", choices=["yes", "no", "auto"],
                    help="decompress the download: yes (the flag alone), no (the default), or auto: when "
                         "the URL's file name, without query string or fragment, ends in .gz")
+    d.add_argument("--timeout", type=float, default=None,
+                   help=f"seconds to wait for the connection and each read (default ${DOWNLOAD_TIMEOUT_ENV}, "
+                        f"else {DEFAULT_DOWNLOAD_TIMEOUT:g})")
+    d.add_argument("--tries", type=int, default=DOWNLOAD_TRIES, help="tries before the download fails")
     d.add_argument("--log")
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "ingest")
     if args.cmd == "ingest":
         ingest(json.loads(args.spec), args.source, args.input, args.out, args.shard_rows, log, args.report)
     else:
-        download(args.url, args.sha256, args.out, log, {"yes": True, "no": False}.get(args.gunzip, args.gunzip))
+        download(args.url, args.sha256, args.out, log, {"yes": True, "no": False}.get(args.gunzip, args.gunzip),
+                 timeout=args.timeout, tries=args.tries)
 
 
 if __name__ == "__main__":
