@@ -10,7 +10,7 @@ and a source with no usable record at all are errors naming the file, and leave 
 
 Line-based formats (bitext, tsv, lines, and the members of a moses zip) drop a UTF-8 byte order
 mark at the start, and a file with CR-only line endings (no LF in its first 64 KiB, a CR there) is
-split at CR. A CSV record whose quoted cell is never closed (the quote swallows line breaks and the
+split at CR (and LF, CRLF). A CSV record whose quoted cell is never closed (the quote swallows line breaks and the
 record breaks CSV's rules or has the wrong number of cells) is counted as `unclosed_quote` and the
 lines after its first are read again as records of their own; a quote that closes and is followed
 by text (`"ab"c`) is `stray_quote`.
@@ -126,30 +126,30 @@ def refuse_utf16(head: bytes, path, what: str = "the file") -> None:
                          f"`iconv -f UTF-16 -t UTF-8`; no output written")
 
 
-def _split_at_cr(head: bytes, f) -> Iterator[bytes]:
-    """The lines of a file with CR-only line endings (old Mac style), each with its CR."""
-    rest = head
+def _universal_lines(head: bytes, f) -> Iterator[bytes]:
+    """The lines of a file whose lines end in CR (old Mac style), LF or CRLF, each with its ending.
+    (Only for files that look CR-only: elsewhere a lone CR inside a line is whitespace, as before.)"""
+    pending = head
     while True:
-        *lines, rest = rest.split(b"\r")
-        for line in lines:
-            yield line + b"\r"
         block = f.read(1 << 20)
+        lines = (pending + block).splitlines(keepends=True)  # bytes: at CR, LF and CRLF only
+        # the last line may go on in the next block (or be a CR whose LF is there)
+        pending = lines.pop() if block and lines else b""
+        yield from lines
         if not block:
-            break
-        rest += block
-    if rest:
-        yield rest
+            return
 
 
 def binary_lines(f, path) -> Iterator[bytes]:
     """The lines of a line-based file (bytes, with their line ending): a UTF-8 byte order mark at
-    the start dropped, UTF-16 refused, and CR-only line endings (a CR and no LF in the first
-    64 KiB) split at CR. After the first 64 KiB the file's own line iteration takes over (C speed)."""
+    the start dropped, UTF-16 refused, and a file that looks CR-only (a CR and no LF in its first
+    64 KiB) split at CR as well as LF and CRLF. Otherwise lines end at LF, and after the first
+    64 KiB the file's own line iteration takes over (C speed)."""
     head = f.read1(SNIFF_BYTES)  # one read: a truncated gzip fails where its lines run out, not here
     refuse_utf16(head, path)
     head = head.removeprefix(UTF8_BOM)
     if b"\r" in head and b"\n" not in head:
-        yield from _split_at_cr(head, f)
+        yield from _universal_lines(head, f)
         return
     *lines, tail = head.split(b"\n")
     for line in lines:
