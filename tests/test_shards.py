@@ -37,7 +37,8 @@ def damage_the_middle(path):
     decompress. (Not the keys: random numbers do not compress, and zstd stores them raw, unchecked.)"""
     import pyarrow.parquet as pq
     row_group = pq.ParquetFile(path).metadata.row_group(0)
-    text = next(row_group.column(c) for c in range(row_group.num_columns) if row_group.column(c).path_in_schema == "text")
+    columns = (row_group.column(c) for c in range(row_group.num_columns))
+    text = next(column for column in columns if column.path_in_schema == "text")
     start = text.dictionary_page_offset or text.data_page_offset
     data = bytearray(path.read_bytes())
     data[start + 8:start + 108] = b"\x55" * 100

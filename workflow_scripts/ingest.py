@@ -10,10 +10,10 @@ and a source with no usable record at all are errors naming the file, and leave 
 
 Line-based formats (bitext, tsv, lines, and the members of a moses zip) drop a UTF-8 byte order
 mark at the start, and a file with CR-only line endings (no LF in its first 64 KiB, a CR there) is
-split at CR (and LF, CRLF). A CSV record whose quoted cell is never closed (the quote swallows line breaks and the
-record breaks CSV's rules or has the wrong number of cells) is counted as `unclosed_quote` and the
-lines after its first are read again as records of their own; a quote that closes and is followed
-by text (`"ab"c`) is `stray_quote`.
+split at CR (and LF, CRLF). A CSV record whose quoted cell is never closed (the quote swallows line
+breaks, and the record breaks CSV's rules or has the wrong number of cells) is counted as
+`unclosed_quote` and the lines after its first are read again as records of their own; a quote
+that closes and is followed by text (`"ab"c`) is `stray_quote`.
 """
 from __future__ import annotations
 
