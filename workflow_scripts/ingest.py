@@ -648,10 +648,12 @@ def download(url: str, sha256: str, dest: str, log, gunzip: bool | str = False, 
                 break
             except (OSError, http.client.HTTPException) as err:  # URLError, timeouts, resets, IncompleteRead
                 if attempt == tries or not _retryable(err):
+                    timed_out = isinstance(err, TimeoutError) or isinstance(getattr(err, "reason", None), TimeoutError)
+                    hint = (f"; each connection and read waits at most {timeout:g} s (--timeout, or "
+                            f"${DOWNLOAD_TIMEOUT_ENV})" if timed_out else "")
                     raise DownloadError(
                         f"{url}: download failed after {attempt} {'try' if attempt == 1 else 'tries'} "
-                        f"({type(err).__name__}: {err}); each connection and read waits at most {timeout:g} s "
-                        f"(--timeout, or ${DOWNLOAD_TIMEOUT_ENV}); nothing written to {dest}") from err
+                        f"({type(err).__name__}: {err}){hint}; nothing written to {dest}") from err
                 wait = backoff * 2 ** (attempt - 1)
                 log.warning("%s: try %d of %d failed (%s: %s); trying again in %g s", url, attempt, tries,
                             type(err).__name__, err, wait)
