@@ -56,6 +56,7 @@ import pyarrow.parquet as pq
 
 from workflow_scripts.common import atomic_path, setup_logging, stable_id, write_json
 from workflow_scripts.ingest import BadRecord, checked_text, normalise, open_binary
+from workflow_scripts.shards import reading
 
 FORMATS = ("story", "hf")
 FILE_TYPES = ("parquet", "csv", "jsonl")
@@ -335,9 +336,10 @@ def build(name: str, spec: dict, path: str, out_dir: str, log, report_path: str 
 def read_articles(directory: str, columns: list[str] | None = None) -> Iterator[dict]:
     """The rows of a collection's shards, in shard order (a batch of rows at a time)."""
     for shard in sorted(Path(directory).glob("part-*.parquet")):
-        pf = pq.ParquetFile(shard)
-        for batch in pf.iter_batches(columns=columns, batch_size=1000):
-            yield from batch.to_pylist()
+        with reading(shard):  # an unreadable shard: an error naming it and rule articles
+            pf = pq.ParquetFile(shard)
+            for batch in pf.iter_batches(columns=columns, batch_size=1000):
+                yield from batch.to_pylist()
 
 
 def main(argv: list[str] | None = None) -> None:

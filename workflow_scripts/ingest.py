@@ -5,8 +5,15 @@ file per language), TMX, generic TSV (columns by index
 or header name), one sentence per line, and one column of a CSV. Each row becomes one sentence
 (`sentence_id`, `pair_id`, `language`, `text`, `n_tokens`). Bad input lines are counted per reason
 in `report.json` and skipped: they never stop a multi-million-line run. Input that cannot be read
-to its end (a truncated gzip or zip) is an error naming the file and the last line read, and
-leaves no output.
+to its end (a truncated gzip or zip, TMX whose XML breaks off), input in another encoding (UTF-16),
+and a source with no usable record at all are errors naming the file, and leave no output.
+
+Line-based formats (bitext, tsv, lines, and the members of a moses zip) drop a UTF-8 byte order
+mark at the start, and a file with CR-only line endings (no LF in its first 64 KiB, a CR there) is
+split at CR (and LF, CRLF). A CSV record whose quoted cell is never closed (the quote swallows line
+breaks, and the record breaks CSV's rules or has the wrong number of cells) is counted as
+`unclosed_quote` and the lines after its first are read again as records of their own; a quote
+that closes and is followed by text (`"ab"c`) is `stray_quote`.
 """
 from __future__ import annotations
 
@@ -14,16 +21,20 @@ import argparse
 import csv
 import gzip
 import hashlib
+import http.client
 import io
 import json
+import os
 import re
 import sys
+import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 import zipfile
 import zlib
-from collections import Counter
+from collections import Counter, deque
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -57,6 +68,9 @@ RECORD_UNIT = {"tmx": "translation unit", "csv": "CSV record"}
 # unreadable compressed input: gzip.GzipFile raises EOFError at a truncated end, zlib.error or
 # BadGzipFile on corrupt data; zipfile raises BadZipFile (e.g. a bad CRC) on a corrupt member
 READ_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile, zipfile.BadZipFile)
+UTF8_BOM = b"\xef\xbb\xbf"
+# how much of a line-based file is looked at for its encoding and line endings
+SNIFF_BYTES = 1 << 16
 
 
 class BadRecord(Exception):
@@ -88,6 +102,61 @@ def _decode(raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise BadRecord("undecodable", f"byte {err.start}") from None
+
+
+def utf16_evidence(head: bytes) -> str | None:
+    """Why the bytes at the start of a file say it is UTF-16 (or UTF-32), not UTF-8; None if they
+    do not. A UTF-16 byte order mark is not valid UTF-8; without one, UTF-16 text in a Latin script
+    has a NUL in every other byte, which no usable UTF-8 text has."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return f"it starts with the UTF-16 byte order mark {head[0]:02X} {head[1]:02X}"
+    sample = head[:4096]
+    half = len(sample) // 2
+    if half >= 8:
+        nuls = max(sample[0::2].count(0), sample[1::2].count(0))
+        if nuls >= 0.4 * half:
+            return f"{nuls} of the first {half} byte pairs hold a NUL byte"
+    return None
+
+
+def refuse_utf16(head: bytes, path, what: str = "the file") -> None:
+    why = utf16_evidence(head)
+    if why:
+        raise ValueError(f"{path}: {what} is UTF-16, not UTF-8 ({why}); convert it, e.g. "
+                         f"`iconv -f UTF-16 -t UTF-8`; no output written")
+
+
+def _universal_lines(head: bytes, f) -> Iterator[bytes]:
+    """The lines of a file whose lines end in CR (old Mac style), LF or CRLF, each with its ending.
+    (Only for files that look CR-only: elsewhere a lone CR inside a line is whitespace, as before.)"""
+    pending = head
+    while True:
+        block = f.read(1 << 20)
+        lines = (pending + block).splitlines(keepends=True)  # bytes: at CR, LF and CRLF only
+        # the last line may go on in the next block (or be a CR whose LF is there)
+        pending = lines.pop() if block and lines else b""
+        yield from lines
+        if not block:
+            return
+
+
+def binary_lines(f, path) -> Iterator[bytes]:
+    """The lines of a line-based file (bytes, with their line ending): a UTF-8 byte order mark at
+    the start dropped, UTF-16 refused, and a file that looks CR-only (a CR and no LF in its first
+    64 KiB) split at CR as well as LF and CRLF. Otherwise lines end at LF, and after the first
+    64 KiB the file's own line iteration takes over (C speed)."""
+    head = f.read1(SNIFF_BYTES)  # one read: a truncated gzip fails where its lines run out, not here
+    refuse_utf16(head, path)
+    head = head.removeprefix(UTF8_BOM)
+    if b"\r" in head and b"\n" not in head:
+        yield from _universal_lines(head, f)
+        return
+    *lines, tail = head.split(b"\n")
+    for line in lines:
+        yield line + b"\n"
+    if tail:
+        yield tail + f.readline()
+    yield from f
 
 
 def _checked(text: str | None, max_chars: int = DEFAULT_MAX_CHARS) -> str:
@@ -123,7 +192,7 @@ def read_delimited(path, columns: dict[str, int | str], delimiter: str = "\t", h
     if n_fields is None and indices is not None:
         n_fields = max(indices.values()) + 1
     with open_binary(path) as f:
-        for lineno, raw in enumerate(f, start=1):
+        for lineno, raw in enumerate(binary_lines(f, path), start=1):
             raw = raw.rstrip(b"\r\n")
             try:
                 fields = _decode(raw).split(delimiter)
@@ -143,39 +212,109 @@ def read_delimited(path, columns: dict[str, int | str], delimiter: str = "\t", h
                 yield lineno, bad
 
 
+class _LineFeed:
+    """csv.reader's input: the lines of a text, numbered, and the ones the record being parsed has
+    taken so far (`taken`: (line number, line) pairs), so that a record found broken can hand all
+    but its first line back (`read_again`) to be parsed as records of their own."""
+
+    def __init__(self, lines):
+        self.lines, self.again, self.taken, self.lineno = lines, deque(), [], 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        if self.again:
+            item = self.again.popleft()
+        else:
+            line = next(self.lines)
+            self.lineno += 1
+            item = (self.lineno, line)
+        self.taken.append(item)
+        return item[1]
+
+    def read_again(self, items: list) -> None:
+        self.again.extendleft(reversed(items))
+
+
+def _quote_problem(path, taken: list, row: list | None, err: csv.Error | None, n_header: int,
+                   feed: _LineFeed) -> BadRecord | None:
+    """The BadRecord for a record with a quoting problem, or None. Records are parsed strictly
+    (csv's `strict`): a quote that closes a cell must be followed by a delimiter or a line end, and
+    the file must not end inside quotes; valid CSV never breaks these rules. A record that took
+    several lines and breaks them, or has a cell count other than the header's, is an unclosed
+    quote that swallowed line breaks: the lines after its first are read again."""
+    first, last = taken[0][0], taken[-1][0]
+    message = str(err) if err is not None else ""
+    if len(taken) > 1 and (err is not None or len(row) != n_header):
+        why = message if err is not None else f"{len(row)} cells, header has {n_header}"
+        if message == "unexpected end of data":
+            why = "the file ends inside the quotes"
+        feed.read_again(taken[1:])
+        again = f"line {last}" if last == first + 1 else f"lines {first + 1}-{last}"
+        return BadRecord("unclosed_quote", f"a quote opened on line {first} is still open on line {last} "
+                                           f"({why}); {again} read again")
+    if err is None:
+        return None
+    if message == "unexpected end of data":
+        return BadRecord("unclosed_quote", f"a quote opened on line {first} is still open at the end of the file")
+    if "expected after" in message:  # ',' expected after '"': text after a closing quote
+        return BadRecord("stray_quote", f"line {first}: {message}")
+    if "field larger than field limit" in message:  # none other in the default dialect
+        return BadRecord("too_long", message)
+    raise ValueError(f"{path}: CSV line {first}: {err}") from err
+
+
 def read_csv_column(path, columns: dict[str, str], max_chars: int = DEFAULT_MAX_CHARS,
                     ) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
     """One or more named columns of a quoted CSV (e.g. ESCO labels); multi-line cells allowed.
-    Streamed; a record numbers as in a spreadsheet (header = 1). Bytes that are not UTF-8 are
-    decoded to lone surrogates (surrogateescape), which valid UTF-8 never yields, so only the
-    records holding them are `undecodable`. A record with more cells than the header is
-    `extra_field`; a cell past csv's field-size limit is `too_long`."""
+    Streamed; a record numbers as in a spreadsheet (header = 1); blank lines are no records. Bytes
+    that are not UTF-8 are decoded to lone surrogates (surrogateescape), which valid UTF-8 never
+    yields, so only the records holding them are `undecodable`. A record with more cells than the
+    header is `extra_field`; a cell past csv's field-size limit is `too_long`. A quoted cell that is
+    never closed swallows the lines after it until the next quote: that record is `unclosed_quote`
+    and the swallowed lines are read again (`_quote_problem`), so one stray quote costs one record,
+    not the rest of the file; text after a closing quote is `stray_quote`. UTF-16 is refused."""
     # cells up to max_chars must be readable, so that the length check, not csv, decides
     csv.field_size_limit(max(csv.field_size_limit(), max_chars + 1))
-    with open_binary(path) as fb, io.TextIOWrapper(fb, encoding="utf-8-sig", errors="surrogateescape",
-                                                   newline="") as text:
-        reader = csv.DictReader(text)
-        missing = [c for c in columns.values() if c not in (reader.fieldnames or [])]
+    with open_binary(path) as fb:
+        refuse_utf16(fb.peek(SNIFF_BYTES), path)
+        text = io.TextIOWrapper(fb, encoding="utf-8-sig", errors="surrogateescape", newline="")
+        feed = _LineFeed(text)
+        reader = csv.reader(feed, strict=True)
+        try:
+            fieldnames = next(reader, None)
+        except csv.Error as err:
+            raise ValueError(f"{path}: CSV header: {err}") from err
+        missing = [c for c in columns.values() if c not in (fieldnames or [])]
         if missing:
-            raise ValueError(f"{path}: CSV has no column(s) {missing}; it has {reader.fieldnames}")
+            raise ValueError(f"{path}: CSV has no column(s) {missing}; it has {fieldnames}")
+        n_header = len(fieldnames)
+        n_names = len(dict.fromkeys(fieldnames))  # the keys a csv.DictReader row would have
+        index = {name: i for i, name in enumerate(fieldnames)}  # the last of equal names, as DictReader
+        wanted = [(lang, col, index[col]) for lang, col in columns.items()]
         rowno = 1
         while True:
+            feed.taken = []
+            err = None
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                row, err = None, e
+            if row == []:  # a blank line (csv.DictReader skips them too)
+                continue
             rowno += 1
             try:
-                try:
-                    row = next(reader)
-                except StopIteration:
-                    return
-                except csv.Error as err:  # csv skips the rest of the line and reads on
-                    if "field larger than field limit" not in str(err):  # none other in the default dialect
-                        raise ValueError(f"{path}: CSV record {rowno}: {err}") from err
-                    raise BadRecord("too_long", str(err)) from None
-                if None in row:  # DictReader's key for cells beyond the header
-                    raise BadRecord("extra_field", f"{len(row) - 1 + len(row[None])} cells, header has "
-                                                   f"{len(reader.fieldnames)}")
+                problem = _quote_problem(path, feed.taken, row, err, n_header, feed)
+                if problem is not None:
+                    raise problem
+                if len(row) > n_header:  # cells beyond the header
+                    raise BadRecord("extra_field", f"{n_names + len(row) - n_header} cells, header has {n_header}")
                 record = {}
-                for lang, col in columns.items():
-                    value = row.get(col)
+                for lang, col, i in wanted:
+                    value = row[i] if i < len(row) else None
                     if value is not None and ESCAPED_BYTE.search(value):
                         raise BadRecord("undecodable", f"column {col}")
                     record[lang] = _checked(value, max_chars)
@@ -187,7 +326,8 @@ def read_csv_column(path, columns: dict[str, str], max_chars: int = DEFAULT_MAX_
 def read_tmx(path, languages: list[str], max_chars: int = DEFAULT_MAX_CHARS,
              ) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
     """Streaming TMX reader: one record per <tu>, keeping the <seg> of each wanted language.
-    Language codes match on their primary subtag (`en-GB` counts as `en`). Memory stays bounded:
+    Language codes match on their primary subtag (`en-GB` counts as `en`). Broken XML is an error
+    naming its line and column (the parser cannot read past it). Memory stays bounded:
     each finished <tu> is removed from its parent (`<body>`), which would otherwise keep every
     one of them, cleared or not, to the end of the file."""
     with open_binary(path) as f:
@@ -215,8 +355,13 @@ def read_tmx(path, languages: list[str], max_chars: int = DEFAULT_MAX_CHARS,
                 except BadRecord as bad:
                     yield tu_no, bad
         except ET.ParseError as err:
-            # the rest of the file is unreadable XML: count it once and keep what was read
-            yield tu_no + 1, BadRecord("xml_error", str(err))
+            # expat stops at the first error: nothing after it can be read, so a corpus cut short
+            # there must not pass for the whole one
+            from xml.parsers.expat import ErrorString
+            line, column = err.position  # expat counts columns from 0, editors from 1
+            raise ValueError(f"{path}: XML error at line {line}, column {column + 1}: {ErrorString(err.code)}; the "
+                             f"translation units after it cannot be read (an XML parser stops at the first "
+                             f"error; {tu_no} were read before it); no output written") from err
 
 
 def read_moses(path, files: dict[str, str], max_chars: int = DEFAULT_MAX_CHARS,
@@ -237,7 +382,13 @@ def read_moses(path, files: dict[str, str], max_chars: int = DEFAULT_MAX_CHARS,
         # buffered: ZipExtFile.readline is Python code, a third of the stage's time per line
         handles = {lang: io.BufferedReader(archive.open(member), buffer_size=1 << 20) for lang, member in files.items()}
         try:
-            for lineno, lines in enumerate(itertools.zip_longest(*handles.values()), start=1):
+            for lang, h in handles.items():
+                refuse_utf16(h.peek(SNIFF_BYTES), path, f"zip member {files[lang]}")
+            # each member's own lines, the first without a UTF-8 byte order mark
+            firsts = [h.readline() for h in handles.values()]  # b"": an empty member, no line
+            members = [itertools.chain([first.removeprefix(UTF8_BOM)] if first else [], h)
+                       for first, h in zip(firsts, handles.values())]
+            for lineno, lines in enumerate(itertools.zip_longest(*members), start=1):
                 if any(line is None for line in lines):
                     yield lineno, BadRecord("unaligned", "one language file ended before the other")
                     continue
@@ -309,6 +460,13 @@ def _id(joined: str) -> int:
     return int.from_bytes(hashlib.blake2b(joined.encode("utf-8"), digest_size=8).digest(), "little")
 
 
+def skip_summary(bad: Counter, examples: dict, unit: str = "line") -> str:
+    """`reason N (first at <unit> L: detail), ...` for an error message."""
+    return ", ".join(f"{reason} {count} (first at {unit} {examples[reason][0]['line']}"
+                     + (f": {examples[reason][0]['detail']})" if examples[reason][0]["detail"] else ")")
+                     for reason, count in bad.most_common())
+
+
 def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, log,
            report_path: str | None = None) -> dict:
     """Read one corpus source into `out_dir` (written atomically) and return its report."""
@@ -341,6 +499,17 @@ def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, lo
             unit = RECORD_UNIT.get(spec["format"], "line")
             raise ValueError(f"{path}: input ends early or is corrupt after {unit} {lineno} "
                              f"({type(err).__name__}: {err}); no output written") from err
+        unit = RECORD_UNIT.get(spec["format"], "line")
+        if not n_records:
+            # an empty corpus is a wrong input (an empty download, another encoding, a wrong format
+            # or column), never a result
+            raise ValueError(f"{path}: no usable record in this {spec['format']} input of source {source}: "
+                             + (f"all {sum(bad.values())} skipped: {skip_summary(bad, examples, unit)}"
+                                if bad else "it holds no record at all") + "; no output written")
+        for reason, count in bad.items():
+            log.warning("%s: %s: skipped %d %s(s) as %s, e.g. %s", source, path, count, unit, reason,
+                        "; ".join(f"{unit} {e['line']}" + (f": {e['detail']}" if e["detail"] else "")
+                                  for e in examples[reason][:3]))
         writer.flush()
         report = {
             "source": source,
@@ -401,32 +570,100 @@ def is_gzip_url(url: str) -> bool:
     return url_filename(url).endswith(".gz")
 
 
-def download(url: str, sha256: str, dest: str, log, gunzip: bool | str = False) -> None:
+# A download waits at most this long (seconds) for a connection and for each read: a stalled
+# server fails the try instead of holding the job to its runtime limit. Overridden by the
+# environment variable, and by download(timeout=) / `--timeout`.
+DOWNLOAD_TIMEOUT_ENV = "WORKFLOW_DOWNLOAD_TIMEOUT"
+DEFAULT_DOWNLOAD_TIMEOUT = 60.0
+DOWNLOAD_TRIES = 3  # tries per download (file:// URLs: one)
+DOWNLOAD_BACKOFF = 10.0  # seconds before the second try, doubled before each further one
+
+
+class DownloadError(OSError):
+    """A download that failed every try (or with a permanent HTTP error)."""
+
+
+def download_timeout() -> float:
+    """The per-read timeout: $WORKFLOW_DOWNLOAD_TIMEOUT, else 60 s."""
+    value = os.environ.get(DOWNLOAD_TIMEOUT_ENV, "").strip()
+    if not value:
+        return DEFAULT_DOWNLOAD_TIMEOUT
+    try:
+        timeout = float(value)
+    except ValueError:
+        timeout = 0.0
+    if not timeout > 0:
+        raise ValueError(f"{DOWNLOAD_TIMEOUT_ENV}={value!r}: give the seconds a download may wait for each read, "
+                         "a number > 0")
+    return timeout
+
+
+def _retryable(err: BaseException) -> bool:
+    """Whether another try may succeed: network errors, timeouts, cut connections and HTTP 408,
+    429 and 5xx; not other HTTP errors (404: the URL is wrong)."""
+    if isinstance(err, urllib.error.HTTPError):
+        return err.code in (408, 429) or err.code >= 500
+    return True
+
+
+def _fetch(url: str, tmp: Path, timeout: float, gunzip: bool, log) -> tuple[int, str, _Gunzip | None]:
+    """One try: `url` into `tmp` (rewritten from the start). Returns bytes, sha256, decompressor."""
+    h = hashlib.sha256()
+    done = 0
+    decompress = _Gunzip() if gunzip else None
+    with urllib.request.urlopen(url, timeout=timeout) as response, open(tmp, "wb") as out:
+        for block in iter(lambda: response.read(1 << 22), b""):
+            h.update(block)
+            out.write(decompress(block) if decompress else block)
+            done += len(block)
+            if done % (1 << 30) < (1 << 22):
+                log.info("%s: %.1f GiB", url, done / (1 << 30))
+    return done, h.hexdigest(), decompress
+
+
+def download(url: str, sha256: str, dest: str, log, gunzip: bool | str = False, timeout: float | None = None,
+             tries: int = DOWNLOAD_TRIES, backoff: float = DOWNLOAD_BACKOFF) -> None:
     """Fetch `url` (http, https or file) to `dest`, verifying its sha256 before it appears.
     With `gunzip`, the download is decompressed as it arrives (fastText ships .bin.gz); the checksum
     is of the compressed bytes, as published. `gunzip="auto"` decompresses when the URL's file name
-    (`url_filename`, query string and fragment dropped) ends in `.gz`."""
+    (`url_filename`, query string and fragment dropped) ends in `.gz`.
+
+    Each connection and each read waits at most `timeout` seconds (default: `download_timeout()`,
+    60 s or $WORKFLOW_DOWNLOAD_TIMEOUT). A try that fails (timeout, network error, HTTP 408/429/5xx)
+    is repeated from the start after `backoff` seconds, doubled each time, up to `tries` tries
+    (file:// URLs: one); then DownloadError names the URL and the last error."""
     if gunzip == "auto":
         gunzip = is_gzip_url(url)
     elif not isinstance(gunzip, bool):
         raise ValueError(f"gunzip must be True, False or 'auto', not {gunzip!r}")
+    timeout = download_timeout() if timeout is None else timeout
+    if not timeout > 0 or tries < 1:
+        raise ValueError(f"download of {url}: timeout must be > 0 and tries >= 1, not {timeout} and {tries}")
+    if urllib.parse.urlsplit(url).scheme == "file":
+        tries = 1  # a local file does not get better by waiting
     with atomic_path(dest) as tmp:
-        h = hashlib.sha256()
-        done = 0
-        decompress = _Gunzip() if gunzip else None
-        with urllib.request.urlopen(url) as response, open(tmp, "wb") as out:
-            for block in iter(lambda: response.read(1 << 22), b""):
-                h.update(block)
-                out.write(decompress(block) if decompress else block)
-                done += len(block)
-                if done % (1 << 30) < (1 << 22):
-                    log.info("%s: %.1f GiB", url, done / (1 << 30))
+        for attempt in range(1, tries + 1):
+            try:
+                done, digest, decompress = _fetch(url, tmp, timeout, gunzip, log)
+                break
+            except (OSError, http.client.HTTPException) as err:  # URLError, timeouts, resets, IncompleteRead
+                if attempt == tries or not _retryable(err):
+                    timed_out = isinstance(err, TimeoutError) or isinstance(getattr(err, "reason", None), TimeoutError)
+                    hint = (f"; each connection and read waits at most {timeout:g} s (--timeout, or "
+                            f"${DOWNLOAD_TIMEOUT_ENV})" if timed_out else "")
+                    raise DownloadError(
+                        f"{url}: download failed after {attempt} {'try' if attempt == 1 else 'tries'} "
+                        f"({type(err).__name__}: {err}){hint}; nothing written to {dest}") from err
+                wait = backoff * 2 ** (attempt - 1)
+                log.warning("%s: try %d of %d failed (%s: %s); trying again in %g s", url, attempt, tries,
+                            type(err).__name__, err, wait)
+                time.sleep(wait)
         if sha256 == "unpinned":
             # no published checksum (OPUS and fastText publish none): say what to pin
             log.warning("UNPINNED download %s: %d bytes, sha256 %s; put `sha256: %s` in the config so "
-                        "later downloads are verified", url, done, h.hexdigest(), h.hexdigest())
-        elif h.hexdigest() != sha256.lower():
-            raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {h.hexdigest()}")
+                        "later downloads are verified", url, done, digest, digest)
+        elif digest != sha256.lower():
+            raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {digest}")
         if decompress and not decompress.inflate.eof:
             raise ValueError(f"{url}: the gzip stream ends early ({done} bytes downloaded)")
     log.info("downloaded %s (%d bytes, sha256 %s%s)", url, done, "UNPINNED" if sha256 == "unpinned" else "ok",
@@ -452,13 +689,18 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--gunzip", nargs="?", const="yes", default="no", choices=["yes", "no", "auto"],
                    help="decompress the download: yes (the flag alone), no (the default), or auto: when "
                         "the URL's file name, without query string or fragment, ends in .gz")
+    d.add_argument("--timeout", type=float, default=None,
+                   help=f"seconds to wait for the connection and each read (default ${DOWNLOAD_TIMEOUT_ENV}, "
+                        f"else {DEFAULT_DOWNLOAD_TIMEOUT:g})")
+    d.add_argument("--tries", type=int, default=DOWNLOAD_TRIES, help="tries before the download fails")
     d.add_argument("--log")
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "ingest")
     if args.cmd == "ingest":
         ingest(json.loads(args.spec), args.source, args.input, args.out, args.shard_rows, log, args.report)
     else:
-        download(args.url, args.sha256, args.out, log, {"yes": True, "no": False}.get(args.gunzip, args.gunzip))
+        download(args.url, args.sha256, args.out, log, {"yes": True, "no": False}.get(args.gunzip, args.gunzip),
+                 timeout=args.timeout, tries=args.tries)
 
 
 if __name__ == "__main__":

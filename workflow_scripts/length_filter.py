@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from workflow_scripts.common import atomic_path, read_json, setup_logging, stable_id, text_key, write_json
+from workflow_scripts.shards import reading
 
 # Table 2 buckets: [0, 10), [10, 20), ... [50, inf)
 BUCKET_EDGES = [0, 10, 20, 30, 40, 50]
@@ -169,12 +170,13 @@ def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: 
     order. Memory: 16 bytes per source row plus one shard, whatever the corpus size."""
     lang = spec["language"]
     files = sorted(Path(source_dir).glob("part-*.parquet"))
-    index = (
-        pl.scan_parquet([str(f) for f in files]).with_row_index("row")
-        .filter(pl.col("language") == lang)
-        .select("row", "sentence_id", "n_tokens")
-        .collect()
-    ) if files else pl.DataFrame(schema={"row": pl.UInt32, "sentence_id": pl.UInt64, "n_tokens": pl.Int32})
+    with reading(files):  # an unreadable shard: an error naming it and rule ingest
+        index = (
+            pl.scan_parquet([str(f) for f in files]).with_row_index("row")
+            .filter(pl.col("language") == lang)
+            .select("row", "sentence_id", "n_tokens")
+            .collect()
+        ) if files else pl.DataFrame(schema={"row": pl.UInt32, "sentence_id": pl.UInt64, "n_tokens": pl.Int32})
     keep, info = select_rows(index, spec, seed, reference_dir)
     del index
     if not info.get("length_match_tolerance_met", True):
@@ -200,12 +202,14 @@ def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: 
 
         offset = 0
         for f in files:
-            n = pq.ParquetFile(f).metadata.num_rows
+            with reading(f):
+                n = pq.ParquetFile(f).metadata.num_rows
             lo, hi = np.searchsorted(keep, [offset, offset + n])
             if hi > lo:
                 local = pl.Series("row", (keep[lo:hi] - offset).astype(np.int64))
-                frame = (pl.read_parquet(f, columns=["sentence_id", "text", "n_tokens"]).with_row_index("row")
-                         .filter(pl.col("row").is_in(local.implode())).drop("row"))
+                with reading(f):
+                    frame = (pl.read_parquet(f, columns=["sentence_id", "text", "n_tokens"]).with_row_index("row")
+                             .filter(pl.col("row").is_in(local.implode())).drop("row"))
                 frame = frame.with_columns(
                     language=pl.lit(lang),
                     text_key=pl.Series([text_key(t) for t in frame["text"]], dtype=pl.UInt64))

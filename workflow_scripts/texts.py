@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from workflow_scripts.common import atomic_path, partition_of, text_key
+from workflow_scripts.shards import reading
 
 TEXT_SCHEMA = pa.schema([("text_key", pa.uint64()), ("text", pa.string())])
 
@@ -44,7 +45,10 @@ def write_text_partitions(texts, out_files: list) -> dict:
 def unique_rows(text_files: list[str]) -> tuple[list[np.ndarray], int]:
     """Per file, a mask of the rows that hold the first occurrence of their text key (the same text
     comes from several corpora and shards). Only the key column is read: 8 bytes per row."""
-    keys = [pq.read_table(f, columns=["text_key"])["text_key"].to_numpy() for f in text_files]
+    keys = []
+    for f in text_files:
+        with reading(f):  # an unreadable file: an error naming it and the rule that wrote it
+            keys.append(pq.read_table(f, columns=["text_key"])["text_key"].to_numpy())
     if not keys:
         return [], 0
     bounds = np.cumsum([0] + [len(k) for k in keys])
@@ -63,7 +67,7 @@ def iter_chunks(text_files: list[str], masks: list[np.ndarray], chunk_rows: int)
     texts_buf: list[str] = []
     for path, mask in zip(text_files, masks):
         offset = 0
-        with pq.ParquetFile(path) as pf:
+        with reading(path), pq.ParquetFile(path) as pf:
             for batch in pf.iter_batches(batch_size=chunk_rows, columns=["text_key", "text"]):
                 sel = mask[offset:offset + batch.num_rows]
                 offset += batch.num_rows

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from workflow_scripts.common import atomic_path, read_json
 from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN, tfidf_settings, tfidf_vectorizer
+from workflow_scripts.shards import reading
 from workflow_scripts.texts import iter_chunks, unique_rows
 from workflow_scripts.variants import INSERTION_KINDS
 
@@ -220,7 +221,7 @@ def iter_texts(files: list[str], masks: list[np.ndarray] | None, batch_rows: int
     """Arrow arrays of texts, one Parquet batch at a time; with `masks`, only the rows they select."""
     for f, path in enumerate(files):
         offset = 0
-        with pq.ParquetFile(path) as pf:
+        with reading(path), pq.ParquetFile(path) as pf:
             for batch in pf.iter_batches(batch_size=batch_rows, columns=["text"]):
                 if masks is not None:
                     sel = masks[f][offset:offset + batch.num_rows]
@@ -230,7 +231,8 @@ def iter_texts(files: list[str], masks: list[np.ndarray] | None, batch_rows: int
 
 
 def _column(path: str, name: str) -> np.ndarray:
-    return pq.read_table(path, columns=[name])[name].to_numpy()
+    with reading(path):
+        return pq.read_table(path, columns=[name])[name].to_numpy()
 
 
 def _in_slice(keys: np.ndarray, part: int, parts: int) -> np.ndarray:
@@ -244,7 +246,8 @@ def _insertion_columns(path: str, insertion_kinds: tuple[str, ...], part: int = 
     """A variants file's text keys, original keys, and per row the index of its term in the file's
     own term list for an insertion variant, -1 for another kind (from the dictionary encoding of
     the columns: no string per row); the rows whose text key is in slice `part` of `parts`."""
-    table = pq.read_table(path, columns=["text_key", "original_key", "kind", "term"], read_dictionary=["kind", "term"])
+    with reading(path):
+        table = pq.read_table(path, columns=["text_key", "original_key", "kind", "term"], read_dictionary=["kind", "term"])
     if parts > 1:
         table = table.filter(pa.array(_in_slice(table["text_key"].to_numpy(), part, parts)))
     if not table.num_rows:
@@ -260,7 +263,8 @@ def _texts_of(files: list[str], wanted: np.ndarray):
     """The texts of the sorted unique keys `wanted`, each once, file by file."""
     taken = np.zeros(len(wanted), dtype=bool)
     for path in files:
-        table = pq.read_table(path, columns=["text_key", "text"])
+        with reading(path):
+            table = pq.read_table(path, columns=["text_key", "text"])
         keys = table["text_key"].to_numpy()
         at = np.searchsorted(wanted, keys).clip(max=len(wanted) - 1)
         rows = np.flatnonzero((wanted[at] == keys) & ~taken[at])
@@ -323,7 +327,8 @@ def count_insertion_terms(spec: dict, corpus_files: list[str], variants_dir: str
     analyze, rust = LazyAnalyzer(spec), RustTokens(vec)
     variant_files = sorted(str(p) for p in Path(variants_dir).glob("part-*.parquet"))
     original_keys = _sorted_unique(np.concatenate([_column(f, "text_key") for f in corpus_files] or [np.zeros(0, np.uint64)]))
-    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in variant_files)
+    with reading(variant_files):
+        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in variant_files)
     passes = max(1, -(-rows // max(1, variants_per_pass)))
     n_insertions = np.zeros(len(original_keys), np.int64)  # m_o
     per_term: dict[str, np.ndarray] = {}  # m_o,t of each term that has an insertion variant

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from workflow_scripts.common import stable_id
+from workflow_scripts.shards import read_parquet
 
 
 def digest(obj) -> str:
@@ -28,7 +29,7 @@ def pt_sentences(data: dict, max_texts: int | None, seed: int) -> list[str]:
         files = sorted(Path(data["path"]).glob("*.parquet"))
         if not files:
             raise FileNotFoundError(f"corpus {data['name']}: no Parquet files in {data['path']}")
-        texts = pl.concat([pl.read_parquet(f, columns=["text"]) for f in files])["text"].to_list()
+        texts = pl.concat([read_parquet(f, columns=["text"]) for f in files])["text"].to_list()
     else:
         from workflow_scripts.beir import document_texts, read_set
         corpus, _, _ = read_set(data["path"])

@@ -41,6 +41,7 @@ from workflow_scripts.common import atomic_path, read_json, setup_logging, write
 from workflow_scripts.density import (PAPER_GRID_STEP, Moments, Window, bandwidth, exact_density, make_grid,
                                       normalise, overlap, undefined_reason)
 from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN
+from workflow_scripts.shards import read_parquet
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
 GROUP_CELLS = 1 << 24  # per-group histogram cells per kind (128 MB): caps the groups for fine grids
@@ -262,7 +263,7 @@ def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exa
     with atomic_path(out / "similarities.parquet") as tmp_sims:
         with pq.ParquetWriter(tmp_sims, SIM_SCHEMA, compression="zstd") as writer:
             for i, path in enumerate(shard_paths):
-                frame = pl.read_parquet(path, columns=["original_id", "variant_id", "kind", "original_key", "text_key"])
+                frame = read_parquet(path, columns=["original_id", "variant_id", "kind", "original_key", "text_key"])
                 sims = cosine_to_originals(store, frame["original_key"].to_numpy(), frame["text_key"].to_numpy())
                 store.release_pages()
                 writer.write_table(pa.table({"original_id": frame["original_id"].to_arrow(),

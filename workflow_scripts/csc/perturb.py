@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from workflow_scripts.common import SEP, atomic_path, read_json, setup_logging, text_key, write_json
+from workflow_scripts.shards import read_parquet
 from workflow_scripts.variants import INSERTION_KINDS, VARIANT_SCHEMA
 
 TEXT_SCHEMA = pa.schema([("text_key", pa.uint64()), ("text", pa.string())])
@@ -167,7 +168,7 @@ def _shard_outputs(path: Path) -> tuple[pa.Table, pl.DataFrame, Counter, dict | 
     their partition), outcome counts, and what the grammatical negation ran with (None: none)."""
     perturber, partitions = _WORKER_STATE["perturber"], _WORKER_STATE["partitions"]
     stats: Counter = Counter()
-    frame = pl.read_parquet(path, columns=["sentence_id", "text", "text_key"])
+    frame = read_parquet(path, columns=["sentence_id", "text", "text_key"])  # unreadable: names the shard
     ids, texts, keys = frame["sentence_id"].to_list(), frame["text"].to_list(), frame["text_key"].to_list()
     key_of = dict(zip(ids, keys))
     arrays: dict[str, list] = {f.name: [] for f in VARIANT_SCHEMA}

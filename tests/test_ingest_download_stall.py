@@ -1,0 +1,139 @@
+"""download() against a local HTTP server (127.0.0.1) that stalls: each connection and read waits at
+most `timeout` seconds, a failed try is repeated after a backoff, and after the last try the error
+names the URL and leaves nothing at `dest`. Before (fef8af2), urlopen had no timeout: a stalled
+server held the job to its runtime limit (240 minutes). Timeouts here are fractions of a second."""
+import hashlib
+import http.server
+import logging
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from workflow_scripts.ingest import download
+DownloadError = Exception
+
+PAYLOAD = b"one\ttwo\n" * 1000
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.stalls = {}  # path -> how many more requests stall ("headers" or "body")
+        self.requests = []
+        self.release = threading.Event()  # set at teardown: stalled handlers return
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        server = self.server
+        server.requests.append(self.path)
+        mode, left = server.stalls.get(self.path, (None, 0))
+        if left:
+            server.stalls[self.path] = (mode, left - 1)
+        if left and mode == "headers":  # accepts the connection, never answers
+            server.release.wait(30)
+            return
+        if self.path == "/missing":
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(PAYLOAD)))
+        self.end_headers()
+        if left and mode == "body":  # half the body, then silence
+            self.wfile.write(PAYLOAD[: len(PAYLOAD) // 2])
+            self.wfile.flush()
+            server.release.wait(30)
+            return
+        self.wfile.write(PAYLOAD)
+
+
+@pytest.fixture
+def server():
+    srv = Server()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.release.set()
+    srv.shutdown()
+    srv.server_close()
+
+
+def url(server, path):
+    return f"http://127.0.0.1:{server.server_address[1]}{path}"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def assert_nothing_at(dest):
+    assert not dest.exists()
+    assert not list(dest.parent.glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("mode", ["headers", "body"])
+def test_a_stalled_server_fails_after_the_tries_naming_the_url(tmp_path, log, server, mode):
+    server.stalls["/corpus.txt"] = (mode, 99)
+    dest = tmp_path / "dl" / "corpus.txt"
+    started = time.monotonic()
+    with pytest.raises(DownloadError) as err:
+        download(url(server, "/corpus.txt"), sha(PAYLOAD), str(dest), log, timeout=0.3, tries=3, backoff=0.05)
+    assert time.monotonic() - started < 10
+    assert str(err.value).startswith(f"{url(server, '/corpus.txt')}: download failed after 3 tries (")
+    assert "timed out" in str(err.value)
+    assert str(err.value).endswith("each connection and read waits at most 0.3 s (--timeout, or "
+                                   f"$WORKFLOW_DOWNLOAD_TIMEOUT); nothing written to {dest}")
+    assert server.requests == ["/corpus.txt"] * 3
+    assert_nothing_at(dest)
+
+
+def test_a_stall_is_retried_and_the_download_completes(tmp_path, log, server):
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append((record.levelname, record.getMessage()))
+    log.addHandler(handler)
+    try:
+        server.stalls["/corpus.txt"] = ("body", 1)  # the first try stalls half-way
+        dest = tmp_path / "dl" / "corpus.txt"
+        download(url(server, "/corpus.txt"), sha(PAYLOAD), str(dest), log, timeout=0.3, tries=2, backoff=0.05)
+    finally:
+        log.removeHandler(handler)
+    assert dest.read_bytes() == PAYLOAD  # the second try rewrote the file from the start
+    assert server.requests == ["/corpus.txt"] * 2
+    warnings = [m for level, m in messages if level == "WARNING"]
+    assert len(warnings) == 1 and warnings[0].startswith(f"{url(server, '/corpus.txt')}: try 1 of 2 failed (")
+    assert warnings[0].endswith("; trying again in 0.05 s")
+
+
+def test_a_404_is_not_retried(tmp_path, log, server):
+    dest = tmp_path / "dl" / "missing"
+    with pytest.raises(DownloadError, match=r"^http://127\.0\.0\.1:\d+/missing: download failed after 1 try "
+                                            r"\(HTTPError: HTTP Error 404: Not Found\)"):
+        download(url(server, "/missing"), sha(PAYLOAD), str(dest), log, timeout=5, tries=3, backoff=0.05)
+    assert server.requests == ["/missing"]
+    assert_nothing_at(dest)
+
+
+def test_the_timeout_comes_from_the_environment_and_the_command_line(tmp_path, server):
+    """`python -m workflow_scripts.ingest download` (what the rules run): $WORKFLOW_DOWNLOAD_TIMEOUT
+    and --tries bound a stalled download."""
+    import os
+    server.stalls["/corpus.txt"] = ("headers", 99)
+    dest = tmp_path / "dl" / "corpus.txt"
+    env = {**os.environ, "WORKFLOW_DOWNLOAD_TIMEOUT": "0.3"}
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "workflow_scripts.ingest", "download", "--url",
+                           url(server, "/corpus.txt"), "--sha256", sha(PAYLOAD), "--out", str(dest), "--tries", "1"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and time.monotonic() - started < 30
+    assert (f"DownloadError: {url(server, '/corpus.txt')}: download failed after 1 try (TimeoutError: timed out); "
+            "each connection and read waits at most 0.3 s") in proc.stderr
+    assert_nothing_at(dest)
