@@ -265,6 +265,9 @@ def _quote_problem(path, taken: list, row: list | None, err: csv.Error | None, n
     raise ValueError(f"{path}: CSV line {first}: {err}") from err
 
 
+CSV_DEFAULT_FIELD_LIMIT = 131072  # Python's own default (csv.field_size_limit())
+
+
 def read_csv_column(path, columns: dict[str, str], max_chars: int = DEFAULT_MAX_CHARS,
                     ) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
     """One or more named columns of a quoted CSV (e.g. ESCO labels); multi-line cells allowed.
@@ -275,52 +278,56 @@ def read_csv_column(path, columns: dict[str, str], max_chars: int = DEFAULT_MAX_
     never closed swallows the lines after it until the next quote: that record is `unclosed_quote`
     and the swallowed lines are read again (`_quote_problem`), so one stray quote costs one record,
     not the rest of the file; text after a closing quote is `stray_quote`. UTF-16 is refused."""
-    # cells up to max_chars must be readable, so that the length check, not csv, decides
-    csv.field_size_limit(max(csv.field_size_limit(), max_chars + 1))
-    with open_binary(path) as fb:
-        refuse_utf16(fb.peek(SNIFF_BYTES), path)
-        text = io.TextIOWrapper(fb, encoding="utf-8-sig", errors="surrogateescape", newline="")
-        feed = _LineFeed(text)
-        reader = csv.reader(feed, strict=True)
-        try:
-            fieldnames = next(reader, None)
-        except csv.Error as err:
-            raise ValueError(f"{path}: CSV header: {err}") from err
-        missing = [c for c in columns.values() if c not in (fieldnames or [])]
-        if missing:
-            raise ValueError(f"{path}: CSV has no column(s) {missing}; it has {fieldnames}")
-        n_header = len(fieldnames)
-        n_names = len(dict.fromkeys(fieldnames))  # the keys a csv.DictReader row would have
-        index = {name: i for i, name in enumerate(fieldnames)}  # the last of equal names, as DictReader
-        wanted = [(lang, col, index[col]) for lang, col in columns.items()]
-        rowno = 1
-        while True:
-            feed.taken = []
-            err = None
+    # cells up to max_chars must be readable, so that the length check, not csv, decides; set for this
+    # read alone and put back after it: the same input gives the same report whatever ran before
+    previous_limit = csv.field_size_limit(max(CSV_DEFAULT_FIELD_LIMIT, max_chars + 1))
+    try:
+        with open_binary(path) as fb:
+            refuse_utf16(fb.peek(SNIFF_BYTES), path)
+            text = io.TextIOWrapper(fb, encoding="utf-8-sig", errors="surrogateescape", newline="")
+            feed = _LineFeed(text)
+            reader = csv.reader(feed, strict=True)
             try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as e:
-                row, err = None, e
-            if row == []:  # a blank line (csv.DictReader skips them too)
-                continue
-            rowno += 1
-            try:
-                problem = _quote_problem(path, feed.taken, row, err, n_header, feed)
-                if problem is not None:
-                    raise problem
-                if len(row) > n_header:  # cells beyond the header
-                    raise BadRecord("extra_field", f"{n_names + len(row) - n_header} cells, header has {n_header}")
-                record = {}
-                for lang, col, i in wanted:
-                    value = row[i] if i < len(row) else None
-                    if value is not None and ESCAPED_BYTE.search(value):
-                        raise BadRecord("undecodable", f"column {col}")
-                    record[lang] = _checked(value, max_chars)
-                yield rowno, record
-            except BadRecord as bad:
-                yield rowno, bad
+                fieldnames = next(reader, None)
+            except csv.Error as err:
+                raise ValueError(f"{path}: CSV header: {err}") from err
+            missing = [c for c in columns.values() if c not in (fieldnames or [])]
+            if missing:
+                raise ValueError(f"{path}: CSV has no column(s) {missing}; it has {fieldnames}")
+            n_header = len(fieldnames)
+            n_names = len(dict.fromkeys(fieldnames))  # the keys a csv.DictReader row would have
+            index = {name: i for i, name in enumerate(fieldnames)}  # the last of equal names, as DictReader
+            wanted = [(lang, col, index[col]) for lang, col in columns.items()]
+            rowno = 1
+            while True:
+                feed.taken = []
+                err = None
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    return
+                except csv.Error as e:
+                    row, err = None, e
+                if row == []:  # a blank line (csv.DictReader skips them too)
+                    continue
+                rowno += 1
+                try:
+                    problem = _quote_problem(path, feed.taken, row, err, n_header, feed)
+                    if problem is not None:
+                        raise problem
+                    if len(row) > n_header:  # cells beyond the header
+                        raise BadRecord("extra_field", f"{n_names + len(row) - n_header} cells, header has {n_header}")
+                    record = {}
+                    for lang, col, i in wanted:
+                        value = row[i] if i < len(row) else None
+                        if value is not None and ESCAPED_BYTE.search(value):
+                            raise BadRecord("undecodable", f"column {col}")
+                        record[lang] = _checked(value, max_chars)
+                    yield rowno, record
+                except BadRecord as bad:
+                    yield rowno, bad
+    finally:
+        csv.field_size_limit(previous_limit)
 
 
 def read_tmx(path, languages: list[str], max_chars: int = DEFAULT_MAX_CHARS,
