@@ -5,11 +5,17 @@
 import os
 
 from workflow_scripts import probes
-from workflow_scripts.config import validate
+from workflow_scripts.config import check_duplicate_keys, validate
 from workflow_scripts.ingest import is_gzip_url
 from workflow_scripts.study import Study, as_json, cli_options
 
-config = validate(config)  # a bad value stops here with the key and the expected form
+# Snakemake has read the config files already, keeping the last of a key given twice: refuse that,
+# naming the key and both lines (the default config.yaml, or every --configfile).
+for _configfile in workflow.configfiles:
+    check_duplicate_keys(_configfile)
+# a bad value stops here with the key and the expected form; the local folders a config names are
+# checked by the main process, not again by each job's re-read of the Snakefile
+config = validate(config, check_paths=workflow.is_main_process)
 R = config["results"]
 for _probe in probes.declarations():
     if (
