@@ -17,6 +17,26 @@ for _configfile in workflow.configfiles:
 # checked by the main process, not again by each job's re-read of the Snakefile
 config = validate(config, check_paths=workflow.is_main_process)
 R = config["results"]
+
+
+# One run at a time per results folder (workflow_scripts/results_lock.py): taken when the run starts
+# executing jobs, held until Snakemake exits. `onstart` is called by Snakemake's main process only,
+# after planning, and not for dry runs, --lint, --report, --unlock, --summary and the like; the
+# jobs' own Snakemake processes run with --no-hooks.
+def take_results_lock():
+    from snakemake.exceptions import WorkflowError
+    from workflow_scripts import results_lock
+
+    try:
+        results_lock.take_for_run(R, workflow)
+    except results_lock.ResultsInUse as err:
+        raise WorkflowError(str(err)) from None
+
+
+onstart:
+    take_results_lock()
+
+
 for _probe in probes.declarations():
     if (
         _probe.prepare
