@@ -10,10 +10,14 @@ needed for it (the file itself stays, with the last holder's details). On NFS, L
 the server's byte-range locks (NFSv4), so runs on two hosts of a cluster exclude each other too.
 
 Which invocations take it (rules/common.smk): only Snakemake's main process of a run that executes
-jobs, through its `onstart` handler, which Snakemake calls after planning and before the first job,
-and never for a dry run, `--touch` aside, nor for `--lint`, `--report`, `--unlock`, `--list-*`,
-`--summary` or `--dag` (none of them executes), nor in the job processes it spawns (`--mode
-subprocess` or `remote`: they run with `--no-hooks`; the handler checks the mode too).
+jobs, through its `onstart` handler, which Snakemake calls after planning and before the first job
+(a `--touch` run, which writes, takes it too). Snakemake never calls it for a dry run, nor for
+`--lint`, `--report`, `--unlock`, `--list-*`, `--summary` or `--dag` (none of them executes), nor
+when nothing is left to do, nor in the job processes it spawns (`--mode subprocess` or `remote`:
+they run with `--no-hooks`; the handler checks the mode too). Not from the Snakefile's own code:
+Snakemake reads the Snakefile before it knows whether the run is a dry run (`workflow.dryrun` is
+still False then), and `sys.argv` misses profiles, the API and abbreviated flags. A run with
+`--no-hooks` does not lock.
 """
 from __future__ import annotations
 
