@@ -5,12 +5,38 @@
 import os
 
 from workflow_scripts import probes
-from workflow_scripts.config import validate
+from workflow_scripts.config import check_duplicate_keys, validate
 from workflow_scripts.ingest import is_gzip_url
 from workflow_scripts.study import Study, as_json, cli_options
 
-config = validate(config)  # a bad value stops here with the key and the expected form
+# Snakemake has read the config files already, keeping the last of a key given twice: refuse that,
+# naming the key and both lines (the default config.yaml, or every --configfile).
+for _configfile in workflow.configfiles:
+    check_duplicate_keys(_configfile)
+# a bad value stops here with the key and the expected form; the local folders a config names are
+# checked by the main process, not again by each job's re-read of the Snakefile
+config = validate(config, check_paths=workflow.is_main_process)
 R = config["results"]
+
+
+# One run at a time per results folder (workflow_scripts/results_lock.py): taken when the run starts
+# executing jobs, held until Snakemake exits. `onstart` is called by Snakemake's main process only,
+# after planning, and not for dry runs, --lint, --report, --unlock, --summary and the like; the
+# jobs' own Snakemake processes run with --no-hooks.
+def take_results_lock():
+    from snakemake.exceptions import WorkflowError
+    from workflow_scripts import results_lock
+
+    try:
+        results_lock.take_for_run(R, workflow)
+    except results_lock.ResultsInUse as err:
+        raise WorkflowError(str(err)) from None
+
+
+onstart:
+    take_results_lock()
+
+
 for _probe in probes.declarations():
     if (
         _probe.prepare

@@ -1,4 +1,4 @@
-"""Compare two results directories file by file (logs and benchmark timings aside).
+"""Compare two results directories file by file (logs, benchmark timings and the run lock aside).
 
 Usage: python tests/compare_results.py RESULTS_A RESULTS_B [--timings-aside]     (exit 1 when they differ)
 
@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-SKIPPED = {"logs", "benchmarks"}
+SKIPPED = {"logs", "benchmarks", ".lock"}  # .lock: the last run's pid, host and start (workflow_scripts/results_lock.py)
 TIMING_KEY = re.compile(r"seconds|peak_rss|per_second|elapsed", re.I)
 
 

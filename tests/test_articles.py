@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import shared_data
+from conftest import missing_data, shared_data
 from workflow_scripts import articles as art
 
 STORY = """The mayor opened the new bridge on Monday. Thousands of residents walked across it.
@@ -39,7 +39,7 @@ def splitter():
     try:
         return art.SentenceSplitter()
     except LookupError:
-        pytest.skip("NLTK punkt_tab data not found")
+        missing_data("NLTK punkt_tab data not found")
 
 
 def build(tmp_path, spec, path, splitter, log):

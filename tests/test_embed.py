@@ -554,11 +554,12 @@ def test_planned_embed_jobs_get_the_resolved_device_and_run_settings_apart(tmp_p
     import torch
     from workflow_runner import snakemake, write_config
     (tmp_path / "bitext.txt").write_text("the cat sleeps\tde kat slaapt\n")
+    (tmp_path / "models" / "x").mkdir(parents=True)  # a model folder must exist when the jobs are planned
     config = {"seed": 1, "embedding_partitions": 1,
               "sources": {"mini": {"format": "bitext", "path": str(tmp_path / "bitext.txt"), "languages": ["en", "nl"]}},
               "corpora": {"mini_en": {"source": "mini", "language": "en"}},
-              "models": {"auto": {"family": "transformers", "path": "/models/x", "batch_size": 4, "cpu_workers": 2},
-                         "half": {"family": "transformers", "path": "/models/x", "device": "cpu", "precision": "bf16",
+              "models": {"auto": {"family": "transformers", "path": "models/x", "batch_size": 4, "cpu_workers": 2},
+                         "half": {"family": "transformers", "path": "models/x", "device": "cpu", "precision": "bf16",
                                   "batch_size": 8},
                          "tfidf": {"family": "tfidf", "device": "auto"}}}
     out = snakemake(tmp_path, write_config(tmp_path, config), "--dry-run", "--printshellcmds").stdout

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import missing_data
 from workflow_scripts.csc.negation import GrammaticalNegator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,13 +31,13 @@ def _nltk_data_dir() -> Path | None:
 def tagged() -> GrammaticalNegator:
     data = _nltk_data_dir()
     if data is None:
-        pytest.skip("NLTK data not found (set NLTK_DATA or provide ../shared/data/nltk_data)")
+        missing_data("NLTK data not found (set NLTK_DATA or provide ../shared/data/nltk_data)")
     nltk = pytest.importorskip("nltk")
     if str(data) not in nltk.data.path:
         nltk.data.path.insert(0, str(data))
     neg = GrammaticalNegator(use_tagger=True)
     if not neg.has_tagger:
-        pytest.skip(f"tagger/WordNet not loadable from {data}: {neg.tagger_error}")
+        missing_data(f"tagger/WordNet not loadable from {data}: {neg.tagger_error}")
     return neg
 
 
@@ -300,7 +301,7 @@ def test_fast_path_does_not_import_nltk():
     """nltk's import takes 2 s (scikit-learn, scipy.stats, pandas): a negating process skips it."""
     data = _nltk_data_dir()
     if data is None:
-        pytest.skip("NLTK data not found")
+        missing_data("NLTK data not found (set NLTK_DATA or provide ../shared/data/nltk_data)")
     code = ("import sys; from workflow_scripts.csc.negation import GrammaticalNegator as G; g = G(use_tagger=True); "
             "assert g.has_tagger and g._perceptron is not None; print(g.negate('She walks to work.')[0]); "
             "print('nltk' in sys.modules)")

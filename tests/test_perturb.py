@@ -255,7 +255,8 @@ def test_report_records_the_nltk_data_and_refuses_another_plan(tmp_path):
     from workflow_scripts.csc.negation import GrammaticalNegator, nltk_resources
     planned, missing = nltk_resources(True)
     if missing or not GrammaticalNegator(True).has_tagger:
-        pytest.skip("no NLTK data here for the tagger half")
+        from conftest import missing_data
+        missing_data("no NLTK data here for the tagger half")
     with_data = _run(tmp_path, settings, "tagged", expected_nltk=json.dumps(planned))["grammatical_negation"]
     assert with_data["tagger"] is True and with_data["nltk"] == planned and planned["mode"] == "tagger"
     assert with_data["nltk"] != gram["nltk"]  # so the Snakemake param differs and perturbation reruns

@@ -4,12 +4,14 @@ probe's `<probe>/schema.yaml` (workflow_scripts/probes.py).
 A bad value raises ConfigError naming the key (dotted path) and the expected form; defaults from
 the schema are filled in; cross-references (a corpus's source, a length-matching reference, a
 model's corpora) are checked too, since a schema cannot, and each probe's declaration checks its own
-section.
+section. Before any of this, `check_duplicate_keys` re-reads each config file strictly: YAML lets a
+key repeat in one mapping (the last one silently wins), which the workflow refuses.
 """
 from __future__ import annotations
 
 import copy
 import functools
+import os
 from pathlib import Path
 
 import jsonschema
@@ -18,10 +20,72 @@ import yaml
 from workflow_scripts import probes
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
+CHECKOUT = Path(__file__).resolve().parents[1]  # the workflow's sources: Snakefile, rules/, workflow_scripts/
+# folders of the checkout that hold the workflow's sources and inputs: no study writes into them
+SOURCE_FOLDERS = ("workflow_scripts", "rules", "resources", "envs", "profiles", "tests", ".git")
 
 
 class ConfigError(ValueError):
     pass
+
+
+# ---- config files: a key twice in one mapping ----------------------------------------------------
+
+class StrictLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a key repeated in one mapping (plain YAML keeps the last one).
+    The check runs on the composed node tree, where every key still has its line and its place
+    (the dotted path) is known; merge keys (`<<: *anchor`) may still be overridden, as in YAML."""
+
+    source = "<string>"
+
+    def compose_document(self):
+        node = super().compose_document()
+        _refuse_duplicates(node, (), self.source, set())
+        return node
+
+
+def _key_text(node) -> str:
+    return str(node.value) if isinstance(node, yaml.ScalarNode) else f"<{node.id}>"
+
+
+def _refuse_duplicates(node, path: tuple, source: str, seen: set) -> None:
+    if node is None or id(node) in seen:  # an alias visits its anchor's node again
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        lines: dict = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:merge":
+                continue
+            ident = (key.tag, key.value) if isinstance(key, yaml.ScalarNode) else ("node", id(key))
+            lines.setdefault(ident, []).append(key.start_mark.line + 1)
+        for (tag, value), where in lines.items():
+            if len(where) > 1:
+                dotted = ".".join((*path, str(value)))
+                times = "twice" if len(where) == 2 else f"{len(where)} times"
+                listed = " and ".join([", ".join(map(str, where[:-1])), str(where[-1])])
+                raise ConfigError(f"config file `{source}`: key `{dotted}` appears {times} (lines {listed}); "
+                                  "YAML would keep the last one silently: keep one of them")
+        for key, value in node.value:
+            _refuse_duplicates(value, (*path, _key_text(key)), source, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _refuse_duplicates(item, (*path, str(i)), source, seen)
+
+
+def check_duplicate_keys(path) -> None:
+    """Raise ConfigError if a key appears twice in one mapping of the config file at `path`, naming
+    the file, the key (dotted path) and both lines. Snakemake has already loaded the file with a
+    loader that keeps the last of two repeated keys; this re-reads it strictly. A file that is not
+    YAML (Snakemake also reads JSON, which YAML mostly is) is left to Snakemake's own message."""
+    loader = StrictLoader(Path(path).read_text(encoding="utf-8"))
+    loader.source = str(path)
+    try:
+        loader.get_single_node()
+    except yaml.YAMLError:
+        return
+    finally:
+        loader.dispose()
 
 
 def probe_names() -> list[str]:
@@ -94,7 +158,10 @@ def _fill_defaults(value, schema: dict):
     return value
 
 
-def validate(config: dict) -> dict:
+def validate(config: dict, check_paths: bool = True) -> dict:
+    """The config with defaults filled in, or ConfigError naming every bad key. `check_paths`: also
+    check that the local folders the config names exist (a transformer model's `path`); the jobs'
+    own re-read of the Snakefile on another machine skips it."""
     schema = load_schema()
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
@@ -129,8 +196,61 @@ def validate(config: dict) -> dict:
     _raise(_source_problems(config.get("sources") or {}))
     config = _apply_presets(copy.deepcopy(config))  # before defaults: a preset's values count as given
     config = _fill_defaults(config, schema)
+    _raise(results_problems(config["results"]))
     _check_references(config)
+    if check_paths:
+        _raise(model_path_problems(config))
     return config
+
+
+RESULTS_EXPECTED = ("a folder of the study's own for its outputs: a path relative to the working directory, or "
+                    "absolute, that is not the filesystem root, the working directory itself, the workflow's "
+                    f"checkout or one of its folders ({', '.join(f for f in SOURCE_FOLDERS if f != '.git')})")
+
+
+def results_problems(results: str, cwd: str | os.PathLike | None = None) -> list[str]:
+    """What is wrong with `results` as the study's output folder (relative paths are taken from
+    `cwd`, the working directory): every output is planned under it, and the workflow deletes and
+    replaces what it finds there, so it must not be the root, the working directory (where
+    Snakemake keeps its `.snakemake` and the configs are), the checkout or a folder of sources."""
+    text = results.strip()
+    where = Path(cwd) if cwd is not None else Path.cwd()
+    if not text:
+        reason = "is empty"
+    else:
+        folder = Path(os.path.normpath(where / text)).resolve()
+        sources = {CHECKOUT / name: name for name in SOURCE_FOLDERS}
+        inside = next((name for src, name in sources.items() if folder == src or folder.is_relative_to(src)), None)
+        if folder == Path(folder.anchor):
+            reason = "is the filesystem root"
+        elif folder == where.resolve():
+            reason = "is the working directory itself"
+        elif folder == CHECKOUT or CHECKOUT.is_relative_to(folder):
+            reason = f"is the workflow's checkout `{CHECKOUT}`" if folder == CHECKOUT else \
+                f"holds the workflow's checkout `{CHECKOUT}`"
+        elif inside is not None:
+            reason = f"is {'' if folder == CHECKOUT / inside else 'inside '}the workflow's `{inside}` folder"
+        else:
+            return []
+    return [f"config key `results`: {results!r} {reason}; expected {RESULTS_EXPECTED}"]
+
+
+# families whose `path` is a model folder (fastText and word vectors name a file, which the embedding
+# job takes as an input: Snakemake refuses a missing one while planning)
+FOLDER_FAMILIES = ("transformers", "sentence_transformers")
+
+
+def model_path_problems(config: dict) -> list[str]:
+    """A transformer model's `path` must be an existing folder (relative to the working directory).
+    Models the workflow trains (`adapted`, registered from the adapt recipes after validation)
+    appear only later; they are not checked."""
+    problems = []
+    for name, m in config["models"].items():
+        if m["family"] in FOLDER_FAMILIES and "path" in m and not m.get("adapted") and not os.path.isdir(m["path"]):
+            what = "a file, not a folder" if os.path.exists(m["path"]) else "no such folder"
+            problems.append(f"config key `models.{name}.path`: {what} `{m['path']}` (from the working directory "
+                            f"`{os.getcwd()}`); expected the model's local folder (config.json, weights, tokenizer)")
+    return problems
 
 
 # Named settings that reproduce a publication. `paper`: the TF-IDF of the CSC seed paper's Table 3

@@ -7,17 +7,27 @@ Layout of a partition directory:
   keys.npy      uint64 text keys, sorted ascending (lookup is a binary search)
   rows.npy      row of each sorted key (absent when the rows are already in key order)
   manifest.json model, scope, partition, partitions, family, origin, spec digest, dim, dtype, rows,
-                format, and a digest of keys and rows
+                format, a digest of keys and rows, and a digest of every stored file
 Rows are written in the order they are embedded, chunk by chunk, so a writer holds one chunk at a
 time whatever the partition's size; `rows.npy` maps the sorted keys to them. Every file is opened
 with memory mapping: a lookup reads only the rows it needs, and `release_pages` hands the mapped
 pages back after each shard so a reader's resident memory does not grow with the store.
+
+File digests (`file_digests`: name -> bytes and sha256, `digest_mode` says which): a store whose
+files together hold at most FULL_DIGEST_MAX_BYTES has the sha256 of each whole file (`full`); a
+larger one, the sha256 of each file's size and of SAMPLE_BLOCKS blocks of SAMPLE_BYTES at fixed
+offsets, first and last included (`sampled`: constant cost, so opening a many-GB store stays cheap;
+it sees a file replaced or rewritten, but may miss a change confined to a few rows between its
+blocks). `Partition.open(verify=True)` checks them, after the manifest's shape, dtype and keys, so a
+file overwritten in place, even with one of the same size, is refused rather than read. A store
+written before digests (no `file_digests` in its manifest) opens as before, unchecked.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import mmap
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +97,75 @@ def keys_digest(sorted_keys: np.ndarray, rows: np.ndarray | None) -> str:
     if rows is not None:
         h.update(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
     return h.hexdigest()
+
+
+# A store this large or smaller (all its files together) gets whole-file sha256s; a larger one sampled
+# digests. 64 MiB: ~0.1 s of sha256 per open (tests/benchmarks/bench_store_digest.py has the figures).
+FULL_DIGEST_MAX_BYTES = 64 * 2 ** 20
+SAMPLE_BLOCKS = 64
+SAMPLE_BYTES = 64 * 1024
+DIGEST_MODES = ("full", "sampled")
+
+
+def sample_offsets(size: int) -> list[int]:
+    """Offsets of the blocks a sampled digest reads: SAMPLE_BLOCKS evenly spaced, the first at 0 and
+    the last ending at the end of the file (every block of a file too small to sample)."""
+    if size <= SAMPLE_BLOCKS * SAMPLE_BYTES:
+        return list(range(0, size, SAMPLE_BYTES))
+    last = size - SAMPLE_BYTES
+    return sorted({k * last // (SAMPLE_BLOCKS - 1) for k in range(SAMPLE_BLOCKS)})
+
+
+def file_digest(path: Path, mode: str) -> str:
+    """sha256 of the whole file (`full`), or of its size and its sampled blocks (`sampled`)."""
+    with open(path, "rb") as f:
+        if mode == "full":
+            return hashlib.file_digest(f, "sha256").hexdigest()
+        if mode != "sampled":
+            raise ValueError(f"unknown digest mode {mode!r}; expected one of {DIGEST_MODES}")
+        size = os.fstat(f.fileno()).st_size
+        h = hashlib.sha256(f"{size}\n".encode())
+        for offset in sample_offsets(size):
+            h.update(os.pread(f.fileno(), SAMPLE_BYTES, offset))
+        return h.hexdigest()
+
+
+def store_files(directory: Path) -> list[str]:
+    return sorted(p.name for p in Path(directory).glob("*.npy"))
+
+
+def file_digests(directory: Path, mode: str | None = None) -> tuple[str, dict]:
+    """(digest mode, {file: {"bytes", "sha256"}}) of a partition's .npy files; the mode by their
+    total size unless given."""
+    directory = Path(directory)
+    sizes = {name: (directory / name).stat().st_size for name in store_files(directory)}
+    mode = mode or ("full" if sum(sizes.values()) <= FULL_DIGEST_MAX_BYTES else "sampled")
+    return mode, {name: {"bytes": size, "sha256": file_digest(directory / name, mode)} for name, size in sizes.items()}
+
+
+def verify_files(directory: Path, manifest: dict) -> None:
+    """Raise StoreMismatch naming the first file whose size or digest is not the manifest's. A
+    manifest without digests (written before they were recorded) is not checked."""
+    recorded = manifest.get("file_digests")
+    if not recorded:
+        return
+    directory, mode = Path(directory), manifest.get("digest_mode", "full")
+    fix = f"rerun its embedding job (snakemake --forcerun embed ..., or --forcerun {directory} for this partition)"
+    extra = sorted(set(store_files(directory)) - set(recorded))
+    if extra:
+        raise StoreMismatch(f"{directory / extra[0]}: a file the store was not written with; {fix}")
+    for name, want in sorted(recorded.items()):
+        path = directory / name
+        try:
+            size = path.stat().st_size
+        except OSError:
+            raise StoreMismatch(f"{path}: missing, but the store was written with it; {fix}") from None
+        if size != want["bytes"]:
+            raise StoreMismatch(f"{path}: {size} bytes, the store was written with {want['bytes']}; {fix}")
+        got = file_digest(path, mode)
+        if got != want["sha256"]:
+            raise StoreMismatch(f"{path}: contents changed since the store was written ({mode} sha256 {got[:16]}, "
+                                f"manifest {want['sha256'][:16]}); {fix}")
 
 
 class PartitionWriter:
@@ -168,9 +247,10 @@ class PartitionWriter:
         np.save(self.directory / "keys.npy", sorted_keys)
         if rows is not None:
             np.save(self.directory / "rows.npy", rows)
+        mode, digests = file_digests(self.directory)
         manifest = {**self.manifest, "format": "csr" if self.sparse else "dense", "dtype": str(self.dtype),
                     "dim": int(self.dim or 0), "rows": int(len(sorted_keys)),
-                    "keys_digest": keys_digest(sorted_keys, rows)}
+                    "keys_digest": keys_digest(sorted_keys, rows), "digest_mode": mode, "file_digests": digests}
         (self.directory / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         return manifest
 
@@ -236,6 +316,8 @@ class Partition:
             raise StoreMismatch(f"{directory}: vectors are {dtype}, manifest says {manifest['dtype']}")
         if verify and "keys_digest" in manifest and keys_digest(keys, rows) != manifest["keys_digest"]:
             raise StoreMismatch(f"{directory}: keys.npy/rows.npy are not the ones this store was written with")
+        if verify:  # every file as written: one overwritten in place, same size or not, is refused
+            verify_files(directory, manifest)
         part.release_pages()  # the digest read every key; keep none of them resident
         return part
 

@@ -11,7 +11,12 @@ sum of the minimum (equation 2). Overlaps of the three pairs of distributions, a
 distribution's mean, get bootstrapped 95% intervals by resampling TEXTS with replacement within
 each group (the unit whose sampling varies; pairs are not independent): a replicate weights the
 pair (i, j) by c_i x c_j, the draw counts of its two texts, and recomputes the bandwidth, the
-density (binned, on the same fine grid as CSC's replicates) and the overlap.
+density (binned, on the same fine grid as CSC's replicates) and the overlap. Replicates go in blocks
+(as in CSC and set theory): memory holds one block's pair weights (block x pairs), never B x pairs,
+and no replicate's density outlives its block. The fine grid must cover every replicate's
+bandwidth, so a first pass over the blocks takes each replicate's weighted moments and a second,
+drawing the same numbers again from the same seeded streams, the densities, overlaps and means: the
+results are those of drawing all B at once, bit for bit.
 
 Aggregate: results/tables/domain_shift.csv (overlaps and means with intervals, per dataset and
 model), results/tables/domain_shift_adaptation.csv (base vs PT vs FT vs PT-FT ... side by side: the
@@ -76,15 +81,21 @@ def weighted_moments(values: np.ndarray, w: np.ndarray) -> tuple[float, float, f
     return n, mean, float(np.dot(w, (values - mean) ** 2))
 
 
-def replicate_densities(values: np.ndarray, weights: np.ndarray, grid_step: float) -> list:
-    """Binned KDE of each weighted replicate (None where undefined), on one window covering all."""
-    points = int(round(2.0 / grid_step)) + 1
-    moments = [weighted_moments(values, w) for w in weights]
+def replicate_window(values: np.ndarray, moments: list, grid_step: float) -> tuple:
+    """(bandwidth of each replicate, None where undefined; one fine window covering them all, None
+    when none is defined) from the replicates' weighted moments (n, mean, m2)."""
     bws = [bandwidth(n, m2) if undefined_reason(n, m2, grid_step) is None else None for n, _, m2 in moments]
     defined = [b for b in bws if b]
     if not defined:
+        return bws, None
+    return bws, Window.covering(grid_step, float(values.min()), float(values.max()), min(defined), max(defined))
+
+
+def binned_replicates(values: np.ndarray, weights: np.ndarray, moments: list, bws: list, window, grid_step: float) -> list:
+    """Binned KDE of each weighted replicate on `window` (None where its bandwidth is undefined)."""
+    points = int(round(2.0 / grid_step)) + 1
+    if window is None:
         return [None] * len(weights)
-    window = Window.covering(grid_step, float(values.min()), float(values.max()), min(defined), max(defined))
     j, frac = window.bin(values)
     out = []
     for w, (n, _, _), bw in zip(weights, moments, bws):
@@ -95,6 +106,90 @@ def replicate_densities(values: np.ndarray, weights: np.ndarray, grid_step: floa
                            minlength=window.nodes)
         out.append(normalise(window.density(hist, n, bw, points)))
     return out
+
+
+def replicate_densities(values: np.ndarray, weights: np.ndarray, grid_step: float) -> list:
+    """Binned KDE of each weighted replicate (None where undefined), on one window covering all."""
+    moments = [weighted_moments(values, w) for w in weights]
+    bws, window = replicate_window(values, moments, grid_step)
+    return binned_replicates(values, weights, moments, bws, window, grid_step)
+
+
+# Replicates per block: at most REPLICATE_BLOCK, fewer where a block's pair weights (block x pairs
+# float64) would pass BLOCK_BYTES (64 MiB: 8 replicates of 2,000 x 2,000 `between` pairs).
+REPLICATE_BLOCK = 200
+BLOCK_BYTES = 64 * 2 ** 20
+
+
+def replicate_block(n_pairs: int) -> int:
+    return max(1, min(REPLICATE_BLOCK, BLOCK_BYTES // (8 * max(n_pairs, 1))))
+
+
+def block_sizes(b: int, block: int) -> list[int]:
+    """Replicates per block: `block` each, and never a block of one replicate when B > 1 (a leftover
+    one joins the block before it). Why: numpy lays a block's (replicates x pairs) weights out
+    column-major (`counts[:, i]` indexes the pairs axis), so each replicate's weights are strided,
+    except in a block of one row, where they are contiguous and BLAS's dot takes its vectorised
+    path, which rounds differently. Blocks of two or more keep every dot product of a replicate
+    what it is when all B are drawn as one block."""
+    block = max(block, 2)
+    sizes = [block] * (b // block) + ([b % block] if b % block else [])
+    if len(sizes) > 1 and sizes[-1] == 1:
+        sizes.pop()
+        sizes[-1] += 1
+    return sizes
+
+
+def count_blocks(groups: np.ndarray, b: int, block: int, seed: int, dataset: str, model: str, n_texts: int):
+    """(first replicate, (n, texts) draw counts) per block of the B replicates: each group's texts
+    resampled from its own seeded stream, block after block, so the numbers and their order are
+    those of drawing all B at once (Generator.multinomial draws row after row)."""
+    idx = {g: np.flatnonzero(groups == g) for g in ("specific", "agnostic")}
+    rngs = {g: bootstrap_rng(seed, "domain_shift", dataset, model, g) for g in idx}
+    lo = 0
+    for n in block_sizes(b, block):
+        counts = np.zeros((n, n_texts))
+        for g, i in idx.items():
+            counts[:, i] = resample_counts(rngs[g], n, len(i))
+        yield lo, counts
+        lo += n
+
+
+def bootstrap(sims: dict, groups: np.ndarray, b: int, step: float, seed: int, dataset: str, model: str,
+              block: int | None = None, n_texts: int | None = None) -> tuple[dict, dict]:
+    """({distribution: B replicate means}, {(a, b): B replicate overlaps, NaN where undefined}),
+    texts resampled within their group, a pair weighted by the product of its texts' draw counts.
+    `block`: replicates per block (default: replicate_block of the largest distribution)."""
+    n_texts = len(groups) if n_texts is None else n_texts
+    kept = {}
+    for name in DISTRIBUTIONS:
+        values, i, j = sims[name]
+        ok = np.isfinite(values)
+        kept[name] = (values[ok], i[ok], j[ok])
+    block = block or replicate_block(max(len(v) for v, _, _ in kept.values()))
+    # pass 1: every replicate's moments, for the one window each distribution's replicates share
+    moments = {name: [] for name in DISTRIBUTIONS}
+    for _, counts in count_blocks(groups, b, block, seed, dataset, model, n_texts):
+        for name, (values, i, j) in kept.items():
+            if len(values) >= 2:
+                moments[name] += [weighted_moments(values, w) for w in counts[:, i] * counts[:, j]]
+    windows = {name: replicate_window(kept[name][0], moments[name], step) if moments[name] else ([None] * b, None)
+               for name in DISTRIBUTIONS}
+    # pass 2: the same draws again; a block's densities give its overlaps and are dropped
+    means = {name: np.empty(b) for name in DISTRIBUTIONS}
+    overlaps = {pair: np.full(b, np.nan) for pair in COMPARISONS}
+    for lo, counts in count_blocks(groups, b, block, seed, dataset, model, n_texts):
+        hi, dens = lo + len(counts), {}
+        for name, (values, i, j) in kept.items():
+            weights = counts[:, i] * counts[:, j]
+            bws, window = windows[name]
+            dens[name] = binned_replicates(values, weights, moments[name][lo:hi], bws[lo:hi], window, step) \
+                if len(values) >= 2 else [None] * len(counts)
+            means[name][lo:hi] = [np.dot(w, values) / w.sum() if w.sum() > 0 else np.nan for w in weights]
+        for a, c in COMPARISONS:
+            overlaps[(a, c)][lo:hi] = [overlap(x, y) if x is not None and y is not None else np.nan
+                                       for x, y in zip(dens[a], dens[c])]
+    return means, overlaps
 
 
 def analyse(sims: dict, n_texts: int, groups: np.ndarray, settings: dict, seed: int, dataset: str, model: str) -> tuple:
@@ -121,25 +216,15 @@ def analyse(sims: dict, n_texts: int, groups: np.ndarray, settings: dict, seed: 
                       "bandwidth": bandwidth(n, m2) if not reason else float("nan"), "kde": kde, "note": reason or ""}
     # bootstrap: texts resampled within each group; a pair weighs the product of its texts' counts
     b = settings["bootstrap_b"]
-    counts = np.zeros((b, n_texts))
-    for g in ("specific", "agnostic"):
-        idx = np.flatnonzero(groups == g)
-        counts[:, idx] = resample_counts(bootstrap_rng(seed, "domain_shift", dataset, model, g), b, len(idx))
-    reps, rep_means = {}, {}
+    rep_means, rep_overlaps = bootstrap(sims, groups, b, step, seed, dataset, model, n_texts=n_texts)
     for name in DISTRIBUTIONS:
-        values, i, j = sims[name]
-        ok = np.isfinite(values)
-        weights = counts[:, i[ok]] * counts[:, j[ok]]
-        reps[name] = replicate_densities(values[ok], weights, step) if ok.sum() >= 2 else [None] * b
-        rep_means[name] = np.array([np.dot(w, values[ok]) / w.sum() if w.sum() > 0 else np.nan for w in weights])
         lo, hi, _ = percentile_interval(rep_means[name])
         info[name].update(mean_ci_low=lo, mean_ci_high=hi)
     comparisons = []
     for a, c in COMPARISONS:
         point = overlap(curves[a], curves[c]) if info[a]["kde"] != "undefined" and info[c]["kde"] != "undefined" \
             else float("nan")
-        rep = np.array([overlap(x, y) if x is not None and y is not None else np.nan for x, y in zip(reps[a], reps[c])])
-        lo, hi, valid = percentile_interval(rep)
+        lo, hi, valid = percentile_interval(rep_overlaps[(a, c)])
         gap = info[a]["mean"] - info[c]["mean"]
         glo, ghi, _ = percentile_interval(rep_means[a] - rep_means[c])
         comparisons.append({"a": a, "b": c, "overlap": point, "overlap_ci_low": lo, "overlap_ci_high": hi,

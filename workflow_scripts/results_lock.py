@@ -1,0 +1,104 @@
+"""One run at a time per results folder: `<results>/.lock`, beside Snakemake's own lock.
+
+Snakemake locks its working directory (`.snakemake/locks`), not the folder the outputs go to, so two
+working directories whose configs name the same `results:` would both run and race on the same files.
+A run that executes jobs takes an exclusive `flock` on `<results>/.lock` and holds it, through an
+open file descriptor, for the life of its Snakemake process; a second run finds it taken and stops
+before any job with who holds it (pid, host, start time, written into the file). The lock is the
+kernel's: a process that ends in any way, SIGKILL included, releases it, so no `--unlock` is ever
+needed for it (the file itself stays, with the last holder's details). On NFS, Linux maps flock to
+the server's byte-range locks (NFSv4), so runs on two hosts of a cluster exclude each other too.
+
+Which invocations take it (rules/common.smk): only Snakemake's main process of a run that executes
+jobs, through its `onstart` handler, which Snakemake calls after planning and before the first job
+(a `--touch` run, which writes, takes it too). Snakemake never calls it for a dry run, nor for
+`--lint`, `--report`, `--unlock`, `--list-*`, `--summary` or `--dag` (none of them executes), nor
+when nothing is left to do, nor in the job processes it spawns (`--mode subprocess` or `remote`:
+they run with `--no-hooks`; the handler checks the mode too). Not from the Snakefile's own code:
+Snakemake reads the Snakefile before it knows whether the run is a dry run (`workflow.dryrun` is
+still False then), and `sys.argv` misses profiles, the API and abbreviated flags. A run with
+`--no-hooks` does not lock.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+LOCK_NAME = ".lock"
+# folder (resolved) -> the open descriptor holding its lock: kept for the life of the process
+_HELD: dict[str, int] = {}
+
+
+class ResultsInUse(RuntimeError):
+    """Another process holds the results folder's lock."""
+
+
+def lock_path(results) -> Path:
+    return Path(results) / LOCK_NAME
+
+
+def holder(results) -> dict:
+    """What the lock file says about its (last) holder: pid, host, since; {} if unreadable."""
+    try:
+        return json.loads(lock_path(results).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def in_use_message(results, info: dict) -> str:
+    return (f"results folder `{results}` is in use by another run (pid {info.get('pid', '?')} on host "
+            f"{info.get('host', '?')} since {info.get('since', '?')}); wait for it, or give this study its own "
+            "`results:`")
+
+
+def acquire(results) -> Path:
+    """Take `<results>/.lock` for this process, or raise ResultsInUse naming its holder. Taking it
+    again in the process that holds it is a no-op (the descriptor stays open until the process ends,
+    or `release`)."""
+    folder = Path(results)
+    key = str(folder.resolve())
+    if key in _HELD:
+        return lock_path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path(folder), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        os.close(fd)
+        if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        # the holder writes its details right after taking the lock: give it a moment to finish
+        info = holder(folder)
+        for _ in range(20):
+            if info:
+                break
+            time.sleep(0.05)
+            info = holder(folder)
+        raise ResultsInUse(in_use_message(results, info)) from None
+    info = {"pid": os.getpid(), "host": socket.gethostname(),
+            "since": time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime()), "cwd": os.getcwd()}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+    _HELD[key] = fd
+    return lock_path(folder)
+
+
+def release(results) -> None:
+    """Give the lock back before the process ends (tests; a finished run just exits)."""
+    fd = _HELD.pop(str(Path(results).resolve()), None)
+    if fd is not None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def take_for_run(results, workflow) -> None:
+    """The `onstart` handler's part: take the lock in Snakemake's main process; the job processes
+    (exec mode subprocess or remote) never do, since their main process holds it for them."""
+    if not getattr(workflow, "is_main_process", True):
+        return
+    acquire(results)
