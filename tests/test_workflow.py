@@ -113,7 +113,11 @@ def test_outputs_and_invariants(workspace):
     assert (res / "plots" / "csc" / "mini_en" / "bert.svg").exists()
     lengths = pl.read_csv(res / "tables" / "length_buckets.csv", infer_schema=False)
     assert lengths["tokens"].to_list()[-1] == "sentences" and lengths["mini_en"][-1] == "11"
-    assert (res / "report.md").read_text().startswith("# Concept Separation Curves")
+    report = (res / "report.md").read_text()
+    # the overview first, then a section per probe that ran (from the declarations), then the inputs
+    assert report.startswith("# Overview: every model, every probe")
+    assert report.index("# Concept Separation Curves") < report.index("# Inputs")
+    assert "## csc_table3" in report and "## Input quality" in report
 
 
 def test_every_rule_logged_and_benchmarked(workspace):
