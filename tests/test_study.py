@@ -64,3 +64,22 @@ def test_registry_names_what_is_declared():
     assert "adapt" not in probes.probe_names() and probes.get("adapt").is_stage
     assert set(probes.default_resources()) == {r for p in probes.declarations() for r in p.rules}
     assert list(probes.categories())[0] == "overview" and list(probes.categories())[-2:] == ["inputs", "runtime"]
+
+
+def test_lineage_of_trained_models_matches_the_adapt_stage():
+    """Domain shift reads a trained model's root base and steps from its registered entry (no import
+    of the adapt stage): the same answers as the stage's own recipes on the default config."""
+    from pathlib import Path
+
+    import yaml
+
+    from workflow_scripts.adapt import models as adapt_models
+    config = validate(yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text()))
+    adapt_models.register(config, "res")
+    s = Study(config, "res")
+    recipes = adapt_models.order(config)
+    assert recipes and {m for m in config["models"] if s.trained(m)} == set(recipes)
+    for m in config["models"]:
+        assert s.root_base(m) == adapt_models.root_base(config, m), m
+        assert s.adaptation(m) == adapt_models.adaptation(config, m), m
+    assert {s.adaptation(m) for m in recipes} >= {"PT", "FT", "PT-FT"}

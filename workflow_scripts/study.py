@@ -167,6 +167,28 @@ class Study:
             return f"{self.results}/downloads/models/{model}/{url_filename(spec['url']).removesuffix('.gz')}"
         return spec.get("path")
 
+    # ---- models the workflow trained: their entries carry their lineage ----
+    def lineage(self, model: str) -> tuple[str, list[str]]:
+        """(root base, steps) of a model: a model the workflow trained (the adapt stage registers it
+        with `adapted: {recipe, base, steps}`) back through its chain of bases to the configured model
+        it started from; a configured model is its own root, with no steps."""
+        steps, seen = [], set()
+        while (adapted := self.config["models"].get(model, {}).get("adapted")) and model not in seen:
+            seen.add(model)
+            steps = list(adapted["steps"]) + steps
+            model = adapted["base"]
+        return model, steps
+
+    def root_base(self, model: str) -> str:
+        return self.lineage(model)[0]
+
+    def adaptation(self, model: str) -> str:
+        """How a model was made from its root base: `base`, or its steps, e.g. PT, FT, PT-FT, FT-merge."""
+        return "-".join(s.upper() if s != "merge" else s for s in self.lineage(model)[1]) or "base"
+
+    def trained(self, model: str) -> bool:
+        return bool(self.config["models"][model].get("adapted"))
+
     # ---- devices and what decides a model's vectors ----
     def resolved_device(self, model: str) -> str:
         """The device a model's embedding jobs run on: `auto` becomes cuda when this process, which

@@ -1,20 +1,17 @@
 """Planning of the domain-shift probe: the input functions and params of rules/domain_shift.smk."""
 from __future__ import annotations
 
-from workflow_scripts.adapt import models as adapt_models
 from workflow_scripts.study import DatasetPair, ProbePlan, as_json, cli_options
 
 
 class DomainShiftPlan(ProbePlan):
     def __init__(self, study, probe):
         super().__init__(study, probe)
-        recipes = set(adapt_models.order(self.config)) if self.config.get("adapt") else set()
-        # a plot per (dataset, adapted model) whose root base model scores the dataset too
+        # a plot per (dataset, model the workflow trained) whose root base model scores the dataset too
         self.plot_entries = [
-            {"dataset": p.dataset, "model": p.model, "base": adapt_models.root_base(self.config, p.model),
+            {"dataset": p.dataset, "model": p.model, "base": study.root_base(p.model),
              "png": f"{self.R}/plots/domain_shift/{p.dataset}/{p.model}.png"}
-            for p in self.pairs
-            if p.model in recipes and DatasetPair(p.dataset, adapt_models.root_base(self.config, p.model)) in self.pairs]
+            for p in self.pairs if study.trained(p.model) and DatasetPair(p.dataset, study.root_base(p.model)) in self.pairs]
 
     def source_paths(self, dataset: str) -> dict[str, str]:
         """source label -> the local file or folder it is read from (workflow_scripts/domain_shift/texts.py)."""
@@ -61,14 +58,13 @@ class DomainShiftPlan(ProbePlan):
         return inputs
 
     def aggregate_entries(self, wildcards, input) -> str:
-        return as_json([{"dataset": p.dataset, "model": p.model, "base": adapt_models.root_base(self.config, p.model),
-                         "adaptation": adapt_models.adaptation(self.config, p.model), **self.pair_files(p)}
-                        for p in self.pairs])
+        return as_json([{"dataset": p.dataset, "model": p.model, "base": self.study.root_base(p.model),
+                         "adaptation": self.study.adaptation(p.model), **self.pair_files(p)} for p in self.pairs])
 
     def models(self, wildcards=None) -> str:
         """Every model of the study with its root base and how it was made (the side-by-side table)."""
-        return as_json([{"model": m, "root": adapt_models.root_base(self.config, m),
-                         "adaptation": adapt_models.adaptation(self.config, m)} for m in self.config["models"]])
+        return as_json([{"model": m, "root": self.study.root_base(m), "adaptation": self.study.adaptation(m)}
+                        for m in self.config["models"]])
 
     def plots_param(self, wildcards=None) -> str:
         return as_json(self.plot_entries)
