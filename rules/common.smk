@@ -37,10 +37,9 @@ onstart:
     take_results_lock()
 
 
+# before any probe plans its pairs, a stage adds what it makes (adapt: its recipes become models)
 for _probe in probes.declarations():
-    if (
-        _probe.prepare
-    ):  # before any probe plans its pairs (adapt: the recipes become models)
+    if _probe.prepare:
         _probe.prepare(config, R)
 STUDY = Study(config, R)
 SEED = config["seed"]
@@ -106,10 +105,6 @@ STUDY.nltk_download = bool(NLTK_PLAN["missing"]) or os.path.exists(NLTK_MANIFEST
 
 # ---- the probes' plans: pairs, datasets, input functions (workflow_scripts/<probe>/plan.py) ----
 PLANS = {p.name: p.planner()(STUDY, p) for p in probes.declarations()}
-# the probes some model scores, in report order
-PROBES_RAN = [
-    name for name, plan in PLANS.items() if plan.ran and not plan.probe.is_stage
-]
 REPORT_CATEGORY = probes.categories()  # report(category=...) of every probe's plots
 
 
