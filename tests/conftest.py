@@ -1,3 +1,4 @@
+import logging
 import os
 import sys
 from pathlib import Path
@@ -78,3 +79,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.line(f"SKIPPED {where}: {reason.removeprefix('Skipped: ')}")
     if not under_ci():
         terminalreporter.line("(under CI=true, a test skipped for missing data fails instead)")
+
+
+class Records(logging.Handler):
+    """Collects (level, message) of every record a logger emits."""
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append((record.levelname, record.getMessage()))
+
+
+@pytest.fixture
+def records(log):
+    """The (level, message) pairs the `log` fixture's logger emits during the test."""
+    handler = Records()
+    log.addHandler(handler)
+    yield handler.messages
+    log.removeHandler(handler)

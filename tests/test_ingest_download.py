@@ -3,29 +3,11 @@
 was verified."""
 import gzip
 import hashlib
-import logging
 import random
 
 import pytest
 
 from workflow_scripts.ingest import download
-
-
-class Records(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append((record.levelname, record.getMessage()))
-
-
-@pytest.fixture
-def records(log):
-    handler = Records()
-    log.addHandler(handler)
-    yield handler.messages
-    log.removeHandler(handler)
 
 
 def sha(data: bytes) -> str:

@@ -7,7 +7,6 @@ TMX dropped every later unit under one `xml_error`, an empty or all-bad source g
 CR-only files were one line, and a UTF-8 byte order mark stayed in the first text."""
 import codecs
 import gzip
-import logging
 import re
 import zipfile
 
@@ -29,23 +28,6 @@ def assert_nothing_written(tmp_path, *names):
     for name in names:
         assert not (tmp_path / name).exists()
     assert not list(tmp_path.glob(".tmp-*"))
-
-
-class Records(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append((record.levelname, record.getMessage()))
-
-
-@pytest.fixture
-def records(log):
-    handler = Records()
-    log.addHandler(handler)
-    yield handler.messages
-    log.removeHandler(handler)
 
 
 def csv_rows(n: int, quoted: bool) -> list[str]:

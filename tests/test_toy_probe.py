@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from workflow_runner import planned_jobs, snakemake, write_config
+from workflow_runner import write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
