@@ -83,3 +83,49 @@ def pearson_with_interval(x: np.ndarray, y: np.ndarray, replicates: int, seed: i
     lo, hi, _ = bootstrap_statistic(np.column_stack([x, y]), weighted_r, replicates, seed, *names)
     out["pearson_ci_low"], out["pearson_ci_high"] = lo, hi
     return out
+
+
+# --- Paired resampling across models (issue 26) -------------------------------------------------
+# A replicate must draw the same items for every model, so that model A's and model B's statistics
+# can be subtracted replicate by replicate. The stream is therefore seeded by the config seed, the
+# probe, the dataset and the statistic only -- never by the model -- and the items must be in a
+# model-independent order (sorted by their stable ids) before the counts are applied.
+
+def paired_rng(seed: int, probe: str, dataset: str, statistic: str, *more: object) -> np.random.Generator:
+    """The stream behind one statistic of one dataset of one probe, shared by every model.
+    `more` may name further model-independent parts (a condition, a language, a k); never a model."""
+    return bootstrap_rng(seed, "paired", probe, dataset, statistic, *more)
+
+
+REPLICATE_COLUMNS = ("probe", "dataset", "statistic", "model", "point", "replicate", "value")
+
+
+def replicate_rows(probe: str, dataset: str, statistic: str, model: str, point: float,
+                   values: np.ndarray) -> dict[str, list]:
+    """Column lists of one statistic's bootstrap replicates for one model (replicate = 0..B-1, in
+    the order the paired stream drew them), ready for `write_replicates`. `statistic` names the
+    table row without the model (e.g. "pc_en/negation/overlap"): rows with the same probe, dataset
+    and statistic are paired across models."""
+    values = np.asarray(values, dtype=np.float64)
+    n = len(values)
+    return {"probe": [probe] * n, "dataset": [dataset] * n, "statistic": [statistic] * n,
+            "model": [model] * n, "point": [float(point)] * n, "replicate": list(range(n)),
+            "value": values.tolist()}
+
+
+def write_replicates(path, parts: list[dict[str, list]]) -> None:
+    """Write replicate rows (from `replicate_rows`) to one Parquet file, atomically."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from workflow_scripts.common import atomic_path
+    columns: dict[str, list] = {c: [] for c in REPLICATE_COLUMNS}
+    for part in parts:
+        for c in REPLICATE_COLUMNS:
+            columns[c].extend(part[c])
+    schema = pa.schema([("probe", pa.string()), ("dataset", pa.string()), ("statistic", pa.string()),
+                        ("model", pa.string()), ("point", pa.float64()), ("replicate", pa.int32()),
+                        ("value", pa.float64())])
+    table = pa.table(columns, schema=schema)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
