@@ -301,3 +301,8 @@ class ProbePlan:
     def data_sources(self) -> dict[str, str]:
         """Name -> local file or folder of every input the probe read (provenance: sha256)."""
         return {}
+
+    def replicate_files(self) -> list[str]:
+        """Every replicates file (bootstrap.write_replicates) the probe writes: the paired bootstrap
+        replicates of its statistics per (dataset, model), read by the probe's differences table."""
+        return []
