@@ -77,8 +77,9 @@ rule embed:
         batch_size=lambda wc: config["models"][wc.model].get("batch_size", 32),
         cpu_workers=lambda wc: config["models"][wc.model].get("cpu_workers", 1),
     params:
-        # what decides the vectors, resolved device included: a change reruns the job
-        spec=lambda wc: as_json(STUDY.embed_spec(wc.model)),
+        # what decides the vectors, resolved device, local model digest and the text set's role
+        # (its template or prompt) included: a change reruns the job
+        spec=lambda wc: as_json(STUDY.embed_spec(wc.model, wc.scope)),
         options=embed_options,
         partitions=PARTS,
     shell:

@@ -25,6 +25,7 @@ import numpy as np
 
 from workflow_scripts.common import TORCH_FAMILIES, atomic_path, setup_logging, vector_settings
 from workflow_scripts.encoders import check_device, load_encoder, resolve_device, software_versions, tfidf_transform
+from workflow_scripts.model_settings import role_spec, scope_role
 from workflow_scripts.texts import iter_chunks, unique_rows
 from workflow_scripts.tfidf_fit import fit_tfidf
 from workflow_scripts.vector_store import Partition, PartitionWriter, StoreMismatch, spec_digest
@@ -111,12 +112,15 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
     `batch_size` and `cpu_workers` default to the spec's. The workflow passes them apart from the
     spec, so that changing them reruns nothing where they change vectors by float rounding only
     (fp32); in bf16/fp16 the batch size is part of the spec (common.vector_settings)."""
+    spec = role_spec(spec, scope_role(scope))  # the workflow passes it resolved already (idempotent)
     masks, n_unique = unique_rows(text_files)
     label = f"{model}/{scope}/part-{partition}"
     log.info("%s: %d unique texts from %d file(s)", label, n_unique, len(text_files))
     manifest = {"model": model, "family": spec["family"], "scope": scope, "partition": partition,
                 "partitions": partitions, "name": spec.get("name"), "revision": spec.get("revision"),
-                "spec_digest": spec_digest(spec), "software": software_versions(spec["family"])}
+                "spec_digest": spec_digest(spec), "software": software_versions(spec["family"]),
+                # the local model's files (Study.model_digest) and the role's template or prompt
+                "model_sha256": spec.get("model_sha256"), "text_form": spec.get("text_form")}
     parent = open_reuse(reuse, manifest, partition) if reuse else None
     started = time.perf_counter()
     done = reused = 0

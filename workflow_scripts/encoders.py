@@ -138,21 +138,61 @@ class SentenceTransformerEncoder(TorchEncoder):
             self.model.to(self.dtype)
         self.dim = self.model.get_embedding_dimension()
         self.tokenizer = self.model.tokenizer
+        self.prompt = self._prompt(spec.get("text_form") or {}, source)
+
+    def _prompt(self, form: dict, source: str) -> str | None:
+        """The role's prompt (model_settings.role_spec): one of the model's own by name, or a
+        literal one; the model's pooling leaves prompt tokens out where its config says so."""
+        if "prompt_name" in form:
+            name = form["prompt_name"]
+            if name not in (self.model.prompts or {}):
+                raise ValueError(f"model {source!r}: no prompt named {name!r} (role {form['role']}); the model's "
+                                 f"prompts: {sorted(self.model.prompts or {})}. Use `prompts` for a literal prompt")
+            return self.model.prompts[name]
+        return form.get("prompt")
 
     def token_lengths(self, texts: list[str]) -> np.ndarray:
+        texts = [self.prompt + t for t in texts] if self.prompt else texts
         enc = self.tokenizer(texts, add_special_tokens=True, truncation=True,
                              max_length=self.model.max_seq_length, return_attention_mask=False)
         return np.fromiter(map(len, enc["input_ids"]), dtype=np.int64, count=len(texts))
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
-        features = self._inputs(self.model.preprocess(texts))
+        # as SentenceTransformer.encode(prompt=...) does: the prompt prepended, its length passed on
+        features = self._inputs(self.model.preprocess(texts, prompt=self.prompt) if self.prompt
+                                else self.model.preprocess(texts))
         with self.torch.inference_mode():
             out = self.model(features)["sentence_embedding"]
         return out.float().cpu().numpy()
 
 
+POOLINGS = ("mean", "cls", "last_token", "max")
+
+
+def pool_hidden(torch, hidden, mask, pooling: str):
+    """Sentence vectors from the last hidden states (batch x tokens x dim) under the attention mask
+    (batch x tokens; 1 = a real token). `cls`: the first real token; `last_token`: the last real
+    token (wherever the padding is, left or right); `max`: the elementwise max over real tokens;
+    `mean`: their mean."""
+    if pooling == "mean":
+        m = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)
+    rows = torch.arange(hidden.shape[0], device=hidden.device)
+    if pooling == "cls":
+        return hidden[rows, mask.int().argmax(dim=1)]
+    if pooling == "last_token":
+        last = mask.shape[1] - 1 - mask.int().flip(dims=[1]).argmax(dim=1)
+        return hidden[rows, last]
+    if pooling == "max":
+        return hidden.masked_fill(~mask.bool().unsqueeze(-1), float("-inf")).max(dim=1).values
+    raise ValueError(f"unknown pooling {pooling!r}; expected one of {POOLINGS}")
+
+
 class TransformersEncoder(TorchEncoder):
-    """Plain transformers model; sentence vector = mean of the last hidden states under the mask."""
+    """Plain transformers model; sentence vector = the last hidden states pooled under the mask
+    (`pooling`: mean, the default; cls; last_token, for decoder embedding models; max), then
+    L2-normalised when `normalize` is true. The role's `template` (model_settings.role_spec) is
+    applied to each text before tokenising."""
 
     def __init__(self, spec: dict, device: str):
         super().__init__(spec, device)
@@ -171,19 +211,28 @@ class TransformersEncoder(TorchEncoder):
         self.model.eval()
         self.max_length = spec.get("max_length") or min(getattr(self.tokenizer, "model_max_length", 512), 512)
         self.dim = self.model.config.hidden_size
+        self.pooling = spec.get("pooling", "mean")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"unknown pooling {self.pooling!r}; expected one of {POOLINGS}")
+        self.normalize = bool(spec.get("normalize", False))
+        self.template = (spec.get("text_form") or {}).get("template")
 
     def token_lengths(self, texts: list[str]) -> np.ndarray:
-        enc = self.tokenizer(texts, truncation=True, max_length=self.max_length, return_attention_mask=False)
+        from workflow_scripts.model_settings import apply_template
+        enc = self.tokenizer(apply_template(self.template, texts), truncation=True, max_length=self.max_length,
+                             return_attention_mask=False)
         return np.fromiter(map(len, enc["input_ids"]), dtype=np.int64, count=len(texts))
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
-        enc = self._inputs(self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
-                                          return_tensors="pt"))
+        from workflow_scripts.model_settings import apply_template
+        enc = self._inputs(self.tokenizer(apply_template(self.template, texts), padding=True, truncation=True,
+                                          max_length=self.max_length, return_tensors="pt"))
         with self.torch.inference_mode():
             hidden = self.model(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
-        return pooled.float().cpu().numpy()
+            pooled = pool_hidden(self.torch, hidden, enc["attention_mask"], self.pooling).float()
+            if self.normalize:
+                pooled = self.torch.nn.functional.normalize(pooled, p=2, dim=1)
+        return pooled.cpu().numpy()
 
 
 class FastTextEncoder:

@@ -14,6 +14,7 @@ import shlex
 from collections import namedtuple
 
 from workflow_scripts.common import TORCH_FAMILIES, vector_settings
+from workflow_scripts.model_settings import ModelDigests, local_model_files, role_spec, scope_role
 
 Pair = namedtuple("Pair", "corpus model")
 DatasetPair = namedtuple("DatasetPair", "dataset model")
@@ -48,6 +49,7 @@ class Study:
         self.parts = parts or config["embedding_partitions"]
         self.part_ids = [f"{p:03d}" for p in range(self.parts)]
         self._device: list[str] = []
+        self._model_digests: dict[str, str | None] = {}
         # NLTK data (rules/common.smk plans it before any job): package -> name@digest or
         # "nltk_download", and whether the workflow's download rule fetched some
         self.nltk_fingerprint: dict[str, str] = {}
@@ -209,15 +211,43 @@ class Study:
             self._device.append("cuda" if torch.cuda.is_available() else "cpu")
         return self._device[0]
 
-    def embed_spec(self, model: str) -> dict:
+    def embed_spec(self, model: str, scope: str | None = None) -> dict:
         """What decides a model's vectors: its config entry without the settings that only say how
-        the job runs (common.RUN_SETTINGS), with the resolved device for torch families. As a param,
-        it reruns exactly what changes vectors."""
+        the job runs (common.RUN_SETTINGS), with the resolved device for torch families and, for a
+        local model, `model_sha256` (the digest of its files: a new checkpoint reruns its jobs). As
+        a param, it reruns exactly what changes vectors. With `scope`: as the store of that text set
+        is embedded, i.e. resolved for the set's role (model_settings.role_spec)."""
         spec = vector_settings(self.config["models"][model])
         spec.pop("device", None)
         if spec["family"] in TORCH_FAMILIES:
             spec["device"] = self.resolved_device(model)
-        return spec
+        digest = self.model_digest(model)
+        if digest:
+            spec["model_sha256"] = digest
+        return spec if scope is None else role_spec(spec, self.scope_role(scope))
+
+    @staticmethod
+    def scope_role(scope: str) -> str:
+        """`query` (retrieval questions), `document` (retrieval sets) or `text` (model_settings.scope_role)."""
+        return scope_role(scope)
+
+    @property
+    def digest_cache(self) -> str:
+        return f"{self.results}/.cache/model_digests.json"
+
+    def model_digest(self, model: str) -> str | None:
+        """sha256 of a local model's files (model_settings.local_model_files), None for a hub id, a
+        checked download or a model without files. Computed once per plan; each file's sha256 is
+        cached by path, size and mtime (digest_cache), so an unchanged folder is not read again."""
+        if model not in self._model_digests:
+            files = local_model_files(self.config["models"][model])
+            digest = None
+            if files:
+                digests = ModelDigests(self.digest_cache)
+                digest = digests.digest(files)
+                digests.save()
+            self._model_digests[model] = digest
+        return self._model_digests[model]
 
 
 class ProbePlan:

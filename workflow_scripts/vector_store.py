@@ -446,8 +446,10 @@ class VectorStore:
         return np.clip(cos, -1.0, 1.0)
 
 
-def spec_digest(spec: dict) -> str:
+def spec_digest(spec: dict, role: str = "text") -> str:
     """Digest of the model settings that change vectors (not threads, memory or batch size; not the
-    device either: it is recorded in the manifest, and a change reruns the job through its params)."""
-    relevant = {k: v for k, v in vector_settings(spec).items() if k != "device"}
+    device either: it is recorded in the manifest, and a change reruns the job through its params),
+    as a store of `role` is embedded (its template or prompt: model_settings.role_spec)."""
+    from workflow_scripts.model_settings import role_spec
+    relevant = {k: v for k, v in vector_settings(role_spec(spec, role)).items() if k != "device"}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,158 @@
+"""What decides a model's vectors beyond its config entry: the text role a store is embedded for
+(its template or prompt) and the content of a local model (a digest of its files).
+
+Roles: `query` and `document` (the retrieval probe's questions and the texts searched), `text`
+(every other probe). A model entry may give a text form per role: `templates` (family
+transformers: a format string with `{text}`), `prompt_name` (family sentence_transformers: one of
+the model's own prompts, by name) or `prompts` (sentence_transformers: a literal prefix).
+`role_spec` resolves an entry for one role: the per-role mappings are dropped and the role's form,
+if it has one, becomes `text_form`; a role without one gets the entry unchanged, so a prompt set
+only for `query` changes only the query stores' spec (and so reruns only them). Roles do not fall
+back on each other: a role with no entry embeds the raw text.
+
+Local models: `local_model_files` lists the files that hold a local model (a folder's files, a
+GGUF, .vec or .bin file, precomputed vectors); `ModelDigests` digests them (sha256 over relative
+paths and contents), caching each file's sha256 by path, size and mtime in a JSON file so a large
+folder is read once, not on every plan.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+ROLES = ("query", "document", "text")
+ROLE_KEYS = ("templates", "prompt_name", "prompts")  # per-role mappings in a model entry
+# the resolved form's key for each mapping
+_FORM_KEY = {"templates": "template", "prompt_name": "prompt_name", "prompts": "prompt"}
+# a folder's files that say nothing about its vectors (a model card, git's bookkeeping)
+IGNORED_SUFFIXES = (".md",)
+
+
+def role_spec(spec: dict, role: str = "text") -> dict:
+    """The model entry as it decides the vectors of a store embedded for `role` (idempotent: a
+    resolved entry resolves to itself). A template that is just `{text}` is no template."""
+    if role not in ROLES:
+        raise ValueError(f"unknown text role {role!r}; expected one of {ROLES}")
+    if not any(k in spec for k in ROLE_KEYS):
+        return spec
+    out = {k: v for k, v in spec.items() if k not in ROLE_KEYS}
+    form = {}
+    for key in ROLE_KEYS:
+        value = (spec.get(key) or {}).get(role)
+        if value is None or (key == "templates" and value == "{text}"):
+            continue
+        form[_FORM_KEY[key]] = value
+    if form:
+        out["text_form"] = {"role": role, **form}
+    return out
+
+
+def scope_role(scope: str) -> str:
+    """The text role a store is embedded for: the retrieval probe's question sets
+    (`retrieval.<dataset>.query`) `query`, its sets (the texts searched) `document`, every other
+    text set (corpora, other probes' datasets) `text`."""
+    probe, _, rest = scope.partition(".")
+    if probe == "retrieval" and rest:
+        return "query" if rest.endswith(".query") else "document"
+    return "text"
+
+
+def apply_template(template: str | None, texts: list[str]) -> list[str]:
+    """`template` with `{text}` replaced by each text (str.replace: braces elsewhere stay as written)."""
+    if not template:
+        return texts
+    return [template.replace("{text}", t) for t in texts]
+
+
+# ---- local models: their files and a cached digest of them ------------------------------------
+
+def local_model_files(spec: dict) -> list[Path] | None:
+    """The local files whose content decides a model's vectors, or None for a model that is not
+    local (a hub id, a download checked by its sha256, TF-IDF, hashing) or whose files are not there
+    yet (a model this workflow trains: its folder is a job's output, tracked by Snakemake)."""
+    if spec.get("adapted"):
+        return None
+    family = spec["family"]
+    paths: list[Path] = []
+    if family in ("transformers", "sentence_transformers"):
+        source = spec.get("path") or spec.get("name")
+        if source and Path(source).is_dir():
+            paths.append(Path(source))
+        gguf = spec.get("gguf_file")
+        if gguf and Path(gguf).is_file():
+            paths.append(Path(gguf))
+    elif family in ("fasttext", "word_vectors"):
+        if spec.get("path") and "url" not in spec and Path(spec["path"]).exists():
+            paths.append(Path(spec["path"]))
+    elif family == "precomputed":
+        paths += [Path(spec[k]) for k in ("vectors", "rows") if spec.get(k) and Path(spec[k]).is_file()]
+        paths += [Path(p) for p in spec.get("id_texts") or [] if Path(p).exists()]
+    return paths or None
+
+
+def _files_of(path: Path) -> list[tuple[str, Path]]:
+    """(name, file) of a file, or of every file under a folder (relative names; hidden files and
+    folders, such as .git or .cache, and model cards are left out)."""
+    if path.is_file():
+        return [(path.name, path)]
+    out = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for f in sorted(files):
+            if not f.startswith(".") and not f.endswith(IGNORED_SUFFIXES):
+                p = Path(root) / f
+                out.append((p.relative_to(path).as_posix(), p))
+    return out
+
+
+class ModelDigests:
+    """sha256 digests of local models, each file's sha256 cached by (absolute path, size, mtime):
+    an unchanged file is not read again; a rewritten one (new size or mtime) is."""
+
+    def __init__(self, cache_file: str | None):
+        self.cache_file = cache_file
+        self.cache: dict = {}
+        self.dirty = False
+        self.reads = 0  # files hashed (not taken from the cache): tests read it
+        if cache_file and os.path.exists(cache_file):
+            try:
+                self.cache = json.loads(Path(cache_file).read_text())
+            except (OSError, ValueError):
+                self.cache = {}  # a damaged cache is rebuilt
+
+    def file_sha256(self, path: Path) -> str:
+        st = path.stat()
+        key = str(path.resolve())
+        entry = self.cache.get(key)
+        if entry and entry[0] == st.st_size and entry[1] == st.st_mtime_ns:
+            return entry[2]
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        self.reads += 1
+        self.cache[key] = [st.st_size, st.st_mtime_ns, h.hexdigest()]
+        self.dirty = True
+        return h.hexdigest()
+
+    def digest(self, paths: list[Path]) -> str:
+        """One sha256 over the files' names and sha256s, in order (a single file: its own sha256)."""
+        files = [nf for p in paths for nf in _files_of(p)]
+        if len(paths) == 1 and paths[0].is_file():
+            return self.file_sha256(paths[0])
+        h = hashlib.sha256()
+        for name, f in files:
+            h.update(f"{name}\0{self.file_sha256(f)}\n".encode())
+        return h.hexdigest()
+
+    def save(self) -> None:
+        """Write the cache (atomically: parallel planners may share it; the last one's entries win)."""
+        if not (self.cache_file and self.dirty):
+            return
+        os.makedirs(os.path.dirname(self.cache_file) or ".", exist_ok=True)
+        tmp = f"{self.cache_file}.{os.getpid()}.tmp"
+        Path(tmp).write_text(json.dumps(self.cache, sort_keys=True))
+        os.replace(tmp, self.cache_file)
+        self.dirty = False
