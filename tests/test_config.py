@@ -19,6 +19,8 @@ BITEXT = ("sources", "en_nl_sample")   # format: bitext, no columns
 CSV = ("sources", "skills_nl")         # format: csv, columns {nl: label}
 PC_EN = ("corpora", "pc_en")
 MINILM = ("models", "minilm")
+HF = ("models", "hf")  # a transformers-family model, added by the cases that name it
+HF_MODEL = (HF, {"family": "transformers", "name": "org/encoder"})
 GRAMMATICAL = ("csc", "perturb", "grammatical_negation")
 RESOURCES = ("resources",)
 TRIPLETS = ("triplets",)
@@ -1414,6 +1416,46 @@ SCHEMA_CASES += [
      "config key `models.minilm.gguf_file`: 1 is not of type 'string'; expected string of at least 1 character(s)"),
     ('model_gguf_file_empty', [(MINILM + ('gguf_file',), '')],
      "config key `models.minilm.gguf_file`: '' should be non-empty; expected string of at least 1 character(s)"),
+    # pooling, normalisation and the text forms per role (workflow_scripts/model_settings.py)
+    ('model_pooling_enum', [HF_MODEL, (HF + ('pooling',), 'first')],
+     "config key `models.hf.pooling`: 'first' is not one of ['mean', 'cls', 'last_token', 'max']; expected one of mean"),
+    ('model_normalize_type', [HF_MODEL, (HF + ('normalize',), 'yes')],
+     "config key `models.hf.normalize`: 'yes' is not of type 'boolean'; expected true or false"),
+    ('model_pooling_other_family', [(MINILM + ('pooling',), 'cls')],
+     "config key `models.minilm`: needs no `pooling`, `normalize` or `templates`: they are for family transformers only"),
+    ('model_prompts_other_family', [HF_MODEL, (HF + ('prompt_name',), {'query': 'query'})],
+     "config key `models.hf`: needs no `prompt_name` or `prompts`: they are for family sentence_transformers only"),
+    ('model_templates_type', [HF_MODEL, (HF + ('templates',), 'query: {text}')],
+     "config key `models.hf.templates`: 'query: {text}' is not of type 'object'"),
+    ('model_templates_empty', [HF_MODEL, (HF + ('templates',), {})],
+     "config key `models.hf.templates`: {} should be non-empty; expected at least one role (query, document, text)"),
+    ('model_templates_role', [HF_MODEL, (HF + ('templates',), {'queries': 'q: {text}'})],
+     "config key `models.hf.templates.queries`: 'queries' is not a valid name ('queries' is not one of ['query', "
+     "'document', 'text']); expected a role: query, document or text"),
+    ('model_templates_value_type', [HF_MODEL, (HF + ('templates',), {'query': 1})],
+     "config key `models.hf.templates.query`: 1 is not of type 'string'; expected a template containing `{text}`"),
+    ('model_templates_without_text', [HF_MODEL, (HF + ('templates',), {'query': 'query: '})],
+     "config key `models.hf.templates.query`: 'query: ' does not match"),
+    ('model_prompt_name_type', [(MINILM + ('prompt_name',), 'query')],
+     "config key `models.minilm.prompt_name`: 'query' is not of type 'object'"),
+    ('model_prompt_name_empty', [(MINILM + ('prompt_name',), {})],
+     "config key `models.minilm.prompt_name`: {} should be non-empty; expected at least one role"),
+    ('model_prompt_name_role', [(MINILM + ('prompt_name',), {'passage': 'passage'})],
+     "config key `models.minilm.prompt_name.passage`: 'passage' is not a valid name"),
+    ('model_prompt_name_value_type', [(MINILM + ('prompt_name',), {'query': 1})],
+     "config key `models.minilm.prompt_name.query`: 1 is not of type 'string'; expected the name of one of the model's"),
+    ('model_prompt_name_value_empty', [(MINILM + ('prompt_name',), {'query': ''})],
+     "config key `models.minilm.prompt_name.query`: '' should be non-empty"),
+    ('model_prompts_type', [(MINILM + ('prompts',), 'query: ')],
+     "config key `models.minilm.prompts`: 'query: ' is not of type 'object'"),
+    ('model_prompts_empty', [(MINILM + ('prompts',), {})],
+     "config key `models.minilm.prompts`: {} should be non-empty; expected at least one role"),
+    ('model_prompts_role', [(MINILM + ('prompts',), {'passage': 'passage: '})],
+     "config key `models.minilm.prompts.passage`: 'passage' is not a valid name"),
+    ('model_prompts_value_type', [(MINILM + ('prompts',), {'query': 1})],
+     "config key `models.minilm.prompts.query`: 1 is not of type 'string'; expected the prompt's text"),
+    ('model_prompts_value_empty', [(MINILM + ('prompts',), {'query': ''})],
+     "config key `models.minilm.prompts.query`: '' should be non-empty"),
 ]
 
 
@@ -1648,6 +1690,9 @@ REFERENCE_CASES += [
      "config key `articles.settheory_news.file_type`: only an `hf` collection has a file type"),
     ("gguf_file_other_family", [(MINILM + ("gguf_file",), "m.gguf")],
      "config key `models.minilm.gguf_file`: GGUF files load in family transformers only, not 'sentence_transformers'"),
+    ("prompt_and_prompt_name_for_a_role", [(MINILM + ("prompts",), {"query": "q: "}),
+                                           (MINILM + ("prompt_name",), {"query": "query", "document": "passage"})],
+     "config key `models.minilm.prompts`: role(s) query also have a `prompt_name`; expected one prompt per role"),
     ("st_set_named_samples", [(ST + ("datasets", "samples"), {"file": "s.csv"})],
      "config key `settheory.datasets.samples`: `samples` is reserved"),
     ("st_set_without_source", [(ST_SET, {"generator": "smollm2"})],

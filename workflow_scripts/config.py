@@ -401,6 +401,10 @@ def _shared_problems(config: dict) -> list[str]:
             problems.append(f"config key `articles.{name}.file_type`: only an `hf` collection has a file type "
                             "(a story collection is .story files)")
     for name, m in config["models"].items():
+        both = sorted(set(m.get("prompt_name") or {}) & set(m.get("prompts") or {}))
+        if both:
+            problems.append(f"config key `models.{name}.prompts`: role(s) {', '.join(both)} also have a `prompt_name`; "
+                            "expected one prompt per role (a name of the model's own, or a literal one)")
         if "gguf_file" in m and m["family"] != "transformers":
             problems.append(f"config key `models.{name}.gguf_file`: GGUF files load in family transformers only, "
                             f"not {m['family']!r}")
