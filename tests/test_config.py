@@ -52,7 +52,7 @@ def changed(edits) -> dict:
         if value is DELETE:
             del node[path[-1]]
         else:
-            node[path[-1]] = value
+            node[path[-1]] = copy.deepcopy(value)  # a shared value (HF_MODEL) is never edited in place
     return cfg
 
 
