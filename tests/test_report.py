@@ -97,12 +97,16 @@ def test_provenance_flags_stand_ins_and_hashes_the_data(tmp_path):
     (folder / "a").write_text("a")
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"model": "st", "origin": "package gt-x 0.1 (/p)", "device": "cpu", "revision": None}))
-    models = {"st": {"family": "sentence_transformers", "name": "org/model"}, "h": {"family": "hashing", "dim": 8}}
+    models = {"st": {"family": "sentence_transformers", "name": "org/model"}, "h": {"family": "hashing", "dim": 8},
+              "mine": {"family": "transformers", "path": "models/mine", "pooling": "last_token", "model_sha256": "ab" * 32,
+                       "templates": {"query": "query: {text}"}}}
     out = tmp_path / "p.rst"
     P.provenance([str(manifest)], models, {"d": str(data), "f": str(folder)}, {"seed": 7, "results": "r"}, [], str(out))
     text = out.read_text()
     assert "Stand-in results: h" in text and "h (STAND-IN)" in text
     assert "package gt-x 0.1 (/p); hub id org/model" in text
+    # a local model: its files' digest, pooling and per-role template are listed
+    assert "ab" * 32 in text and "pooling last\\_token" in text and "query: template 'query: {text}'" in text
     assert hashlib.sha256(b"x\n").hexdigest() in text and "tree:" in text and "**Seed** 7" in text
     from docutils.core import publish_parts
     html = publish_parts(text, writer="html", settings_overrides={"halt_level": 2})["body"]

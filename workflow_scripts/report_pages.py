@@ -220,6 +220,25 @@ def model_origin(spec: dict, manifest: dict | None) -> str:
     return "; ".join(p for p in parts if p)
 
 
+def text_forms(spec: dict) -> str:
+    """The template or prompt of each role (query, document, text), as the config gives them."""
+    forms = []
+    for key, label in (("templates", "template"), ("prompt_name", "prompt"), ("prompts", "prompt")):
+        for role, value in (spec.get(key) or {}).items():
+            forms.append(f"{role}: {label} {value!r}" if key != "prompt_name" else f"{role}: the model's prompt {value!r}")
+    return "; ".join(forms) or "the texts as they are"
+
+
+def model_checksum(spec: dict, manifest: dict | None) -> str:
+    """sha256 of a local model's files (Study.model_digest), else how the model is pinned."""
+    digest = spec.get("model_sha256") or (manifest or {}).get("model_sha256")
+    if digest:
+        return digest
+    if spec.get("sha256"):
+        return f"{spec['sha256']} (download)"
+    return ""
+
+
 def rst_table(header: list[str], rows: list[list[str]], widths: str | None = None) -> list[str]:
     def esc(v: str) -> str:
         v = str(v).replace("\n", " ").strip()
@@ -270,10 +289,13 @@ def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, st
     rows = []
     for name, spec in models.items():
         man = by_model.get(name)
-        settings = ", ".join(f"{k} {spec[k]}" for k in ("precision", "preset", "dim", "store_dtype") if k in spec)
+        settings = ", ".join(f"{k} {spec[k]}" for k in ("precision", "preset", "dim", "store_dtype", "pooling",
+                                                        "normalize") if k in spec)
         rows.append([name + (" (STAND-IN)" if spec["family"] == "hashing" else ""), spec["family"],
-                     model_origin(spec, man), settings, (man or {}).get("device", "")])
-    lines += ["**Models**", ""] + rst_table(["model", "family", "origin", "settings", "device"], rows)
+                     model_origin(spec, man), settings, text_forms(spec), model_checksum(spec, man),
+                     (man or {}).get("device", "")])
+    lines += ["**Models** (sha256: of a local model's files; a hub id is named by its revision)", ""] + rst_table(
+        ["model", "family", "origin", "settings", "texts embedded as", "sha256", "device"], rows)
     generators = generators_of(reports)
     if generators:
         rows = [[g["use"], g["name"], g.get("origin") or g.get("hub_id", ""), g.get("prompt", "")] for g in generators]
