@@ -24,6 +24,8 @@ rule retrieval_build:
         log_path("retrieval_build", "{dataset}"),
     benchmark:
         bench_path("retrieval_build", "{dataset}")
+    wildcard_constraints:
+        dataset=RETRIEVAL.dataset_pattern(),  # the sets' names: `<set>.query` is a question set
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
@@ -45,6 +47,29 @@ rule retrieval_build:
         "NLTK_DATA={params.nltk_path:q} python -m workflow_scripts.retrieval.sets --dataset {wildcards.dataset:q}"
         " --spec {params.spec:q} --settings {params.settings:q} --seed {params.seed:q} --out-dir {output.set:q}"
         " --texts {output.texts:q} --report {output.report:q} --cache {params.cache:q} > {log:q} 2>&1"
+
+
+rule retrieval_query_texts:
+    # a model with a query template or prompt embeds the questions as a text set of their own
+    input:
+        set=f"{R}/retrieval/sets/{{dataset}}",
+    output:
+        texts=expand(
+            f"{R}/texts/retrieval.{{{{dataset}}}}.query/part-{{part}}.parquet",
+            part=PART_IDS,
+        ),
+    log:
+        log_path("retrieval_query_texts", "{dataset}"),
+    wildcard_constraints:
+        dataset=RETRIEVAL.dataset_pattern(),
+    conda:
+        "../envs/workflow.yaml"
+    threads: res("retrieval_query_texts", "threads")
+    resources:
+        mem_mb=res("retrieval_query_texts", "mem_mb"),
+        runtime=res("retrieval_query_texts", "runtime"),
+    shell:
+        "python -m workflow_scripts.retrieval.query_texts --set {input.set:q} --texts {output.texts:q} > {log:q} 2>&1"
 
 
 rule retrieval_search:

@@ -211,3 +211,40 @@ def test_a_new_checkpoint_changes_only_that_models_embed_params(bert, tmp_path):
     (tmp_path / "mine" / "model.safetensors").write_bytes(b"a new checkpoint")
     after = params()
     assert {k for k in before if before[k] != after[k]} == {("mine", s) for s in scopes}
+
+
+def test_retrieval_searches_with_query_vectors_from_the_query_store(bert, tmp_path, log):
+    """A query template: the questions are embedded as a text set of their own (role query), the
+    set's texts as documents; the search takes each from its store, and refuses without the first."""
+    import polars as pl
+    from test_retrieval_search_jobs import DOCS, QUERIES, SETTINGS, write_beir
+    from workflow_scripts.retrieval.query_texts import write_query_texts
+    from workflow_scripts.retrieval.search import search_job
+    from workflow_scripts.texts import write_text_partitions
+    set_dir = str(write_beir(tmp_path / "set"))
+    spec = {"family": "transformers", "path": str(bert), "device": "cpu", "pooling": "max", "normalize": True,
+            "templates": {"query": "query: {text}"}}
+    doc_texts, query_texts = [tmp_path / "texts" / "d.parquet"], [tmp_path / "texts" / "q.parquet"]
+    write_text_partitions(DOCS + list(QUERIES.values()), doc_texts)
+    assert write_query_texts(set_dir, [str(query_texts[0])], log)
+    assert pl.read_parquet(query_texts[0])["text"].to_list() == list(QUERIES.values())
+    doc = str(tmp_path / "stores" / "retrieval.t" / "part-000")
+    query = str(tmp_path / "stores" / "retrieval.t.query" / "part-000")
+    embed_partition("b", spec, "retrieval.t", 0, 1, [str(doc_texts[0])], doc, 1, log)
+    embed_partition("b", spec, "retrieval.t.query", 0, 1, [str(query_texts[0])], query, 1, log)
+    out = tmp_path / "out"
+    summary = search_job(set_dir, [doc, query], "b", spec, "t", SETTINGS, 3, "cpu", 1, str(out / "topk.parquet"),
+                         str(out / "sims.parquet"), str(out / "search.json"), log)
+    assert summary["text_forms"] == {"query": {"role": "query", "template": "query: {text}"}, "document": None}
+    plain = TransformersEncoder({**spec, "templates": {}}, "cpu")
+    q = plain.encode_batch(["query: " + t for t in QUERIES.values()]).astype(np.float64)
+    unprompted = plain.encode_batch(list(QUERIES.values())).astype(np.float64)
+    d = plain.encode_batch(DOCS).astype(np.float64)
+    topk = pl.read_parquet(out / "topk.parquet")
+    qi = [list(QUERIES).index(x) for x in topk["query_id"]]
+    ci = [int(x[1:]) for x in topk["corpus_id"]]
+    assert np.allclose(topk["score"].to_numpy(), np.einsum("ij,ij->i", q[qi], d[ci]), atol=1e-5)
+    assert np.abs(topk["score"].to_numpy() - np.einsum("ij,ij->i", unprompted[qi], d[ci])).max() > 1e-4
+    with pytest.raises(StoreMismatch, match="embeds queries apart from documents"):
+        search_job(set_dir, [doc], "b", spec, "t", SETTINGS, 3, "cpu", 1, str(out / "t2.parquet"),
+                   str(out / "s2.parquet"), str(out / "j2.json"), log)

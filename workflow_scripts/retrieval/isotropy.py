@@ -41,7 +41,7 @@ import polars as pl
 
 from workflow_scripts.common import atomic_path, setup_logging
 from workflow_scripts.retrieval.search import (DEFAULT_SEARCH, TOPK_SCHEMA, SearchStats, StoreCorpus, load_eval_set,
-                                               open_store, query_vectors, run_search, search_options, topk_frame)
+                                               open_stores, query_vectors, run_search, search_options, topk_frame)
 
 TRANSFORMS = ("standardise", "whiten", "pca")
 ISOTROPY_SCHEMA = {"transform": pl.String, "vectors": pl.String, "n": pl.Int64, "dim": pl.Int64, "i1": pl.Float64,
@@ -152,7 +152,7 @@ def fit_transform(name: str, m: Moments, settings: dict):
 
 def isotropy_job(set_dir: str, stores: list[str], model: str, spec: dict, dataset: str, settings: dict, device: str,
                  threads: int, isotropy_out: str, topk_out: str, log) -> pl.DataFrame:
-    store = open_store(stores, model, spec)
+    store, query_store = open_stores(stores, model, spec)
     ev = load_eval_set(set_dir, settings["eval_split"], log)
     rows, topk_frames = [], []
     if store.sparse:
@@ -166,7 +166,7 @@ def isotropy_job(set_dir: str, stores: list[str], model: str, spec: dict, datase
         base = Moments(store.dim)
         for shard in corpus.shards():
             base.add(shard.vectors[shard.valid])
-        qvec, qnz = query_vectors(store, ev.query_keys)
+        qvec, qnz = query_vectors(query_store or store, ev.query_keys)
         qbase = Moments(store.dim)
         qbase.add(qvec[qnz])
         for vectors, m in (("corpus", base), ("queries", qbase)):
@@ -184,7 +184,7 @@ def isotropy_job(set_dir: str, stores: list[str], model: str, spec: dict, datase
             found, scores_, tq, tqnz, _ = run_search(store, ev, top_k, settings["search"], device, threads, log,
                                                      transform=transform,
                                                      on_shard=lambda unit, nonzero: moments.add(unit[nonzero]),
-                                                     stats=stats)
+                                                     stats=stats, query_store=query_store)
             tq_m = Moments(tq.shape[1])
             tq_m.add(tq[tqnz])
             for vectors, m in (("corpus", moments), ("queries", tq_m)):

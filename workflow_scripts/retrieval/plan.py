@@ -27,6 +27,30 @@ class RetrievalPlan(ProbePlan):
     def build_settings(self, wildcards) -> str:
         return as_json({"build": self.config["retrieval"]["build"]})
 
+    # ---- a model that embeds questions apart from documents (a query template or prompt) ----
+    def query_scope(self, dataset: str) -> str:
+        """The text set of the set's questions alone (Study.scope_role: role `query`)."""
+        return f"{self.scope(dataset)}.query"
+
+    def queries_apart(self, model: str, dataset: str) -> bool:
+        """Whether the model embeds questions otherwise than documents; else the questions' vectors
+        are in the set's own store, as before."""
+        return (self.study.embed_spec(model, self.query_scope(dataset))
+                != self.study.embed_spec(model, self.scope(dataset)))
+
+    def stores(self, wildcards) -> list[str]:
+        """Input function: the model's stores of the set and, where the model embeds questions apart
+        (Study.scope_role), of its questions; the search tells them apart by their manifests' scope."""
+        stores = super().stores(wildcards)
+        if self.queries_apart(wildcards.model, wildcards.dataset):
+            stores += self.study.stores(wildcards.model, self.query_scope(wildcards.dataset))
+        return stores
+
+    def dataset_pattern(self) -> str:
+        """Wildcard constraint: the configured sets' names only (`d.query` is not a set)."""
+        import re
+        return "|".join(re.escape(d) for d in self.section.get("datasets", {})) or "(?!)"
+
     def build_gpu(self, wildcards) -> int:
         """1 when the set's question generator runs on cuda."""
         spec = self.set_spec(wildcards.dataset)

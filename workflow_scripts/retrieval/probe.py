@@ -89,6 +89,7 @@ PROBE = Probe(
             "with bootstrapped 95% intervals, similarity thresholds, COE/ROE and isotropy.",
     rules={
         "retrieval_build": Resources(threads=1, mem_mb=4000, runtime=60, heavy=True),
+        "retrieval_query_texts": Resources(threads=1, mem_mb=2000, runtime=10),
         "retrieval_search": Resources(threads=2, mem_mb=4000, runtime=120, heavy=True),
         "retrieval_isotropy": Resources(threads=2, mem_mb=4000, runtime=240, heavy=True),
         "retrieval_metrics": Resources(threads=1, mem_mb=2000, runtime=30, heavy=True),

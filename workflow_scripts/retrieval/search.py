@@ -41,6 +41,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
@@ -50,7 +51,8 @@ import scipy.sparse as sp
 from workflow_scripts.bootstrap import bootstrap_rng
 from workflow_scripts.common import atomic_path, setup_logging, write_json
 from workflow_scripts.texts import text_keys
-from workflow_scripts.vector_store import VectorStore, spec_digest
+from workflow_scripts.model_settings import scope_role
+from workflow_scripts.vector_store import StoreMismatch, VectorStore, spec_digest
 
 TOPK_SCHEMA = {"query_id": pl.String, "rank": pl.Int32, "corpus_id": pl.String, "score": pl.Float64}
 SIMILARITY_SCHEMA = {"query_id": pl.String, "corpus_id": pl.String, "kind": pl.String, "similarity": pl.Float64}
@@ -424,15 +426,17 @@ def query_vectors(store: VectorStore, keys: np.ndarray, transform=None):
 
 
 def run_search(store: VectorStore, ev: EvalSet, k: int, settings: dict, device: str = "cpu", threads: int | None = None,
-               log=None, transform=None, on_shard=None, stats: SearchStats | None = None):
+               log=None, transform=None, on_shard=None, stats: SearchStats | None = None,
+               query_store: VectorStore | None = None):
     """(rows, scores, query vectors, query nonzero mask, corpus) of every evaluated query (rows and
-    scores n x k); a query with a zero vector gets no rows."""
+    scores n x k); a query with a zero vector gets no rows. `query_store`: where the queries'
+    vectors are when the model embeds queries apart from documents (a query prompt); else `store`."""
     opts = {**DEFAULT_SEARCH, **settings}
     stats = stats if stats is not None else SearchStats()
     corpus = StoreCorpus(store, ev.corpus_keys, opts["shard_rows"], transform)
     corpus.on_shard = on_shard
     k = min(k, len(ev.corpus_ids))
-    qvec, qnonzero = query_vectors(store, ev.query_keys, transform)
+    qvec, qnonzero = query_vectors(query_store or store, ev.query_keys, transform)
     sel = np.flatnonzero(qnonzero)
     rows = np.full((len(ev.query_ids), k), -1, np.int64)
     scores = np.full((len(ev.query_ids), k), -np.inf, np.float64)
@@ -516,20 +520,39 @@ def pair_similarities(store: VectorStore, ev: EvalSet, qvec, qnonzero, corpus: S
                          "similarity": pl.Series(sims, dtype=pl.Float64)}, schema=SIMILARITY_SCHEMA)
 
 
-def open_store(stores: list[str], model: str, spec: dict) -> VectorStore:
-    return VectorStore(stores, model=model, spec_digest=spec_digest(spec))
+def open_store(stores: list[str], model: str, spec: dict, role: str = "document") -> VectorStore:
+    """The model's store of the set's texts (role document) or of its questions (role query): it
+    must have been embedded with the spec's settings for that role (its template or prompt)."""
+    return VectorStore(stores, model=model, spec_digest=spec_digest(spec, role))
+
+
+def open_stores(stores: list[str], model: str, spec: dict) -> tuple[VectorStore, VectorStore | None]:
+    """(the set's store, the questions' own store or None). The partitions given are told apart by
+    their manifests' scope: `retrieval.<set>.query` holds the questions of a model that embeds them
+    apart from documents (a query template or prompt); without one, the questions' vectors are in
+    the set's store, which must then have been embedded as they would be."""
+    query = [d for d in stores if scope_role(read_manifest(d)["scope"]) == "query"]
+    documents = [d for d in stores if d not in query]
+    if not query and spec_digest(spec, "query") != spec_digest(spec, "document"):
+        raise StoreMismatch(f"model {model!r} embeds queries apart from documents (a query template or prompt), "
+                            "but no store of its queries (scope retrieval.<set>.query) was given")
+    return open_store(documents, model, spec), (open_store(query, model, spec, "query") if query else None)
+
+
+def read_manifest(directory: str) -> dict:
+    return json.loads((Path(directory) / "manifest.json").read_text())
 
 
 def search_job(set_dir: str, stores: list[str], model: str, spec: dict, dataset: str, settings: dict, seed: int,
                device: str, threads: int, topk_out: str, sims_out: str, summary_out: str, log) -> dict:
-    store = open_store(stores, model, spec)
+    store, query_store = open_stores(stores, model, spec)
     ev = load_eval_set(set_dir, settings["eval_split"], log)
     if not ev.query_ids:
         raise ValueError(f"{set_dir}: no query of split {settings['eval_split']!r} has a relevant document in the corpus")
     stats = SearchStats()
     started = time.perf_counter()
     rows, scores, qvec, qnonzero, corpus = run_search(store, ev, settings["top_k"], settings.get("search", {}),
-                                                      device, threads, log, stats=stats)
+                                                      device, threads, log, stats=stats, query_store=query_store)
     elapsed = time.perf_counter() - started
     topk = topk_frame(ev, rows, scores)
     random_rows = random_documents(ev, settings["random_per_query"], seed, dataset)
@@ -542,6 +565,8 @@ def search_job(set_dir: str, stores: list[str], model: str, spec: dict, dataset:
     summary = {"dataset": dataset, "model": model, "split": settings["eval_split"], "top_k": int(rows.shape[1]),
                **ev.counts, "zero_vector_queries": int((~qnonzero).sum()), "zero_vector_documents": zero_docs,
                "store": {k: store.manifest.get(k) for k in ("family", "origin", "dim", "format", "device", "precision")},
+               **({"text_forms": {"query": query_store.manifest.get("text_form"),
+                                  "document": store.manifest.get("text_form")}} if query_store else {}),
                "search": {"engine": "scipy sparse product (float64)" if store.sparse else "faiss IndexFlatIP + float64 rescoring",
                           "device": stats.device, "tolerance": stats.tolerance, "shards": stats.shards,
                           "exhaustive_queries": stats.exhaustive,
