@@ -549,8 +549,10 @@ def test_planned_embed_jobs_get_the_resolved_device_and_run_settings_apart(tmp_p
     """`device: auto` is resolved when the jobs are planned: the job's spec param (what Snakemake
     compares to decide a rerun) holds cpu or cuda, never auto, and the gpu resource follows it;
     batch size and workers reach the job as resources (not compared), except in bf16."""
+    import hashlib
     import re
     import shlex
+    from pathlib import Path
     import torch
     from workflow_runner import snakemake, write_config
     (tmp_path / "bitext.txt").write_text("the cat sleeps\tde kat slaapt\n")
@@ -561,14 +563,26 @@ def test_planned_embed_jobs_get_the_resolved_device_and_run_settings_apart(tmp_p
               "models": {"auto": {"family": "transformers", "path": "models/x", "batch_size": 4, "cpu_workers": 2},
                          "half": {"family": "transformers", "path": "models/x", "device": "cpu", "precision": "bf16",
                                   "batch_size": 8},
-                         "tfidf": {"family": "tfidf", "device": "auto"}}}
+                         "tfidf": {"family": "tfidf", "device": "auto"},
+                         # a query template: the retrieval set's questions get a store of their own
+                         "e5": {"family": "transformers", "path": "models/x", "device": "cpu", "probes": ["retrieval"],
+                                "templates": {"query": "query: {text}"}}},
+              "retrieval": {"datasets": {"t": {"kind": "beir", "path": str(Path(__file__).resolve().parents[1]
+                                                                           / "resources/retrieval/telecom_qa")}}}}
     out = snakemake(tmp_path, write_config(tmp_path, config), "--dry-run", "--printshellcmds").stdout
-    jobs = {}
+    jobs, scopes = {}, {}
     for block in out.split("rule embed:")[1:]:
         command = shlex.split(re.search(r"^Shell command: (.*)$", block, re.M).group(1))
         model = command[command.index("--model") + 1]
+        scopes[model, command[command.index("--scope") + 1]] = json.loads(command[command.index("--spec") + 1])
         jobs[model] = (json.loads(command[command.index("--spec") + 1]), command,
                        re.search(r"^\s*resources: (.*)$", block, re.M).group(1))
+    # the query template is in the questions' store's spec only; the set's store embeds the texts as they are
+    assert set(scopes) >= {("e5", "retrieval.t"), ("e5", "retrieval.t.query")}
+    assert scopes["e5", "retrieval.t.query"]["text_form"] == {"role": "query", "template": "query: {text}"}
+    assert "text_form" not in scopes["e5", "retrieval.t"] and "templates" not in scopes["e5", "retrieval.t"]
+    assert scopes["e5", "retrieval.t"]["model_sha256"] == hashlib.sha256(b"").hexdigest()  # an empty folder's files
+    assert out.count("rule retrieval_query_texts:") == 1
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     spec, command, resources = jobs["auto"]
     assert spec["device"] == expected and "batch_size" not in spec and "cpu_workers" not in spec
