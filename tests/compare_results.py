@@ -14,7 +14,9 @@ import re
 import sys
 from pathlib import Path
 
-SKIPPED = {"logs", "benchmarks", ".lock"}  # .lock: the last run's pid, host and start (workflow_scripts/results_lock.py)
+# .lock: the last run's pid, host and start (workflow_scripts/results_lock.py); .cache: the local models'
+# file digests by path, size and mtime (Study.model_digest), which differ by where and when files were made
+SKIPPED = {"logs", "benchmarks", ".lock", ".cache"}
 TIMING_KEY = re.compile(r"seconds|peak_rss|per_second|elapsed", re.I)
 
 
