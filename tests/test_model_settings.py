@@ -248,3 +248,37 @@ def test_retrieval_searches_with_query_vectors_from_the_query_store(bert, tmp_pa
     with pytest.raises(StoreMismatch, match="embeds queries apart from documents"):
         search_job(set_dir, [doc], "b", spec, "t", SETTINGS, 3, "cpu", 1, str(out / "t2.parquet"),
                    str(out / "s2.parquet"), str(out / "j2.json"), log)
+
+
+@pytest.fixture(scope="module")
+def tiny_decoder(bert, tmp_path_factory):
+    """A 2-layer random GPT-2 (causal attention) with the tiny BERT's word-level tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2Model
+    path = tmp_path_factory.mktemp("models") / "gpt2"
+    tokenizer = AutoTokenizer.from_pretrained(bert)
+    torch.manual_seed(0)
+    GPT2Model(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=64)).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_last_token_of_a_decoder_is_its_last_real_tokens_state(tiny_decoder):
+    """Causal attention: with padding after the text, the last real token's state is the one the
+    text alone gives; with padding before it, the last position (a hand computation on the batch)."""
+    import torch
+    enc = TransformersEncoder({"family": "transformers", "path": str(tiny_decoder), "pooling": "last_token"}, "cpu")
+    right = enc.encode_batch(TEXTS)
+    for text, vec in zip(TEXTS, right):
+        one = enc.tokenizer(text, return_tensors="pt")
+        with torch.inference_mode():
+            alone = enc.model(**one).last_hidden_state[0, -1].numpy()
+        assert np.allclose(vec, alone, atol=1e-5)
+    enc.tokenizer.padding_side = "left"
+    batch = enc.tokenizer(TEXTS, padding=True, return_tensors="pt")
+    assert (batch["attention_mask"][:, 0] == 0).any()
+    with torch.inference_mode():
+        hidden = enc.model(**batch).last_hidden_state.numpy()
+    assert np.allclose(enc.encode_batch(TEXTS), hidden[:, -1], atol=1e-5)
+    # the mean would be another vector: the test tells poolings apart
+    assert not np.allclose(right, hand_pool(hidden, batch["attention_mask"].numpy(), "mean"), atol=1e-3)
