@@ -1,8 +1,9 @@
 """The encoder families of the embedding stage (embed.py), each turning texts into vectors.
 
-Families (per model in config): `sentence_transformers` (Hugging Face id or local path),
-`transformers` (AutoModel + mean pooling under the attention mask: BERTje/RobBERT-style encoders
-and decoder LLMs), `fasttext` (`.bin` model), `word_vectors` (mean of raw word2vec/GloVe vectors,
+Families (per model in config): `sentence_transformers` (Hugging Face id or local path; the
+role's prompt by name or literal), `transformers` (AutoModel + `pooling` under the attention mask:
+mean, cls, last_token or max, optionally `normalize`d; the role's `template`: BERTje/RobBERT-style
+encoders, E5/BGE-style encoders and decoder LLMs), `fasttext` (`.bin` model), `word_vectors` (mean of raw word2vec/GloVe vectors,
 unknown words zero), `hashing` (a declared stand-in for scale runs, not a language model) and
 `precomputed` (vectors made outside the workflow), all behind `load_encoder`; and the `tfidf`
 vectorizer (scikit-learn, no stop-word removal), which transforms texts with the vocabulary and

@@ -7,7 +7,9 @@ Layout of a partition directory:
   keys.npy      uint64 text keys, sorted ascending (lookup is a binary search)
   rows.npy      row of each sorted key (absent when the rows are already in key order)
   manifest.json model, scope, partition, partitions, family, origin, spec digest, dim, dtype, rows,
-                format, a digest of keys and rows, and a digest of every stored file
+                format, a digest of keys and rows, and a digest of every stored file; the text
+                role's template or prompt (`text_form`) and a local model's files' sha256
+                (`model_sha256`) where there are
 Rows are written in the order they are embedded, chunk by chunk, so a writer holds one chunk at a
 time whatever the partition's size; `rows.npy` maps the sorted keys to them. Every file is opened
 with memory mapping: a lookup reads only the rows it needs, and `release_pages` hands the mapped
