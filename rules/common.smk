@@ -168,6 +168,8 @@ def embed_inputs(wildcards):
     inputs = {"texts": f"{R}/texts/{wildcards.scope}/part-{wildcards.part}.parquet"}
     if spec["family"] == "tfidf":
         inputs["fitted"] = f"{R}/models/{wildcards.model}/tfidf-{wildcards.scope}.json"
+    if spec["family"] == "surface_form":  # its features number the columns of every partition
+        inputs["vocabulary_texts"] = STUDY.texts(wildcards.scope)
     if spec["family"] in ("fasttext", "word_vectors"):
         inputs["model_file"] = STUDY.model_file(wildcards.model)
     if spec.get(
@@ -186,7 +188,7 @@ def embed_options(wildcards, input):
     return cli_options(
         *(
             (f"--{key.replace('_', '-')}", input[key])
-            for key in ("fitted", "model_file", "reuse")
+            for key in ("fitted", "model_file", "reuse", "vocabulary_texts")
             if key in input.keys()
         )
     )

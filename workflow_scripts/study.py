@@ -13,7 +13,7 @@ import os
 import shlex
 from collections import namedtuple
 
-from workflow_scripts.common import TORCH_FAMILIES, vector_settings
+from workflow_scripts.common import SPARSE_FAMILIES, TORCH_FAMILIES, vector_settings
 
 Pair = namedtuple("Pair", "corpus model")
 DatasetPair = namedtuple("DatasetPair", "dataset model")
@@ -128,10 +128,10 @@ class Study:
 
     def reuse_scope(self, model: str, scope: str) -> str | None:
         """The store this model's store of `scope` copies vectors from, or None. TF-IDF is fitted per
-        text set, so its vectors are never shared."""
+        text set, and surface-form columns are numbered per text set, so their vectors are never shared."""
         corpus = self.scope_corpus(scope)
         parent = self.parent_corpus(corpus) if corpus else None
-        if (parent is None or self.config["models"][model]["family"] == "tfidf"
+        if (parent is None or self.config["models"][model]["family"] in SPARSE_FAMILIES
                 or parent not in self.model_corpora(model)):
             return None
         return parent
