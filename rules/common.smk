@@ -168,7 +168,8 @@ def embed_inputs(wildcards):
     inputs = {"texts": f"{R}/texts/{wildcards.scope}/part-{wildcards.part}.parquet"}
     if spec["family"] == "tfidf":
         inputs["fitted"] = f"{R}/models/{wildcards.model}/tfidf-{wildcards.scope}.json"
-    if spec["family"] == "surface_form":  # its features number the columns of every partition
+    # surface_form: the features of every partition number the columns of each
+    if spec["family"] == "surface_form":
         inputs["vocabulary_texts"] = STUDY.texts(wildcards.scope)
     if spec["family"] in ("fasttext", "word_vectors"):
         inputs["model_file"] = STUDY.model_file(wildcards.model)
