@@ -123,6 +123,7 @@ DEFAULT_RESOURCES = {
     # one-thread jobs encode more than one two-thread job (../shared/notes/performance.md)
     "embed": dict(threads=1, mem_mb=6000, runtime=720),
     "report": dict(threads=1, mem_mb=1000, runtime=10),
+    "disagreements": dict(threads=1, mem_mb=2000, runtime=10),
     "articles": dict(threads=1, mem_mb=3000, runtime=120),
     **probes.default_resources(),
 }
