@@ -32,9 +32,9 @@ rule disagreements:
         mem_mb=res("disagreements", "mem_mb"),
         runtime=res("disagreements", "runtime"),
     params:
-        items=DISAGREE.items_param,
+        item_files=DISAGREE.items_param,
         pairs=DISAGREE.pairs_param,
     shell:
         "python -m workflow_scripts.disagreements --probe {wildcards.probe:q} --dataset {wildcards.dataset:q}"
-        " --items {params.items:q} --pairs {params.pairs:q} --out {output.table:q} --page {output.page:q}"
+        " --items {params.item_files:q} --pairs {params.pairs:q} --out {output.table:q} --page {output.page:q}"
         " > {log:q} 2>&1"

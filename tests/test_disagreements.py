@@ -53,11 +53,14 @@ def test_the_twenty_largest_differences_with_their_texts(tmp_path):
 
 
 def test_ties_break_by_item_id_and_only_shared_items_count():
-    a = pl.DataFrame({"item_id": ["x", "c", "b", "a"], "text": ["tx", "tc", "tb", "ta"], "score": [0.0, 1.0, 1.0, 1.0]})
-    b = pl.DataFrame({"item_id": ["a", "b", "c", "y"], "score": [0.0, 0.0, 0.0, 5.0]})
+    a = pl.DataFrame({"item_id": ["x", "c", "b", "a", "e"], "text": ["tx", "tc", "tb", "ta", "te"],
+                      "score": [0.0, 1.0, 1.0, 1.0, 0.5]})
+    b = pl.DataFrame({"item_id": ["a", "b", "c", "y", "e"], "score": [0.0, 0.0, 0.0, 5.0, 0.5]})
     top = top_disagreements(a, b, top=2)
     assert top["item_id"].to_list() == ["a", "b"]
     assert top["text"].to_list() == ["ta", "tb"]
+    # equal scores are no disagreement: fewer rows than asked for rather than filler
+    assert top_disagreements(a, b, top=10)["item_id"].to_list() == ["a", "b", "c"]
 
 
 def test_every_probe_with_stored_items_has_an_items_module():

@@ -10,8 +10,8 @@ not kept) has no disagreement page.
 
 Per dataset, for each compared pair (A, B) (differences.compared_pairs, from the `compare:` config,
 default: every model against the surface-form baseline and against the first model), the N items
-(default 20) with the largest |score_A - score_B|, ties broken by item id; items where either
-score is undefined (NaN or null) are left out. Written: a CSV (one row per pair and item) and an
+(default 20) with the largest |score_A - score_B|, ties broken by item id (as text); items where
+either score is undefined (NaN or null), or the two scores are equal, are left out (fewer rows then). Written: a CSV (one row per pair and item) and an
 HTML page for Snakemake's report.
 
 CLI (rules/disagreements.smk):
@@ -59,6 +59,7 @@ def top_disagreements(a: pl.DataFrame, b: pl.DataFrame, top: int = TOP) -> pl.Da
         & pl.col("score_a").is_not_nan() & pl.col("score_b").is_not_nan()
     both = both.filter(defined).with_columns((pl.col("score_a") - pl.col("score_b")).alias("difference"))
     return (both.with_columns(pl.col("difference").abs().alias("abs_difference"))
+            .filter(pl.col("abs_difference") > 0)  # equal scores: no disagreement to show
             .sort(["abs_difference", "item_id"], descending=[True, False]).head(top).drop("abs_difference"))
 
 
@@ -78,7 +79,8 @@ def page(table: pl.DataFrame, probe: str, dataset: str, score: str, top: int) ->
     """An HTML page: per pair, its items as a table (texts escaped)."""
     parts = [f"<h1>Where models disagree: {html.escape(probe)} / {html.escape(dataset)}</h1>",
              f"<p>Per compared pair (A, B), the {top} items with the largest |score A &minus; score B| "
-             f"(ties: item id); score = {html.escape(score)}. Items where either score is undefined are left out.</p>"]
+             f"(ties: item id); score = {html.escape(score)}. Items where either score is undefined, or both are equal, "
+             "are left out.</p>"]
     if table.is_empty():
         parts.append("<p>No compared pairs (fewer than two models ran this dataset).</p>")
     for (a, b), group in table.group_by(["model_a", "model_b"], maintain_order=True):
@@ -112,7 +114,8 @@ class DisagreementPlan:
                 continue
             self.modules[plan.name] = module
             for dataset in plan.datasets:
-                models = list(dict.fromkeys(p.model for p in plan.pairs if p.dataset == dataset))
+                # a pair's first field is its dataset (csc: its corpus)
+                models = list(dict.fromkeys(p.model for p in plan.pairs if p[0] == dataset))
                 if self.pairs(plan.name, dataset, models):
                     self.pages[(plan.name, dataset)] = models
 
