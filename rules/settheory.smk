@@ -104,6 +104,8 @@ rule settheory_aggregate:
         shares=f"{R}/tables/settheory_shares.csv",
         tables=[f"{R}/tables/settheory_c{i}.csv" for i in range(1, 7)],
         histograms=f"{R}/tables/settheory_histograms.csv",
+        # every share's paired bootstrap replicates, per sample set (differences tables)
+        replicates=SETTHEORY.replicate_files(),
         plots=[
             report(
                 f"{R}/plots/settheory/{p.dataset}/{p.model}.png",
@@ -136,4 +138,4 @@ rule settheory_aggregate:
     shell:
         "MPLBACKEND=Agg python -m workflow_scripts.settheory.tables --entries {params.entries:q}"
         " --settings {params.settings:q} --seed {params.seed:q} --tables-dir {params.tables_dir:q}"
-        " --plots-dir {params.plots_dir:q} > {log:q} 2>&1"
+        " --plots-dir {params.plots_dir:q} --replicates {output.replicates:q} > {log:q} 2>&1"
