@@ -127,6 +127,8 @@ rule retrieval_metrics:
         metrics=f"{R}/retrieval/{{dataset}}/{{model}}/metrics.parquet",
         thresholds=f"{R}/retrieval/{{dataset}}/{{model}}/thresholds.parquet",
         summary=f"{R}/retrieval/{{dataset}}/{{model}}/summary.parquet",
+        # the paired bootstrap replicates of the full-data accuracy and NDCG (differences tables)
+        replicates=f"{R}/retrieval/{{dataset}}/{{model}}/replicates.parquet",
     log:
         log_path("retrieval_metrics", "{dataset}", "{model}"),
     benchmark:
@@ -144,7 +146,8 @@ rule retrieval_metrics:
         "python -m workflow_scripts.retrieval.metrics metrics --topk {input.topk:q} --similarities {input.similarities:q}"
         " --search-summary {input.search:q} --transform-topk {input.transform_topk:q} --dataset {wildcards.dataset:q}"
         " --model {wildcards.model:q} --settings {params.settings:q} --seed {params.seed:q} --metrics {output.metrics:q}"
-        " --thresholds {output.thresholds:q} --summary {output.summary:q} > {log:q} 2>&1"
+        " --thresholds {output.thresholds:q} --summary {output.summary:q} --replicates {output.replicates:q}"
+        " > {log:q} 2>&1"
 
 
 rule retrieval_aggregate:
