@@ -127,7 +127,9 @@ def settheory_frame(seed=0, holes=()) -> pl.DataFrame:
         data[c] = rng.random(n).tolist()
     data["angle_ab"] = (60 + 30 * rng.random(n)).tolist()
     data["angle_pa"] = (60 * rng.random(n)).tolist()
-    data["angle_pb"] = (60 * rng.random(n)).tolist()
+    middle = rng.random(n) < 0.5  # p between A and B for about half the samples (C2 met)
+    data["angle_pb"] = np.where(middle, np.array(data["angle_ab"]) - np.array(data["angle_pa"]),
+                                60 * rng.random(n)).tolist()
     data["norm_ratio"] = (0.5 + 1.5 * rng.random(n)).tolist()
     frame = pl.DataFrame(data, schema_overrides={"sample_id": pl.UInt64, "op_id": pl.UInt64})
     hole_ids = [100 + 10 * w for w in holes]
@@ -184,6 +186,7 @@ def test_settheory_resamples_every_sample_id_for_every_model(tmp_path):
         rows = f.filter(pl.col("operator") == "overlap").sort("sample_id")  # one overlap per window
         mid = T.in_middle(rows, SETTHEORY["middle_tolerance"])
         ok = np.isfinite(mid)
+        assert 0 < np.nansum(mid) < ok.sum()  # both outcomes: the replicates vary with the counts
         expected = (counts @ np.where(ok, mid, 0.0)) / (counts @ ok.astype(float))
         got = per_model(frame, model).filter(pl.col("statistic") == "c2/projection/middle")["value"].to_numpy()
         np.testing.assert_allclose(got, expected)
