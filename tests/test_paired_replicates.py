@@ -253,3 +253,36 @@ def test_domain_shift_replicates_draw_the_same_texts_for_every_model(tmp_path):
         w = counts[:, i] * counts[:, j]
         got = per_model(frame, model).filter(pl.col("statistic") == "mean/between")["value"].to_numpy()
         np.testing.assert_allclose(got, (w @ values) / w.sum(axis=1))
+
+
+# ---- planning: where the replicates are -------------------------------------------------------------
+
+def planned(probe: str, results: str = "res"):
+    """The probe's plan for resources/configs/study_<probe>.yaml, as rules/common.smk makes it
+    (stages such as adapt add their models first)."""
+    import yaml
+
+    from workflow_scripts import probes
+    from workflow_scripts.config import validate
+    from workflow_scripts.study import Study
+    from workflow_runner import ROOT
+
+    config = validate(yaml.safe_load((ROOT / "resources" / "configs" / f"study_{probe}.yaml").read_text()),
+                      check_paths=False)
+    for declared in probes.declarations():
+        if declared.prepare:
+            declared.prepare(config, results)
+    declaration = {p.name: p for p in probes.declarations()}[probe]
+    return declaration.planner()(Study(config, results), declaration)
+
+
+@pytest.mark.parametrize("probe, expected", [
+    ("retrieval", ["res/retrieval/telecom_qa/tfidf/replicates.parquet"]),  # the metrics job of each (set, model)
+    ("settheory", ["res/settheory/news/replicates.parquet"]),  # the aggregate: one per sample set, all models
+    ("domain_shift", ["res/domain_shift/skills_general/minilm/replicates.parquet",  # the score job of each pair
+                      "res/domain_shift/skills_general/minilm_pt/replicates.parquet"]),
+])
+def test_replicate_files_are_planned_per_job(probe, expected):
+    plan = planned(probe)
+    assert plan.replicate_files() == expected
+    assert len(plan.pairs) == {"retrieval": 1, "settheory": 1, "domain_shift": 2}[probe]
