@@ -3,6 +3,7 @@
 #                           domain_shift.<dataset>)
 #   domain_shift_score      per (dataset, model): cosine similarity distributions within each group
 #                           and between them, CSC densities, overlaps and means with bootstrapped CIs
+#                           and their paired bootstrap replicates
 #   domain_shift_aggregate  results/tables/domain_shift*.csv (with the retrieval probe's measures of
 #                           base vs adapted models side by side, and correlations across models), a
 #                           plot per (dataset, adapted model) against its base

@@ -5,7 +5,8 @@
 #                        GPU when the model's device is cuda, float64 rescoring), C and R similarities
 #   retrieval_isotropy   per (set, model): I1 and IsoScore before and after standardise/whiten/PCA,
 #                        with the search repeated after each transformation
-#   retrieval_metrics    per (set, model): accuracy and NDCG per k and draw, thresholds, COE/ROE
+#   retrieval_metrics    per (set, model): accuracy and NDCG per k and draw, thresholds, COE/ROE, and
+#                        the paired bootstrap replicates of the full-data accuracy and NDCG
 #   retrieval_aggregate  the tables (accuracy, isotropy, correlations, Tables I-III) and plots
 # Code: workflow_scripts/retrieval/ (declaration: probe.py, planning: plan.py); config: the `retrieval` section.
 RETRIEVAL = PLANS["retrieval"]

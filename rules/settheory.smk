@@ -5,7 +5,8 @@
 #   settheory_filter     its operator samples (overlap, union, difference); difference samples kept
 #                        when cos(B, D) < threshold under the filter encoders
 #   settheory_measures   per (sample set, model): cosine, dot, L1, L2, NED and the projections
-#   settheory_aggregate  pooled bounds, C1-C6 shares with bootstrapped CIs, tables, histogram plots
+#   settheory_aggregate  pooled bounds, C1-C6 shares with bootstrapped CIs, tables, histogram plots,
+#                        every share's paired bootstrap replicates per sample set
 # Code: workflow_scripts/settheory/ (declaration: probe.py, planning: plan.py); config: the `settheory` section.
 SETTHEORY = PLANS["settheory"]
 from workflow_scripts.settheory.plan import SET_NAME as SETTHEORY_SET_NAME_PATTERN
