@@ -122,8 +122,10 @@ def make_n(*args: str) -> list[str]:
     if shutil.which("make") is None:
         pytest.skip("no make")
     venv = Path(sys.executable).parent.parent
+    # the Makefile's own defaults, whatever this shell exports
+    env = {k: v for k, v in os.environ.items() if k not in ("CONFIG", "RESULTS", "CORES", "SNAKEMAKE_ARGS", "MAKEFLAGS")}
     proc = subprocess.run(["make", "-n", "-C", str(ROOT), f"VENV={venv}", f"PYTHON={sys.executable}", *args],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     return [line for line in proc.stdout.splitlines() if "snakemake " in line or line.startswith("echo \"Done")]
 
