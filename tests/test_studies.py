@@ -43,6 +43,9 @@ def test_identity_default_folder_and_overlays(tmp_path, monkeypatch):
     # the default config.yaml keeps results/; with no config file at all Snakemake reads config.yaml
     assert studies.default_results(studies.identity({}, ["config.yaml"])) == "results"
     assert studies.identity({}, [])["key"] == "config:config.yaml"
+    # another folder's config.yaml is named by its folder, not taken for the default study
+    pilot = studies.identity({}, ["studies/pilot/config.yaml"])
+    assert (pilot["study"], studies.default_results(pilot)) == ("pilot", "results/pilot")
     # a config file outside the working directory is named by its absolute path
     assert studies.identity({}, ["/abs/a.yaml"])["key"] == "config:/abs/a.yaml"
     # `study:` names it, whatever its file
@@ -65,6 +68,9 @@ def test_results_folder_of_config_files(tmp_path, monkeypatch):
     assert studies.results_folder(["own.yaml", "overlay.yaml"]) == "/data/own"
     assert studies.results_folder(["own.yaml", "moves.yaml"]) == "elsewhere"  # later files win, as in Snakemake
     assert studies.load_configs(["own.yaml", "overlay.yaml"])["models"] == {"extra": {"family": "tfidf"}}
+    # the default study, from the repository root (where make runs)
+    monkeypatch.chdir(ROOT)
+    assert studies.results_folder([]) == studies.results_folder(["config.yaml"]) == "results"
     assert studies.results_folder([str(ROOT / "config.yaml")]) == "results"
 
 

@@ -2,7 +2,8 @@
 marker that says which study a results folder belongs to.
 
 - A study is named by the `study:` config key, else by the stem of its first config file
-  (`--configfile my_study.yaml` -> `my_study`); overlays given after it (`--configfile base.yaml
+  (`--configfile my_study.yaml` -> `my_study`; a `config.yaml` other than the working directory's
+  by its folder: `studies/pilot/config.yaml` -> `pilot`); overlays given after it (`--configfile base.yaml
   overlay.yaml`, `make run CONFIG="base.yaml overlay.yaml"`) keep the base's identity and folder.
 - Its results folder is `results:` when the config sets it (or `--config results=...`), else
   `results/<name>/`; a study named `config` (a workflow's config.yaml, Snakemake's default name,
@@ -54,6 +55,9 @@ def identity(config: dict, configfiles) -> dict:
     files = [_path_text(f) for f in configfiles or ()] or [DEFAULT_CONFIG]
     named = config.get("study")
     name = named if named else Path(files[0]).stem
+    if not named and name == DEFAULT_STUDY and files[0] != DEFAULT_CONFIG:
+        # studies/pilot/config.yaml: the study `pilot`, not the default study's `config`
+        name = Path(files[0]).parent.name or name
     return {"study": name, "key": f"study:{name}" if named else f"config:{files[0]}", "configfiles": files}
 
 
