@@ -14,7 +14,9 @@ import re
 import sys
 from pathlib import Path
 
-SKIPPED = {"logs", "benchmarks", ".lock"}  # .lock: the last run's pid, host and start (workflow_scripts/results_lock.py)
+# .lock: the last run's pid, host and start (workflow_scripts/results_lock.py); .study.json: the study
+# that made the folder, when and from where (workflow_scripts/studies.py)
+SKIPPED = {"logs", "benchmarks", ".lock", ".study.json"}
 TIMING_KEY = re.compile(r"seconds|peak_rss|per_second|elapsed", re.I)
 
 

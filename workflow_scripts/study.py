@@ -251,6 +251,12 @@ class ProbePlan:
     def ran(self) -> bool:
         return bool(self.pairs)
 
+    def nltk_method_applies(self) -> bool:
+        """Whether the method its optional NLTK packages choose (`NltkNeeds.optional`) is part of
+        what this study runs (nltk_data.method_choices); a probe whose method applies to only some
+        datasets narrows it."""
+        return self.ran
+
     def scope(self, dataset: str) -> str:
         return self.study.dataset_scope(self.name, dataset)
 
