@@ -1,4 +1,4 @@
-# The domain-shift probe (seed 003; methods.md §4), on the probe contract (README, "Probes"):
+# The domain-shift probe (seed 003; methods.md §4), on the probe contract (docs/adding-a-probe.md):
 #   domain_shift_build      a dataset's domain-specific and domain-agnostic texts (text set
 #                           domain_shift.<dataset>)
 #   domain_shift_score      per (dataset, model): cosine similarity distributions within each group

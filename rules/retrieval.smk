@@ -1,4 +1,4 @@
-# The retrieval probe (seed 003; methods.md §4), on the probe contract (README, "Probes"):
+# The retrieval probe (seed 003; methods.md §4), on the probe contract (docs/adding-a-probe.md):
 #   retrieval_build      a set in BEIR's layout (your folder or archive, 3GPP specifications with
 #                        questions, MSRP, Tatoeba) and its texts to embed (documents' `text`, queries)
 #   retrieval_search     per (set, model): exact top-K of every evaluated question (FAISS IndexFlatIP,

@@ -1,4 +1,4 @@
-# Set-theoretic compositionality (seed 001; methods.md §2), on the probe contract (README, "Probes"):
+# Set-theoretic compositionality (seed 001; methods.md §2), on the probe contract (docs/adding-a-probe.md):
 #   settheory_samples    a sample set: windows (previous, S0, next) of its articles (rules/articles.smk)
 #                        and their fusions S1, S2 by a generator (cached), or an imported table; and
 #                        its texts to embed (text set settheory.<set>)

@@ -93,7 +93,7 @@ class Study:
         return [DatasetPair(d, m) for m in self.config["models"] if self.runs_probe(m, probe)
                 for d in self.model_datasets(m, probe)]
 
-    # ---- text sets and stores (README, "Probes") ----
+    # ---- text sets and stores (docs/adding-a-probe.md) ----
     # A text set is a corpus (its originals and variants) or a probe's dataset (scope
     # `<probe>.<dataset>`). Each has its own texts/<scope>/ files and, per model, its own store
     # embeddings/<model>/<scope>/, so adding a corpus, a dataset or a probe adds jobs and never
