@@ -1,9 +1,19 @@
 # `make run`: set up .venv (pinned, CPU torch) and run the default workflow offline.
 # `make test`: set up .venv and run the test suite.
-# `make report`: after a finished run, Snakemake's self-contained HTML report, results/report.html.
+# `make report`: after a finished run, Snakemake's self-contained HTML report, <results>/report.html.
+# CONFIG=FILE (or CONFIG="base.yaml overlay.yaml"): run, report or dry-run that study instead of the
+# default one (config.yaml); its results go to its own folder (workflow_scripts/studies.py).
 PYTHON ?= python3
 VENV ?= .venv
 CORES ?= all
+CONFIG ?=
+CONFIG_ARGS = $(if $(strip $(CONFIG)),--configfile $(CONFIG))
+# the study's results folder: `results:` of its config, else results/<config name>/ (config.yaml:
+# results/); or the folder SNAKEMAKE_ARGS gives (`--config results=DIR`); or RESULTS=DIR
+STUDY_PYTHON = $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
+RESULTS ?= $(or $(patsubst results=%,%,$(lastword $(filter results=%,$(SNAKEMAKE_ARGS)))),$(shell \
+	$(STUDY_PYTHON) -m workflow_scripts.studies results-folder $(CONFIG)))
+STUDY_RESULTS = $(or $(RESULTS),$(error cannot tell the results folder of the study CONFIG="$(CONFIG)": see the error above))
 SHARED_NLTK := $(abspath ../shared/data/nltk_data)
 
 # jobs call `python -m workflow_scripts...`: the venv's python must come first on PATH
@@ -46,16 +56,17 @@ setup-gpu:
 	touch $(VENV)/.installed
 
 run: setup
-	$(VENV)/bin/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
-	@echo "Done. Results are in the config's results folder (results/ by default): report.md, tables/, plots/."
-	@echo "'make report' builds the HTML report of everything, results/report.html."
+	$(VENV)/bin/snakemake --cores $(CORES) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
+	@echo "Done. Results are in $(STUDY_RESULTS)/: report.md, tables/, plots/."
+	@echo "'make report$(if $(strip $(CONFIG)), CONFIG=\"$(strip $(CONFIG))\")' builds the HTML report of everything, $(STUDY_RESULTS)/report.html."
 
 # the HTML report of the finished run (every probe's tables and plots, the overview, provenance)
 report: setup
-	$(VENV)/bin/snakemake --report results/report.html $(SNAKEMAKE_ARGS)
+	$(VENV)/bin/snakemake --report $(STUDY_RESULTS)/report.html $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
+	@echo "Done. The report is $(STUDY_RESULTS)/report.html."
 
 dry-run: setup
-	$(VENV)/bin/snakemake --dry-run --cores $(CORES) $(SNAKEMAKE_ARGS)
+	$(VENV)/bin/snakemake --dry-run --cores $(CORES) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
 test: setup
 	$(VENV)/bin/python -m pytest -q tests $(PYTEST_ARGS)

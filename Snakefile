@@ -3,7 +3,7 @@
 # and nltk_data (NLTK packages a probe needs), articles (news collections). Each probe is a package
 # `workflow_scripts/<probe>/` that declares itself (probe.py: config section, rules and resources,
 # report entries; plan.py: its pairs and input functions) and a rule file included below: adding a
-# probe is its package, its rule file and one `include:` (README, "Probes"). Any subset of probes
+# probe is its package, its rule file and one `include:` (docs/adding-a-probe.md). Any subset of probes
 # is a study; `rule all` asks for what the probes that some model runs make.
 # Run: `make run` (sets up .venv), or `snakemake --cores all` inside the environment.
 
@@ -49,6 +49,7 @@ include: "rules/articles.smk"
 include: "rules/settheory.smk"
 include: "rules/adapt.smk"
 include: "rules/domain_shift.smk"
+include: "rules/disagreements.smk"
 include: "rules/report.smk"
 
 
@@ -62,3 +63,5 @@ rule all:
         # each probe's tables and plots (its plan's targets: a new model's missing plot is what makes
         # Snakemake rerun an aggregate), and the adapted models, even one that no probe scores
         [target for plan in PLANS.values() for target in plan.targets()],
+        # the items where compared models disagree most, per probe dataset (rules/disagreements.smk)
+        DISAGREE.targets(),

@@ -3,8 +3,9 @@
 # stages (ingest, length filter, articles, embed). Each probe's planning lives in its own package
 # (workflow_scripts/<probe>/plan.py), found through its declaration (workflow_scripts/probes.py).
 import os
+import sys
 
-from workflow_scripts import probes
+from workflow_scripts import probes, studies
 from workflow_scripts.config import check_duplicate_keys, validate
 from workflow_scripts.ingest import is_gzip_url
 from workflow_scripts.study import Study, as_json, cli_options
@@ -13,14 +14,27 @@ from workflow_scripts.study import Study, as_json, cli_options
 # naming the key and both lines (the default config.yaml, or every --configfile).
 for _configfile in workflow.configfiles:
     check_duplicate_keys(_configfile)
+# The study (workflow_scripts/studies.py): named by `study:` or its first config file (an overlay
+# after it keeps both); a config without `results:` gets a folder of its own, results/<name>/.
+STUDY_ID = studies.identity(config, workflow.configfiles)
+if not config.get("results"):
+    config["results"] = studies.default_results(STUDY_ID)
 # a bad value stops here with the key and the expected form; the local folders a config names are
 # checked by the main process, not again by each job's re-read of the Snakefile
 config = validate(config, check_paths=workflow.is_main_process)
 R = config["results"]
+# a folder another study made is refused before anything is planned (dry runs and --report too)
+if workflow.is_main_process:
+    try:
+        studies.check(R, STUDY_ID)
+    except studies.StudyConflict as _err:
+        from snakemake.exceptions import WorkflowError
+
+        raise WorkflowError(str(_err)) from None
 
 
 # One run at a time per results folder (workflow_scripts/results_lock.py): taken when the run starts
-# executing jobs, held until Snakemake exits. `onstart` is called by Snakemake's main process only,
+# executing jobs, held until Snakemake exits; then the folder is marked as this study's (.study.json). `onstart` is called by Snakemake's main process only,
 # after planning, and not for dry runs, --lint, --report, --unlock, --summary and the like; the
 # jobs' own Snakemake processes run with --no-hooks.
 def take_results_lock():
@@ -29,7 +43,10 @@ def take_results_lock():
 
     try:
         results_lock.take_for_run(R, workflow)
-    except results_lock.ResultsInUse as err:
+        if workflow.is_main_process:
+            # under the lock: of two studies starting on one folder, the second is refused here
+            studies.claim(R, STUDY_ID)
+    except (results_lock.ResultsInUse, studies.StudyConflict) as err:
         raise WorkflowError(str(err)) from None
 
 
@@ -64,6 +81,9 @@ wildcard_constraints:
 
 
 # ---- NLTK data the probes need, planned before any job ----
+from snakemake.exceptions import WorkflowError
+from workflow_scripts import nltk_data as _nltk_data
+
 NLTK_MANIFEST = STUDY.nltk_manifest
 
 
@@ -93,9 +113,6 @@ def plan_nltk():
 
 NLTK_PLAN = plan_nltk()
 if NLTK_PLAN["missing"]:
-    from snakemake.exceptions import WorkflowError
-    from workflow_scripts import nltk_data as _nltk_data
-
     if config["nltk_download"] != "auto" or not _nltk_data.server_reachable():
         # before any job: a run that would fail half-way in a probe's first job stops here instead
         raise WorkflowError(_nltk_data.offline_message(NLTK_PLAN["missing"]))
@@ -106,6 +123,18 @@ STUDY.nltk_download = bool(NLTK_PLAN["missing"]) or os.path.exists(NLTK_MANIFEST
 # ---- the probes' plans: pairs, datasets, input functions (workflow_scripts/<probe>/plan.py) ----
 PLANS = {p.name: p.planner()(STUDY, p) for p in probes.declarations()}
 REPORT_CATEGORY = probes.categories()  # report(category=...) of every probe's plots
+# NLTK data that chooses a method (CSC's English grammatical negation: tagger or rules), where the
+# study runs that method: missing data stops the plan unless the config asks for the fallback, so a
+# study gives the same numbers however it is started (make or snakemake, NLTK_DATA set or not);
+# the console says which method is used.
+NLTK_METHODS = _nltk_data.method_choices(
+    config, applies={name: plan.nltk_method_applies() for name, plan in PLANS.items()}
+)
+if _nltk_data.method_message(NLTK_METHODS):
+    raise WorkflowError(_nltk_data.method_message(NLTK_METHODS))
+if workflow.is_main_process:
+    for _line in _nltk_data.method_lines(NLTK_METHODS):
+        print(_line, file=sys.stderr)
 
 
 # ---- resources and logs ----
@@ -123,6 +152,7 @@ DEFAULT_RESOURCES = {
     # one-thread jobs encode more than one two-thread job (../shared/notes/performance.md)
     "embed": dict(threads=1, mem_mb=6000, runtime=720),
     "report": dict(threads=1, mem_mb=1000, runtime=10),
+    "disagreements": dict(threads=1, mem_mb=2000, runtime=10),
     "articles": dict(threads=1, mem_mb=3000, runtime=120),
     **probes.default_resources(),
 }
@@ -168,6 +198,9 @@ def embed_inputs(wildcards):
     inputs = {"texts": f"{R}/texts/{wildcards.scope}/part-{wildcards.part}.parquet"}
     if spec["family"] == "tfidf":
         inputs["fitted"] = f"{R}/models/{wildcards.model}/tfidf-{wildcards.scope}.json"
+    # surface_form: the features of every partition number the columns of each
+    if spec["family"] == "surface_form":
+        inputs["vocabulary_texts"] = STUDY.texts(wildcards.scope)
     if spec["family"] in ("fasttext", "word_vectors"):
         inputs["model_file"] = STUDY.model_file(wildcards.model)
     if spec.get(
@@ -186,7 +219,7 @@ def embed_options(wildcards, input):
     return cli_options(
         *(
             (f"--{key.replace('_', '-')}", input[key])
-            for key in ("fitted", "model_file", "reuse")
+            for key in ("fitted", "model_file", "reuse", "vocabulary_texts")
             if key in input.keys()
         )
     )

@@ -1,4 +1,4 @@
-# The Concept Separation Curves probe (methods.md §1), on the probe contract (README, "Probes"):
+# The Concept Separation Curves probe (methods.md §1), on the probe contract (docs/adding-a-probe.md):
 #   perturb     its texts: fuzzing / negation / grammatical negation variants of a corpus, and the
 #               texts to embed, hash-partitioned so that each embedding job reads only its own
 #   csc_score   similarities from the vector stores, KDE curves, overlap with bootstrapped CI

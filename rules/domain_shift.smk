@@ -1,8 +1,9 @@
-# The domain-shift probe (seed 003; methods.md §4), on the probe contract (README, "Probes"):
+# The domain-shift probe (seed 003; methods.md §4), on the probe contract (docs/adding-a-probe.md):
 #   domain_shift_build      a dataset's domain-specific and domain-agnostic texts (text set
 #                           domain_shift.<dataset>)
 #   domain_shift_score      per (dataset, model): cosine similarity distributions within each group
 #                           and between them, CSC densities, overlaps and means with bootstrapped CIs
+#                           and their paired bootstrap replicates
 #   domain_shift_aggregate  results/tables/domain_shift*.csv (with the retrieval probe's measures of
 #                           base vs adapted models side by side, and correlations across models), a
 #                           plot per (dataset, adapted model) against its base
@@ -46,6 +47,8 @@ rule domain_shift_score:
     output:
         summary=f"{R}/domain_shift/{{dataset}}/{{model}}/summary.json",
         curves=f"{R}/domain_shift/{{dataset}}/{{model}}/curves.parquet",
+        # the paired bootstrap replicates of the means, gaps and overlaps (differences tables)
+        replicates=f"{R}/domain_shift/{{dataset}}/{{model}}/replicates.parquet",
     log:
         log_path("domain_shift_score", "{dataset}", "{model}"),
     benchmark:
@@ -63,7 +66,8 @@ rule domain_shift_score:
     shell:
         "python -m workflow_scripts.domain_shift.scores score --texts {input.texts:q} --stores {input.stores:q}"
         " --dataset {wildcards.dataset:q} --model {wildcards.model:q} --spec {params.spec:q} --settings {params.settings:q}"
-        " --seed {params.seed:q} --summary {output.summary:q} --curves {output.curves:q} > {log:q} 2>&1"
+        " --seed {params.seed:q} --summary {output.summary:q} --curves {output.curves:q}"
+        " --replicates {output.replicates:q} > {log:q} 2>&1"
 
 
 rule domain_shift_aggregate:

@@ -1,5 +1,5 @@
 # The Montague modifier probe (Carvalho et al., seed 004; methods.md §5), on the probe contract
-# (README, "Probes"):
+# (docs/adding-a-probe.md):
 #   montague_phrases    a word list's AN/AAN phrases, and every string the tests compare (its texts)
 #   montague_score      per (dataset, model): distances, the three tests, shares with bootstrap CIs
 #   montague_aggregate  tables in the seed's Tables 2-5 layout, heat maps of the k x k grids

@@ -1,11 +1,12 @@
-# The retrieval probe (seed 003; methods.md §4), on the probe contract (README, "Probes"):
+# The retrieval probe (seed 003; methods.md §4), on the probe contract (docs/adding-a-probe.md):
 #   retrieval_build      a set in BEIR's layout (your folder or archive, 3GPP specifications with
 #                        questions, MSRP, Tatoeba) and its texts to embed (documents' `text`, queries)
 #   retrieval_search     per (set, model): exact top-K of every evaluated question (FAISS IndexFlatIP,
 #                        GPU when the model's device is cuda, float64 rescoring), C and R similarities
 #   retrieval_isotropy   per (set, model): I1 and IsoScore before and after standardise/whiten/PCA,
 #                        with the search repeated after each transformation
-#   retrieval_metrics    per (set, model): accuracy and NDCG per k and draw, thresholds, COE/ROE
+#   retrieval_metrics    per (set, model): accuracy and NDCG per k and draw, thresholds, COE/ROE, and
+#                        the paired bootstrap replicates of the full-data accuracy and NDCG
 #   retrieval_aggregate  the tables (accuracy, isotropy, correlations, Tables I-III) and plots
 # Code: workflow_scripts/retrieval/ (declaration: probe.py, planning: plan.py); config: the `retrieval` section.
 RETRIEVAL = PLANS["retrieval"]
@@ -152,6 +153,8 @@ rule retrieval_metrics:
         metrics=f"{R}/retrieval/{{dataset}}/{{model}}/metrics.parquet",
         thresholds=f"{R}/retrieval/{{dataset}}/{{model}}/thresholds.parquet",
         summary=f"{R}/retrieval/{{dataset}}/{{model}}/summary.parquet",
+        # the paired bootstrap replicates of the full-data accuracy and NDCG (differences tables)
+        replicates=f"{R}/retrieval/{{dataset}}/{{model}}/replicates.parquet",
     log:
         log_path("retrieval_metrics", "{dataset}", "{model}"),
     benchmark:
@@ -169,7 +172,8 @@ rule retrieval_metrics:
         "python -m workflow_scripts.retrieval.metrics metrics --topk {input.topk:q} --similarities {input.similarities:q}"
         " --search-summary {input.search:q} --transform-topk {input.transform_topk:q} --dataset {wildcards.dataset:q}"
         " --model {wildcards.model:q} --settings {params.settings:q} --seed {params.seed:q} --metrics {output.metrics:q}"
-        " --thresholds {output.thresholds:q} --summary {output.summary:q} > {log:q} 2>&1"
+        " --thresholds {output.thresholds:q} --summary {output.summary:q} --replicates {output.replicates:q}"
+        " > {log:q} 2>&1"
 
 
 rule retrieval_aggregate:

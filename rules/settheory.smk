@@ -1,11 +1,12 @@
-# Set-theoretic compositionality (seed 001; methods.md §2), on the probe contract (README, "Probes"):
+# Set-theoretic compositionality (seed 001; methods.md §2), on the probe contract (docs/adding-a-probe.md):
 #   settheory_samples    a sample set: windows (previous, S0, next) of its articles (rules/articles.smk)
 #                        and their fusions S1, S2 by a generator (cached), or an imported table; and
 #                        its texts to embed (text set settheory.<set>)
 #   settheory_filter     its operator samples (overlap, union, difference); difference samples kept
 #                        when cos(B, D) < threshold under the filter encoders
 #   settheory_measures   per (sample set, model): cosine, dot, L1, L2, NED and the projections
-#   settheory_aggregate  pooled bounds, C1-C6 shares with bootstrapped CIs, tables, histogram plots
+#   settheory_aggregate  pooled bounds, C1-C6 shares with bootstrapped CIs, tables, histogram plots,
+#                        every share's paired bootstrap replicates per sample set
 # Code: workflow_scripts/settheory/ (declaration: probe.py, planning: plan.py); config: the `settheory` section.
 SETTHEORY = PLANS["settheory"]
 from workflow_scripts.settheory.plan import SET_NAME as SETTHEORY_SET_NAME_PATTERN
@@ -104,6 +105,8 @@ rule settheory_aggregate:
         shares=f"{R}/tables/settheory_shares.csv",
         tables=[f"{R}/tables/settheory_c{i}.csv" for i in range(1, 7)],
         histograms=f"{R}/tables/settheory_histograms.csv",
+        # every share's paired bootstrap replicates, per sample set (differences tables)
+        replicates=SETTHEORY.replicate_files(),
         plots=[
             report(
                 f"{R}/plots/settheory/{p.dataset}/{p.model}.png",
@@ -136,4 +139,4 @@ rule settheory_aggregate:
     shell:
         "MPLBACKEND=Agg python -m workflow_scripts.settheory.tables --entries {params.entries:q}"
         " --settings {params.settings:q} --seed {params.seed:q} --tables-dir {params.tables_dir:q}"
-        " --plots-dir {params.plots_dir:q} > {log:q} 2>&1"
+        " --plots-dir {params.plots_dir:q} --replicates {output.replicates:q} > {log:q} 2>&1"

@@ -1,5 +1,5 @@
 # The sentence-triplet probe (Zhu, Li & de Melo, seed 002; methods.md §3), on the probe contract
-# (README, "Probes"):
+# (docs/adding-a-probe.md):
 #   triplets_build      a dataset's (S, S+, S*) triplets from its sources, and its texts to embed
 #   triplets_score      per (dataset, model): the three cosine similarities and whether it is right
 #   triplets_aggregate  accuracy and mean similarities with bootstrapped CIs, Tables 2-6, plots

@@ -14,9 +14,10 @@ import re
 import sys
 from pathlib import Path
 
-# .lock: the last run's pid, host and start (workflow_scripts/results_lock.py); .cache: the local models'
+# .lock: the last run's pid, host and start (workflow_scripts/results_lock.py); .study.json: the study
+# that made the folder, when and from where (workflow_scripts/studies.py); .cache: the local models'
 # file digests by path, size and mtime (Study.model_digest), which differ by where and when files were made
-SKIPPED = {"logs", "benchmarks", ".lock", ".cache"}
+SKIPPED = {"logs", "benchmarks", ".lock", ".study.json", ".cache"}
 TIMING_KEY = re.compile(r"seconds|peak_rss|per_second|elapsed", re.I)
 
 

@@ -204,8 +204,10 @@ def test_missing_nltk_data_stops_before_any_job(tmp_path):
     assert proc.returncode != 0
     assert "averaged_perceptron_tagger_eng" in out and "wordnet" in out and "export NLTK_DATA=" in out
     assert not (tmp_path / "results").exists()
-    # the user's own triplets need no NLTK data: the same machine plans that run
+    # the user's own triplets need no NLTK data: the same machine plans that run (CSC, which tfidf
+    # runs too, asks for its rules-only negation explicitly: tests/test_studies.py)
     config["triplets"] = {"datasets": {"mine": {"file": str(tmp_path / "t.tsv")}}}
+    config["csc"] = {"perturb": {"grammatical_negation": {"use_tagger": False}}}
     (tmp_path / "t.tsv").write_text("s\ts_plus\ts_star\na b\ta c\tb a\n")
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
                            str(tmp_path), "--cores", "1", "--dry-run", "--configfile", str(write_config(tmp_path, config))],

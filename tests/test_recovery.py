@@ -1,12 +1,12 @@
-"""The README's recovery steps, as written, finish a run killed with SIGKILL mid-job.
+"""The recovery steps of docs/recovery.md, as written, finish a run killed with SIGKILL mid-job.
 
 A tiny run (one corpus, the hashing model, one partition) is killed, Snakemake and its jobs at once
 (SIGKILL of the process group: a node that dies, a scheduler past its grace period), while its
 embedding job runs. That leaves Snakemake's lock in `.snakemake/locks`, an incomplete output, and
 this workflow's own `<results>/.lock` (whose flock died with the process). Then the commands
-README.md gives between `<!-- recovery -->` and `<!-- /recovery -->` are run in order: every line
+docs/recovery.md gives between `<!-- recovery -->` and `<!-- /recovery -->` are run in order: every line
 of that block that starts with `snakemake`, with the options of the killed run added (Snakefile,
---directory, --configfile), as the README asks. The last must finish the run: exit 0, the report
+--directory, --configfile), as that page asks. The last must finish the run: exit 0, the report
 written, and nothing left to do."""
 import os
 import re
@@ -24,16 +24,16 @@ TIMEOUT = 600
 
 
 def readme_recovery_commands() -> list[list[str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "recovery.md").read_text(encoding="utf-8")
     if START not in text or END not in text or text.index(START) > text.index(END):
-        pytest.fail(f"README.md has no recovery steps between `{START}` and `{END}`: this test runs them as "
+        pytest.fail(f"docs/recovery.md has no recovery steps between `{START}` and `{END}`: this test runs them as "
                     "written (each line in between that starts with `snakemake`), so they must be marked",
                     pytrace=False)
     block = text[text.index(START) + len(START):text.index(END)]
     commands = [shlex.split(line.strip().removeprefix("$ ")) for line in block.splitlines()
                 if re.match(r"^\s*(\$ )?snakemake\b", line)]
     if not commands:
-        pytest.fail(f"README.md's recovery block ({START} ... {END}) holds no line starting with `snakemake`",
+        pytest.fail(f"docs/recovery.md's recovery block ({START} ... {END}) holds no line starting with `snakemake`",
                     pytrace=False)
     return commands
 
@@ -51,7 +51,7 @@ def tiny_config(directory):
 
 
 def options(run, cfg) -> list[str]:
-    """The killed run's options, which the README's commands are to be given again."""
+    """The killed run's options, which the recovery page's commands are to be given again."""
     return ["-s", str(ROOT / "Snakefile"), "--directory", str(run), "--configfile", str(cfg)]
 
 
@@ -84,7 +84,7 @@ def test_readme_recovery_steps_finish_a_run_killed_mid_job(tmp_path):
         assert command[0] == "snakemake"
         out = subprocess.run([*SNAKEMAKE, *command[1:], *options(run, cfg)], capture_output=True, text=True,
                              timeout=TIMEOUT)
-        assert out.returncode == 0, (f"README recovery step {i + 1} `{shlex.join(command)}` failed "
+        assert out.returncode == 0, (f"recovery step {i + 1} `{shlex.join(command)}` failed "
                                      f"({out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}")
     assert (run / "results" / "report.md").exists()
     assert '"pid": %d' % killed.pid not in (run / "results" / ".lock").read_text()  # the rerun took the lock

@@ -119,7 +119,7 @@ def test_every_probe_has_its_place_in_the_report():
     caption files that exist; stages have none of these."""
     from workflow_scripts.probes import declarations
     for probe in declarations():
-        hint = f"probe {probe.name}: see README, 'Probes' (what a probe declares: its report pages and overview columns)"
+        hint = f"probe {probe.name}: see docs/adding-a-probe.md (what a probe declares: its report pages and overview columns)"
         if probe.is_stage:
             assert not probe.tables and not probe.headlines and probe.name not in P.CATEGORIES, hint
             continue

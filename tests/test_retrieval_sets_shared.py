@@ -2,7 +2,7 @@
 the 3GPP Release 18 sections (NR specifications 38.211-38.331) with template and TeleQnA questions,
 MSRP paraphrase retrieval and Tatoeba EN->NL bitext retrieval.
 
-Sizes are pinned (a change in the ingestion shows up here and in the README's figures), invariants
+Sizes are pinned (a change in the ingestion shows up here and in workflow_scripts/retrieval/README.md's figures), invariants
 are checked on every row, and a few TeleQnA links are checked by hand (the question's key, and how
 the linked sentence begins: enough to tell a right link from a wrong one, without copying the
 specification's text here). Needs NLTK's punkt_tab and pyzipper. Runs in about 20 s (the 3GPP set

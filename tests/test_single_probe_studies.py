@@ -158,3 +158,31 @@ def test_nothing_ingested_without_corpora(study):
         assert not (res / "corpora").exists()
     else:
         assert (res / "ingest").is_dir()  # csc and domain_shift read a corpus
+
+
+def test_replicate_files_are_the_ones_the_rules_write(study):
+    """ProbePlan.replicate_files (what the differences tables read) names exactly the replicates
+    files the dry run plans as outputs and the run writes, each in bootstrap.write_replicates' schema."""
+    from workflow_scripts.bootstrap import REPLICATE_COLUMNS
+    from workflow_scripts.config import validate
+    from workflow_scripts.study import Study
+
+    assert study["dry"].returncode == 0, f"dry run: {failure(study['dry'])}"
+    config = validate(json.loads(json.dumps(study["config"])), check_paths=False)
+    results = config["results"]
+    for declared in declarations():
+        if declared.prepare:
+            declared.prepare(config, results)
+    probe = {p.name: p for p in declarations()}[study["probe"]]
+    listed = sorted(probe.planner()(Study(config, results), probe).replicate_files())
+    text = study["dry"].stdout + study["dry"].stderr
+    planned = sorted({p for line in re.findall(r"^\s*output: (.*)$", text, re.M) for p in line.split(", ")
+                      if re.search(r"replicates[^/]*\.parquet$", p)})
+    assert listed == planned
+    needs_run(study)
+    written = sorted(str(p) for p in study["results"].rglob("*replicates*.parquet"))
+    assert listed == written
+    for path in written:
+        frame = pl.read_parquet(path)
+        assert frame.columns == list(REPLICATE_COLUMNS) and frame.height > 0
+        assert set(frame["probe"].unique().to_list()) == {study["probe"]}

@@ -1,4 +1,4 @@
-"""Adding a probe is its package, its rule file and one `include:` (README, "Probes"): a toy probe in a
+"""Adding a probe is its package, its rule file and one `include:` (docs/adding-a-probe.md): a toy probe in a
 temporary copy of the workflow is planned, scored and shown in the report (Markdown section, overview
 column, table page, HTML report category) with no other file of the workflow edited."""
 import shutil

@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import polars as pl
 import pytest
+import yaml
 
 from compare_results import compare
 from helpers import tiny_bert, tiny_fasttext
@@ -157,6 +158,21 @@ def test_adding_a_model_runs_only_its_jobs(workspace):
             assert wc["model"] == "bert2", (rule, wc)
     assert sum(r == "embed" for r, _ in jobs) == 6  # one per corpus and partition
     assert sum(r == "csc_score" for r, _ in jobs) == 3  # one per corpus
+    # the same model from an overlay config given after the study's own (make run CONFIG="a.yaml
+    # b.yaml"): the study keeps its identity and folder (no refusal: .study.json names config.yaml),
+    # and the same jobs are planned, on one corpus when the overlay narrows the model
+    write_config(run, workspace["config"])
+    assert json.loads((run / "results" / ".study.json").read_text())["configfiles"] == ["config.yaml"]
+    overlay = run.parent / "add_bert2.yaml"
+    overlay.write_text(yaml.safe_dump({"models": {"bert2": config["models"]["bert2"]}}))
+    as_set = lambda js: sorted((r, sorted(wc.items())) for r, wc in js if r != "all")
+    assert as_set(planned_jobs(run, run / "config.yaml", overlays=[overlay])) == as_set(jobs)
+    overlay.write_text(yaml.safe_dump({"models": {"bert2": {**config["models"]["bert2"], "corpora": ["mini_en"]}}}))
+    jobs = [j for j in planned_jobs(run, run / "config.yaml", overlays=[overlay]) if j[0] != "all"]
+    assert {r for r, _ in jobs} == {"embed", "csc_score", "csc_plot", "csc_aggregate", "report"}
+    assert {(r, wc.get("model"), wc.get("scope", wc.get("corpus"))) for r, wc in jobs if r != "report" and
+            r != "csc_aggregate"} == {("embed", "bert2", "mini_en"), ("csc_score", "bert2", "mini_en"),
+                                      ("csc_plot", "bert2", "mini_en")}
 
 
 def test_changing_one_model_reruns_only_that_model(workspace):

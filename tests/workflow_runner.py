@@ -16,18 +16,20 @@ def write_config(directory: Path, config: dict) -> Path:
     return path
 
 
-def snakemake(directory: Path, config_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def snakemake(directory: Path, config_path: Path, *args: str, check: bool = True,
+              overlays=()) -> subprocess.CompletedProcess:
+    """`overlays`: config files given after `config_path` (Snakemake merges them into it)."""
     cmd = [*SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory", str(directory), "--cores", "2",
-           *args, "--configfile", str(config_path)]
+           *args, "--configfile", str(config_path), *map(str, overlays)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-5000:]}\n{proc.stderr[-8000:]}")
     return proc
 
 
-def planned_jobs(directory: Path, config_path: Path) -> list[tuple[str, dict]]:
+def planned_jobs(directory: Path, config_path: Path, overlays=()) -> list[tuple[str, dict]]:
     """The jobs Snakemake would run now, as (rule, wildcards), from its own dry run."""
-    out = snakemake(directory, config_path, "--dry-run")
+    out = snakemake(directory, config_path, "--dry-run", overlays=overlays)
     text = out.stdout + out.stderr
     jobs = []
     for block in re.split(r"\n(?=(?:local)?rule \w+:)", text):

@@ -18,6 +18,9 @@ import numpy as np
 SEP = "\x1f"  # unit separator: cannot occur in a whitespace-normalised sentence
 
 TORCH_FAMILIES = ("sentence_transformers", "transformers")
+# families stored sparse (CSR), with columns numbered per text set: a store is never copied from
+# another text set's (a derived corpus's parent)
+SPARSE_FAMILIES = ("tfidf", "surface_form")
 # Model settings that say how an embedding job runs, not which vectors it writes. Measured with
 # all-MiniLM-L6-v2 (tests/benchmarks/bench_batch_invariance.py): in fp32, batch size and padding
 # move vectors by at most 1.6e-7 and pairwise cosines by 2.5e-7, and 1 or 2 torch threads give

@@ -194,6 +194,7 @@ def validate(config: dict, check_paths: bool = True) -> dict:
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
     # before defaults are filled in: whether `header` was given matters, not only its value
     _raise(_source_problems(config.get("sources") or {}))
+    _raise(_surface_form_problems(config["models"]))
     config = _apply_presets(copy.deepcopy(config))  # before defaults: a preset's values count as given
     config = _fill_defaults(config, schema)
     _raise(results_problems(config["results"]))
@@ -280,6 +281,25 @@ def _apply_presets(config: dict) -> dict:
             m[key] = value
     _raise(problems)
     return config
+
+
+SURFACE_FORM_KEYS = ("features", "ngram_range")  # what only family surface_form reads
+
+
+def _surface_form_problems(models: dict) -> list[str]:
+    """What the schema cannot say about the surface-form options: they belong to that family, and
+    an n-gram range runs from small to large."""
+    problems = []
+    for name, m in models.items():
+        for key in SURFACE_FORM_KEYS:
+            if key in m and m["family"] != "surface_form":
+                problems.append(f"config key `models.{name}.{key}`: read by family surface_form only, "
+                                f"not {m['family']!r}; drop it or set `family: surface_form`")
+        lo_hi = m.get("ngram_range")
+        if lo_hi and lo_hi[0] > lo_hi[1]:
+            problems.append(f"config key `models.{name}.ngram_range`: {lo_hi!r} runs backwards; expected "
+                            f"[min_n, max_n] with min_n <= max_n, e.g. [{lo_hi[1]}, {lo_hi[0]}]")
+    return problems
 
 
 def _raise(problems: list[str]) -> None:

@@ -3,8 +3,8 @@
 Families (per model in config): `sentence_transformers` (Hugging Face id or local path),
 `transformers` (AutoModel + mean pooling under the attention mask: BERTje/RobBERT-style encoders
 and decoder LLMs), `tfidf` (scikit-learn, fitted on the corpus, no stop-word removal),
-`fasttext` (`.bin` model), `word_vectors` (mean of raw word2vec/GloVe vectors, unknown words zero)
-and `hashing`, a declared stand-in for scale runs (not a language model). Every unique text of a
+`fasttext` (`.bin` model), `word_vectors` (mean of raw word2vec/GloVe vectors, unknown words zero),
+`surface_form` (sets of words or character n-grams: cosine = Ochiai coefficient) and `hashing`, a declared stand-in for scale runs (not a language model). Every unique text of a
 partition is embedded once, in chunks of `chunk_rows` texts; within a chunk, batches hold texts of
 similar token count (little padding).
 """
@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from workflow_scripts.common import TORCH_FAMILIES, atomic_path, setup_logging, vector_settings
-from workflow_scripts.encoders import check_device, load_encoder, resolve_device, software_versions, tfidf_transform
+from workflow_scripts.common import SPARSE_FAMILIES, TORCH_FAMILIES, atomic_path, setup_logging, vector_settings
+from workflow_scripts.encoders import (SurfaceFormEncoder, check_device, load_encoder, resolve_device, software_versions,
+                                       tfidf_transform)
 from workflow_scripts.model_settings import role_spec, scope_role
 from workflow_scripts.texts import iter_chunks, unique_rows
 from workflow_scripts.tfidf_fit import fit_tfidf
@@ -102,12 +103,15 @@ class WorkerPool:
 def embed_partition(model: str, spec: dict, scope: str, partition: int, partitions: int, text_files: list[str],
                     out_dir: str, threads: int, log, fitted: str | None = None, model_file: str | None = None,
                     chunk_rows: int = 100_000, batch_size: int | None = None, cpu_workers: int | None = None,
-                    reuse: str | None = None) -> dict:
+                    reuse: str | None = None, vocabulary_texts: list[str] | None = None) -> dict:
     """Embed every unique text of the partition into a store, `chunk_rows` texts at a time, so the
     job's memory follows the chunk size (plus 8 bytes of key per text), not the partition size.
 
     `reuse`: the same partition of another store of this model (a derived corpus's parent): texts
     it holds are copied from it instead of encoded. The log and the manifest count both.
+
+    `vocabulary_texts` (family surface_form): every text file of the text set, whose features
+    number the store's columns (default: `text_files`, right for a single partition).
 
     `batch_size` and `cpu_workers` default to the spec's. The workflow passes them apart from the
     spec, so that changing them reruns nothing where they change vectors by float rounding only
@@ -132,6 +136,16 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
             manifest.update(origin=f"tf-idf fitted on {fit['corpus']} ({fit['fit_on']}, {fit['documents']} texts)",
                             vocabulary=len(fit["vocabulary"]))
             writer = PartitionWriter(tmp, manifest, sparse=True, dim=len(fit["vocabulary"]))
+        elif spec["family"] == "surface_form":
+            # columns numbered over the whole text set (every partition alike); nothing is fitted
+            surface = SurfaceFormEncoder(spec)
+            index_files = vocabulary_texts or text_files
+            index_masks, _ = unique_rows(index_files)
+            surface.index(texts for _, texts in iter_chunks(index_files, index_masks, chunk_rows))
+            encode = lambda texts, pool: surface.encode_batch(texts)  # noqa: E731
+            manifest.update(origin=surface.origin, features=surface.dim)
+            log.info("%s: %d distinct features in the text set (%d file(s))", label, surface.dim, len(index_files))
+            writer = PartitionWriter(tmp, manifest, sparse=True, dim=surface.dim)
         else:
             loaded: dict = {}
 
@@ -200,7 +214,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                 elapsed = time.perf_counter() - started
                 log.info("%s: %d/%d texts stored (%d encoded, %d reused; %.0f texts/s)", label, done, n_unique,
                          done - reused, reused, done / max(elapsed, 1e-9))
-            if spec["family"] != "tfidf":
+            if spec["family"] not in SPARSE_FAMILIES:
                 # how the vectors were made: this job's encoder, or (nothing encoded) the parent's
                 writer.manifest.update(loaded["settings"] if loaded else {
                     k: parent.manifest.get(k) for k in ("origin", "device", "precision", "batch_size", "workers",
@@ -254,6 +268,8 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("--cpu-workers", type=int, help="default: the spec's cpu_workers, else 1")
     e.add_argument("--chunk-rows", type=int, default=100_000)
     e.add_argument("--reuse", help="the same partition of the parent corpus's store: its vectors are copied, not encoded")
+    e.add_argument("--vocabulary-texts", nargs="*", default=[],
+                   help="surface_form: every text file of the text set (its features number the columns)")
     e.add_argument("--log")
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "embed")
@@ -263,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         embed_partition(args.model, json.loads(args.spec), args.scope, args.partition, args.partitions,
                         args.texts, args.out, args.threads, log, args.fitted, args.model_file, args.chunk_rows,
-                        args.batch_size, args.cpu_workers, args.reuse)
+                        args.batch_size, args.cpu_workers, args.reuse, args.vocabulary_texts)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ role's prompt by name or literal), `transformers` (AutoModel + `pooling` under t
 mean, cls, last_token or max, optionally `normalize`d; the role's `template`: BERTje/RobBERT-style
 encoders, E5/BGE-style encoders and decoder LLMs), `fasttext` (`.bin` model), `word_vectors` (mean of raw word2vec/GloVe vectors,
 unknown words zero), `hashing` (a declared stand-in for scale runs, not a language model) and
-`precomputed` (vectors made outside the workflow), all behind `load_encoder`; and the `tfidf`
+`precomputed` (vectors made outside the workflow), all behind `load_encoder`; `surface_form`, the
+word-overlap yardstick (binary sets of words or character n-grams as unit vectors, stored sparse:
+cosine = Ochiai coefficient); and the `tfidf`
 vectorizer (scikit-learn, no stop-word removal), which transforms texts with the vocabulary and
 idf that tfidf_fit.py fits. An encoder gives `dim`, `origin`, `token_lengths(texts)` and
 `encode_batch(texts)`; the stage (embed.py) batches and stores.
@@ -17,6 +19,7 @@ import importlib.metadata
 import json
 import logging
 import os
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -30,7 +33,8 @@ BUNDLED_MODELS = {
 # what each family's vectors are computed with: recorded in the store's manifest
 FAMILY_MODULES = {"sentence_transformers": ("torch", "transformers", "sentence_transformers"),
                   "transformers": ("torch", "transformers"), "tfidf": ("sklearn",), "hashing": ("sklearn",),
-                  "fasttext": ("fasttext",), "word_vectors": ("gensim",), "precomputed": ("pyarrow",)}
+                  "fasttext": ("fasttext",), "word_vectors": ("gensim",), "precomputed": ("pyarrow",),
+                  "surface_form": ("scipy",)}
 LOG = logging.getLogger("embed")  # the job's log (setup_logging names it so)
 
 
@@ -434,6 +438,82 @@ class PrecomputedEncoder:
         return out
 
 
+class SurfaceFormEncoder:
+    """The surface-form yardstick, NOT a language model: a text is the SET of its features (word
+    n-grams by `token_pattern`, or character n-grams of the whitespace-normalised text; lower-cased
+    by default), as a binary vector scaled to unit length. The cosine of two texts is then the
+    Ochiai coefficient |A & B| / sqrt(|A| |B|), whatever other texts are embedded: nothing is fitted
+    or downloaded. Repeated features count once (a set). A text without features (empty, or only
+    punctuation for words) is a zero vector: its cosines are undefined (NaN), as for other families.
+    A non-empty text shorter than the smallest character n-gram is one feature, itself.
+
+    Stores are sparse (CSR, as TF-IDF's). A feature is named by a 64-bit hash of its string
+    (common.text_key); its column is the rank of that hash among the features of the whole text set
+    (`index`), so every partition of a text set numbers columns alike and the store's dimension is
+    the number of distinct features there. The column numbering depends on the text set; the
+    cosines do not (they count shared features). Two features share a column only if their 64-bit
+    hashes collide (about n^2 / 2^65 for n distinct features: 3e-6 for ten million)."""
+
+    def __init__(self, spec: dict):
+        self.kind = spec.get("features", "words")
+        default = [1, 1] if self.kind == "words" else [3, 3]
+        self.min_n, self.max_n = spec.get("ngram_range") or default
+        self.lowercase = spec.get("lowercase", True)
+        self.pattern = re.compile(spec.get("token_pattern", DEFAULT_TOKEN_PATTERN))
+        self.columns = np.empty(0, np.uint64)
+        self.dim = 0
+        self.origin = (f"surface form ({'word' if self.kind == 'words' else 'character'} {self.min_n}-{self.max_n}-grams"
+                       f"{', lower-cased' if self.lowercase else ''}; binary unit vectors, cosine = Ochiai "
+                       "coefficient; not a language model)")
+
+    def features(self, text: str) -> set[str]:
+        if self.lowercase:
+            text = text.lower()
+        if self.kind == "words":
+            units, sep = self.pattern.findall(text), " "
+        else:
+            units, sep = " ".join(text.split()), ""
+            if 0 < len(units) < self.min_n:
+                return {units}
+        return {sep.join(units[i:i + n]) for n in range(self.min_n, self.max_n + 1)
+                for i in range(len(units) - n + 1)}
+
+    def feature_ids(self, text: str) -> np.ndarray:
+        from workflow_scripts.common import text_key
+        return np.unique(np.fromiter((text_key(f) for f in self.features(text)), dtype=np.uint64))
+
+    def index(self, chunks) -> None:
+        """Number the columns: every distinct feature of the texts (an iterable of text lists)."""
+        seen = [self.columns]
+        for texts in chunks:
+            block = [self.feature_ids(t) for t in texts]
+            seen = [np.unique(np.concatenate(seen + block))]
+        self.columns = seen[0]
+        self.dim = len(self.columns)
+
+    def token_lengths(self, texts: list[str]) -> np.ndarray:
+        return np.zeros(len(texts), dtype=np.int64)
+
+    def encode_batch(self, texts: list[str]):
+        """CSR rows (float32) of unit binary vectors over the indexed columns."""
+        import scipy.sparse
+        ids = [self.feature_ids(t) for t in texts]
+        if not self.dim and any(len(i) for i in ids):  # not indexed yet: these texts are the set
+            self.index([texts])
+        counts = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        flat = np.concatenate(ids) if ids else np.empty(0, np.uint64)
+        cols = np.searchsorted(self.columns, flat)
+        found = cols < self.dim
+        found[found] = self.columns[cols[found]] == flat[found]
+        if not found.all():
+            raise ValueError("surface form: a text has features outside the indexed text set; index every text "
+                             "of the set (all its partitions) before encoding")
+        values = np.repeat(1.0 / np.sqrt(np.maximum(counts, 1)), counts).astype(np.float32)
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        # np.unique sorted each row's hashes, and ranks follow hashes: indices come sorted
+        return scipy.sparse.csr_matrix((values, cols.astype(np.int32), indptr), shape=(len(texts), self.dim))
+
+
 # ---- an encoder by family ----------------------------------------------------------------------
 
 def load_encoder(spec: dict, device: str, model_file: str | None):
@@ -450,6 +530,8 @@ def load_encoder(spec: dict, device: str, model_file: str | None):
         return WordVectorsEncoder(spec, model_file or spec["path"])
     if family == "precomputed":
         return PrecomputedEncoder(spec)
+    if family == "surface_form":
+        return SurfaceFormEncoder(spec)
     raise ValueError(f"unknown dense family {family!r}")
 
 

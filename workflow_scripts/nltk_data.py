@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import hashlib
 import inspect
+import json
 import logging
 import os
 import shutil
@@ -126,6 +127,82 @@ def required_packages(config: dict, include_optional: bool = False) -> dict[str,
             if needs.optional_if is None or needs.optional_if(section if isinstance(section, dict) else {}):
                 out[probe] = list(needs.optional)
     return out
+
+
+# --- packages that choose a method ----------------------------------------------------------------
+def _setting(section: dict, dotted: str):
+    for key in dotted.split("."):
+        section = section.get(key) if isinstance(section, dict) else None
+    return section
+
+
+def method_choices(config: dict, paths: Iterable[str | os.PathLike] | None = None,
+                   applies: dict[str, bool] | None = None) -> list[dict]:
+    """For each configured probe whose NLTK packages choose its method (`NltkNeeds.optional` with a
+    `switch`): {"probe", "key" (its config key, dotted from the top), "setting" (its value), "uses"
+    (whether the config asks for the method with the data), "packages", "missing" (those not found
+    on `paths`, default nltk's search path: NLTK_DATA, ~/nltk_data, the system folders; the probe's
+    jobs read them there, not from <results>/nltk_data), "method" (the method the run uses, in
+    words), "methods", "fallback"}. The plan stops when "uses" and "missing" (method_message).
+    `applies`: probe -> whether the study runs the method at all (its plan's nltk_method_applies:
+    some model scores a dataset it applies to); a probe marked False is left out."""
+    from workflow_scripts.probes import declarations
+
+    paths = None if paths is None else list(paths)
+    out = []
+    for probe in declarations():
+        needs = probe.nltk
+        section = config.get(probe.name)
+        if not (needs.optional and needs.switch) or probe.name not in config or not _enabled(section):
+            continue
+        if applies is not None and not applies.get(probe.name, False):
+            continue
+        section = section if isinstance(section, dict) else {}
+        uses = needs.optional_if is None or bool(needs.optional_if(section))
+        missing = missing_packages(needs.optional, paths) if uses else []
+        out.append({"probe": probe.name, "key": f"{probe.name}.{needs.switch}", "setting": _setting(section, needs.switch),
+                    "uses": uses, "packages": list(needs.optional), "missing": missing,
+                    "method": needs.methods[0] if uses else needs.methods[1], "methods": needs.methods,
+                    "fallback": needs.fallback})
+    return out
+
+
+def method_lines(choices: list[dict]) -> list[str]:
+    """What the console says about each choice: the method used and the key that chose it."""
+    lines = []
+    for c in choices:
+        if c["missing"]:
+            continue
+        value = json.dumps(c["setting"]) if c["setting"] is not None else "not set, default"
+        why = f"NLTK data found: {', '.join(c['packages'])}" if c["uses"] else "the fallback, asked for explicitly"
+        lines.append(f"{c['probe']}: {c['method']} (`{c['key']}`: {value}; {why})")
+    return lines
+
+
+def method_message(choices: list[dict]) -> str:
+    """Why the plan stops: packages that the configured method needs are missing; "" when none are.
+    Names the packages, the config key, and the two ways on: provide the data, or ask for the
+    fallback in the config."""
+    stops = [c for c in choices if c["uses"] and c["missing"]]
+    if not stops:
+        return ""
+    lines = []
+    for c in stops:
+        lines += [
+            f"NLTK data missing for {c['probe']}: {', '.join(c['missing'])}. Config key `{c['key']}` asks for "
+            f"{c['methods'][0]} (value: {json.dumps(c['setting']) if c['setting'] is not None else 'not set; its default'}); "
+            f"without the data it would fall back to {c['methods'][1]}, which gives other numbers, so the "
+            "workflow stops instead of switching silently.",
+            "Go on in one of these ways:",
+            "  1. point NLTK_DATA at a folder that holds them (laid out as nltk.download() makes it):",
+            "       export NLTK_DATA=/path/to/nltk_data     (`make` uses ../shared/data/nltk_data when it exists)",
+            "     to fetch them on a machine with internet:",
+            *[f"       python -c \"import nltk; nltk.download('{p}', download_dir='/path/to/nltk_data')\""
+              for p in c["missing"]],
+            f"  2. ask for the fallback explicitly: set `{c['key']}: {c['fallback']}` in the study's config",
+            f"     (or in an overlay config given after it); the run then uses {c['methods'][1]}.",
+        ]
+    return "\n".join(lines)
 
 
 # --- where they are --------------------------------------------------------------------------------

@@ -48,13 +48,22 @@ class Headline:
 class NltkNeeds:
     """NLTK packages a probe needs when configured: `always`, per configured source format
     (`<probe>.sources.<name>.format`), per dataset kind (`<probe>.datasets.<name>.kind`); `optional`:
-    used when present, never required (a method with a counted fallback)."""
+    packages that choose a method (with them one method, without them a fallback that gives other
+    numbers). The config chooses through the key `switch` (a dotted path in the probe's section);
+    where `optional_if` says the config asks for the data-using method and the packages are
+    missing, the plan stops (nltk_data.method_choices): the fallback is used only when the config
+    asks for it explicitly, so a study gives the same numbers however it is started.
+    `methods`: (the method with the data, the fallback) in words, and `fallback`: the setting that
+    asks for the fallback, for the console and the message."""
     always: tuple[str, ...] = ()
     by_source_format: dict = field(default_factory=dict)
     by_dataset_kind: dict = field(default_factory=dict)
     optional: tuple[str, ...] = ()
     # whether the probe's config section uses the optional packages (default: whenever configured)
     optional_if: Callable[[dict], bool] | None = None
+    switch: str = ""
+    fallback: str = ""
+    methods: tuple[str, str] = ("", "")
 
 
 @dataclass(frozen=True)

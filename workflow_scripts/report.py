@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
+from workflow_scripts import published
 from workflow_scripts.common import atomic_path, read_json
 
 
@@ -46,7 +47,7 @@ def overview_section(overview: str) -> list[str]:
 
 def probe_section(base: Path, section: dict) -> list[str]:
     """A probe's section: its title and summary (from its declaration), each of its tables as
-    Markdown under its caption, then its plots."""
+    Markdown under its caption, then its plots, then the papers' published figures."""
     parts = [f"# {section['title']}", "", section.get("summary", ""), ""]
     for table in section.get("tables", []):
         path = table["path"]
@@ -60,7 +61,8 @@ def probe_section(base: Path, section: dict) -> list[str]:
         parts += ["## Plots", ""]
         parts += [f"![{Path(plot).parent.name} / {Path(plot).stem}]({os.path.relpath(plot, base)})" for plot in plots]
         parts.append("")
-    return parts
+    # the papers' own figures, labelled and apart from our tables (resources/published/<probe>.csv)
+    return parts + (published.markdown(section["probe"]) if section.get("probe") else [])
 
 
 def inputs_section(lengths: str | None, ingest: list[str]) -> list[str]:

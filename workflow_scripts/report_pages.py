@@ -29,6 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
+from workflow_scripts import published
 from workflow_scripts.common import atomic_path, read_json
 from workflow_scripts.ingest import sha256_of as file_sha256
 from workflow_scripts.probes import categories
@@ -106,6 +107,19 @@ def table_page(csv: str, out: str) -> None:
     with atomic_path(out) as tmp:
         tmp.write_text(page(Path(csv).name, body), encoding="utf-8")
 
+
+def published_page(csv: str, out: str) -> None:
+    """A probe's published figures (resources/published/<probe>.csv) as their own page: one table per
+    (paper, table), each labelled, never mixed into this run's tables."""
+    name = Path(csv).stem
+    body = [f"<h2>Published figures: {html.escape(name)}</h2><p class=\"note\">Reference rows transcribed from the "
+            f"seed papers (<code>resources/published/{html.escape(Path(csv).name)}</code> of the workflow): other "
+            "models, measured on the papers' data, without intervals; not this run's results.</p>"]
+    for b in published.blocks(published.load(name, Path(csv).parent)):
+        body.append(html_table(["model", *b["columns"]], b["rows"], published.caption(b)))
+        body += [f"<p class=\"note\">Note: {html.escape(n)}</p>" for n in b["notes"]]
+    with atomic_path(out) as tmp:
+        tmp.write_text(page(f"Published figures: {name}", "".join(body)), encoding="utf-8")
 
 def flat(report: dict, prefix: str = "") -> dict[str, str]:
     """A report's scalar fields, and those of its nested mappings as `a.b`; lists (examples) and
@@ -341,7 +355,10 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     if a.cmd == "tables":
         for csv in a.tables:
-            table_page(csv, os.path.join(a.out_dir, Path(csv).stem + ".html"))
+            if published.is_published(csv):
+                published_page(csv, os.path.join(a.out_dir, f"published_{Path(csv).stem}.html"))
+            else:
+                table_page(csv, os.path.join(a.out_dir, Path(csv).stem + ".html"))
     elif a.cmd == "inputs":
         inputs_page(a.reports, a.lengths, a.out)
     elif a.cmd == "runtimes":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from workflow_scripts import published
 from workflow_scripts.report_overview import headline_tables
 from workflow_scripts.study import ProbePlan, Study, as_json
 
@@ -26,6 +27,9 @@ class ReportPlan:
                        sub, caption)
                       for probe, pages in [("overview", [overview])] + [(p.name, p.report_pages()) for p in self.plans]
                       for table, sub, caption in pages]
+        # the papers' published figures of each probe that has some: a page of their own, apart from our tables
+        self.pages += [(p.name, str(published.path(p.name)), f"{self.R}/report/tables/published_{p.name}.html",
+                        "Published figures", "published.rst") for p in self.plans if published.path(p.name).exists()]
         # the probes' tables the report reads: the overview's headline tables and the pages' tables
         self.tables = list(dict.fromkeys([f"{self.R}/tables/{name}" for name in headline_tables(self.probes)]
                                          + [t for probe, t, _, _, _ in self.pages if probe != "overview"]))
@@ -64,7 +68,7 @@ class ReportPlan:
         def caption(name: str) -> str:
             with open(os.path.join(CAPTIONS, name), encoding="utf-8") as f:
                 return f.read()
-        return as_json([{"title": p.probe.title, "summary": p.probe.summary,
+        return as_json([{"probe": p.name, "title": p.probe.title, "summary": p.probe.summary,
                          "tables": [{"path": t, "caption": caption(c)} for t, _, c in p.report_pages()],
                          "plots": p.report_plots()} for p in self.plans])
 

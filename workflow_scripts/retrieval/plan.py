@@ -92,6 +92,10 @@ class RetrievalPlan(ProbePlan):
         return {"summary": f"{base}/summary.parquet", "isotropy": f"{base}/isotropy.parquet",
                 "similarities": f"{base}/similarities.parquet", "topk": f"{base}/topk.parquet"}
 
+    def replicate_files(self) -> list[str]:
+        """The metrics jobs' paired bootstrap replicates, one file per (set, model)."""
+        return [f"{self.R}/retrieval/{p.dataset}/{p.model}/replicates.parquet" for p in self.pairs]
+
     def aggregate_inputs(self, wildcards) -> dict:
         return {f"{key}_{i}": path for i, pair in enumerate(self.pairs) for key, path in self.pair_files(pair).items()}
 

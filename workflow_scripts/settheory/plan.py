@@ -81,6 +81,11 @@ class SettheoryPlan(ProbePlan):
         keys = ("measures", "fixed_bounds", "middle_tolerance", "c5", "c6", "histogram_bins", "bootstrap_b")
         return as_json({k: self.config["settheory"][k] for k in keys})
 
+    def replicate_files(self) -> list[str]:
+        """The aggregate's paired bootstrap replicates of every share: one file per sample set, all
+        its models (the pooled bounds make it one job over every model)."""
+        return [f"{self.R}/settheory/{d}/replicates.parquet" for d in self.datasets]
+
     def plots(self) -> list[str]:
         return [f"{self.R}/plots/settheory/{p.dataset}/{p.model}.png" for p in self.pairs]
 

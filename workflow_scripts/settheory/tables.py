@@ -27,8 +27,12 @@ C2, C5 and C6 are geometric: one row per model, measure "projection".
 Intervals: every share has a 95% percentile bootstrap interval (bootstrap.py's resampling counts):
 the samples (windows) are resampled with all their operator samples (a window gives one overlap, two
 union and up to six difference samples, which are not independent), `bootstrap_b` times, seeded by
-the config seed and (sample set, model, criterion, measure); the four cases of a criterion share the
-resamples. The bounds stay fixed within the bootstrap (they are the study's reference scale).
+the config seed and (sample set, criterion, measure) -- never the model (bootstrap.paired_rng) --
+over every sample id among the operator's kept samples, sorted (the same for every model: the
+filter's encoders are the study's), so replicate r draws the same samples for every model (a model's
+undefined rows weigh 0); the four cases of a criterion share the resamples. The aggregate writes
+each share's replicates per sample set to <results>/settheory/<set>/replicates.parquet (statistic
+`<criterion>/<measure>/<case>`, bootstrap.write_replicates) for the paired differences tables. The bounds stay fixed within the bootstrap (they are the study's reference scale).
 Operator samples whose value is undefined (a zero vector, no plane) are left out and counted
 (n_undefined).
 
@@ -52,7 +56,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from workflow_scripts.bootstrap import LEVEL, bootstrap_rng, percentile_interval, resample_counts
+from workflow_scripts.bootstrap import (LEVEL, bootstrap_rng, paired_rng, percentile_interval, replicate_rows,
+                                        resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging
 from workflow_scripts.settheory.criteria import MEASURES, sign
 
@@ -136,18 +141,26 @@ def pooled_bounds(frames: dict[str, pl.DataFrame], criterion: str, measure: str)
 # ---- bootstrap over samples ----------------------------------------------------------------------
 
 def cluster_shares(values: dict[str, np.ndarray], groups: np.ndarray, replicates: int, seed: int, *names,
-                   weights: dict[str, np.ndarray] | None = None) -> dict[str, tuple[float, float, float]]:
+                   weights: dict[str, np.ndarray] | None = None, universe: np.ndarray | None = None,
+                   rng: np.random.Generator | None = None,
+                   keep: dict[str, np.ndarray] | None = None) -> dict[str, tuple[float, float, float]]:
     """{name: (share, ci_low, ci_high)}: share = sum(v * w) / sum(w) over rows (w = 1 unless given);
     rows are grouped by `groups` (sample ids), and groups are resampled with replacement, all
-    statistics with the same resamples."""
+    statistics with the same resamples. `universe`: the sample ids resampled (default: those in
+    `groups`), sorted; a sample without rows here draws weight 0. Give every model the same universe
+    and `rng` stream (bootstrap.paired_rng) for resamples paired across models. `rng` overrides the
+    stream of (seed, *names). `keep`: receives each statistic's B replicate values."""
     groups = np.asarray(groups)
-    uniq, inverse = np.unique(groups, return_inverse=True)
+    uniq = np.unique(groups if universe is None else np.asarray(universe))
+    inverse = np.searchsorted(uniq, groups)
+    if len(groups) and (not len(uniq) or not np.array_equal(uniq[np.minimum(inverse, len(uniq) - 1)], groups)):
+        raise ValueError("sample ids outside the universe of the bootstrap")
     sums, dens = {}, {}
     for key, v in values.items():
         w = np.ones(len(v)) if weights is None else weights[key]
         sums[key] = np.bincount(inverse, weights=np.nan_to_num(v) * w, minlength=len(uniq))
         dens[key] = np.bincount(inverse, weights=w, minlength=len(uniq))
-    rng = bootstrap_rng(seed, *names)
+    rng = bootstrap_rng(seed, *names) if rng is None else rng
     reps = {key: [] for key in values}
     done = 0
     while done < replicates:
@@ -159,6 +172,8 @@ def cluster_shares(values: dict[str, np.ndarray], groups: np.ndarray, replicates
         done += block
     out = {}
     for key in values:
+        if keep is not None:
+            keep[key] = np.concatenate(reps[key]) if reps[key] else np.zeros(0)
         total = dens[key].sum()
         est = float(sums[key].sum() / total) if total > 0 else float("nan")
         if replicates and total > 0:
@@ -182,21 +197,38 @@ def _row(base: dict, criterion: str, measure: str, case: str, stat: tuple, n: in
             "bounds": bounds_kind, "setting": setting}
 
 
+def paired_shares(base: dict, rows: pl.DataFrame, criterion: str, measure: str, values: dict, groups: np.ndarray,
+                  replicates: int, seed: int, replicates_out: list | None, weights: dict | None = None) -> dict:
+    """cluster_shares over the operator's samples, paired across models: the universe is every
+    sample id of the operator's rows (the kept operator samples, the same for every model: the
+    filter's encoders are the study's, not the model's), the stream the sample set's and the
+    criterion's (bootstrap.paired_rng, never the model); a model's undefined rows weigh 0. The
+    replicates of each case go to `replicates_out` (statistic `<criterion>/<measure>/<case>`)."""
+    keep: dict = {}
+    stats = cluster_shares(values, groups, replicates, seed, weights=weights,
+                           universe=rows["sample_id"].to_numpy(), keep=keep,
+                           rng=paired_rng(seed, "settheory", base["sampleset"], f"{criterion}/{measure}"))
+    if replicates_out is not None:
+        for case, (share, _, _) in stats.items():
+            replicates_out.append(replicate_rows("settheory", base["sampleset"], f"{criterion}/{measure}/{case}",
+                                                 base["model"], share, keep[case]))
+    return stats
+
+
 def epsilon_rows(base: dict, frame: pl.DataFrame, criterion: str, measure: str, bounds, bounds_kind: str,
-                 replicates: int, seed: int) -> list[dict]:
+                 replicates: int, seed: int, replicates_out: list | None = None) -> list[dict]:
     rows = rows_of(frame, criterion)
     diffs = differences(rows, criterion, measure)
     defined = np.logical_and.reduce([np.isfinite(d) for d in diffs]) if diffs else np.zeros(0, bool)
     groups = rows["sample_id"].to_numpy()[defined]
     n, n_undef, n_samples = int(defined.sum()), int((~defined).sum()), len(np.unique(groups))
-    names = ("settheory", base["sampleset"], base["model"], criterion, measure)
     if criterion == "c4":
         values = {"T": grid_share(diffs[0][defined], *bounds[0])}
-        stats = cluster_shares(values, groups, replicates, seed, *names)
+        stats = paired_shares(base, rows, criterion, measure, values, groups, replicates, seed, replicates_out)
         return [_row(base, criterion, measure, "T", stats["T"], n, n_undef, n_samples, bounds, bounds_kind,
                      "delta grid on [bound1_low, bound1_high]")]
     values = case_values(diffs[0][defined], diffs[1][defined], bounds[0], bounds[1])
-    stats = cluster_shares(values, groups, replicates, seed, *names)
+    stats = paired_shares(base, rows, criterion, measure, values, groups, replicates, seed, replicates_out)
     return [_row(base, criterion, measure, case, stats[case], n, n_undef, n_samples, bounds, bounds_kind,
                  "eps grid on [bound1_low, bound1_high] x [bound2_low, bound2_high]") for case in CASES]
 
@@ -214,7 +246,8 @@ def in_middle(rows: pl.DataFrame, tolerance: float) -> np.ndarray:
         return np.where(np.isfinite(ab + pa + pb), (np.abs(ab - (pa + pb)) < tolerance).astype(float), np.nan)
 
 
-def geometry_rows(base: dict, frame: pl.DataFrame, settings: dict, replicates: int, seed: int) -> list[dict]:
+def geometry_rows(base: dict, frame: pl.DataFrame, settings: dict, replicates: int, seed: int,
+                  replicates_out: list | None = None) -> list[dict]:
     out = []
     tol = settings["middle_tolerance"]
     # C2
@@ -222,8 +255,8 @@ def geometry_rows(base: dict, frame: pl.DataFrame, settings: dict, replicates: i
     mid = in_middle(rows, tol)
     ok = np.isfinite(mid)
     groups = rows["sample_id"].to_numpy()[ok]
-    stat = cluster_shares({"middle": mid[ok]}, groups, replicates, seed, "settheory", base["sampleset"],
-                          base["model"], "c2", "projection")["middle"]
+    stat = paired_shares(base, rows, "c2", "projection", {"middle": mid[ok]}, groups, replicates, seed,
+                         replicates_out)["middle"]
     out.append(_row(base, "c2", "projection", "middle", stat, int(ok.sum()), int((~ok).sum()), len(np.unique(groups)),
                     setting=f"|angle(A,B) - (angle(p,A) + angle(p,B))| < {tol} degrees"))
     # C5
@@ -238,8 +271,8 @@ def geometry_rows(base: dict, frame: pl.DataFrame, settings: dict, replicates: i
     ok = np.isfinite(near)
     value = (near[ok] <= c5["theta"]).astype(float)
     groups = rows["sample_id"].to_numpy()[ok]
-    stat = cluster_shares({"near_a": value}, groups, replicates, seed, "settheory", base["sampleset"], base["model"],
-                          "c5", "projection")["near_a"]
+    stat = paired_shares(base, rows, "c5", "projection", {"near_a": value}, groups, replicates, seed,
+                         replicates_out)["near_a"]
     out.append(_row(base, "c5", "projection", "near_a", stat, int(ok.sum()), int((~ok).sum()), len(np.unique(groups)),
                     setting=setting))
     # C6
@@ -256,8 +289,8 @@ def geometry_rows(base: dict, frame: pl.DataFrame, settings: dict, replicates: i
     values = {name: met[ok] for name in C6_CASES}
     weights = {name: (case[ok] == i).astype(float) for i, name in enumerate(C6_CASES[:3])}
     weights["all"] = np.ones(int(ok.sum()))
-    stats = cluster_shares(values, groups, replicates, seed, "settheory", base["sampleset"], base["model"], "c6",
-                           "projection", weights=weights)
+    stats = paired_shares(base, rows, "c6", "projection", values, groups, replicates, seed, replicates_out,
+                          weights=weights)
     setting = (f"a_larger: ||A||/||B|| >= {c6['ratio']}, expect angle(p,A)/angle(A,B) <= {c6['theta']}; b_larger: "
                f"<= 1/{c6['ratio']}, expect angle(p,B)/angle(A,B) <= {c6['theta']}; comparable: expect the middle "
                f"(< {tol} degrees)")
@@ -277,9 +310,10 @@ def bounds_for(settings: dict, frames: dict, criterion: str, measure: str) -> tu
     return pooled_bounds(frames, criterion, measure), "pooled"
 
 
-def study(entries: list[dict], settings: dict, seed: int, log) -> pl.DataFrame:
+def study(entries: list[dict], settings: dict, seed: int, log, replicates_out: dict | None = None) -> pl.DataFrame:
     """The long shares table. entries: [{"sampleset", "model", "measures": path, "samples": path,
-    "filter": path}] (the last two: the set's samples table and filter report)."""
+    "filter": path}] (the last two: the set's samples table and filter report). `replicates_out`:
+    a dict that receives, per sample set, the replicate rows of every share of every model."""
     settings = {**DEFAULT_SETTINGS, **settings}
     replicates = settings["bootstrap_b"]
     rows = []
@@ -288,14 +322,15 @@ def study(entries: list[dict], settings: dict, seed: int, log) -> pl.DataFrame:
         frames = {e["model"]: pl.read_parquet(e["measures"]) for e in mine}
         meta = sample_meta(mine[0])
         bounds = {(c, m): bounds_for(settings, frames, c, m) for c in ("c1", "c3", "c4") for m in settings["measures"]}
+        parts = [] if replicates_out is None else replicates_out.setdefault(sampleset, [])
         for e in mine:
             base = {"sampleset": sampleset, "model": e["model"], **meta}
             frame = frames[e["model"]]
             for criterion in ("c1", "c3", "c4"):
                 for measure in settings["measures"]:
                     b, kind = bounds[(criterion, measure)]
-                    rows += epsilon_rows(base, frame, criterion, measure, b, kind, replicates, seed)
-            rows += geometry_rows(base, frame, settings, replicates, seed)
+                    rows += epsilon_rows(base, frame, criterion, measure, b, kind, replicates, seed, parts)
+            rows += geometry_rows(base, frame, settings, replicates, seed, parts)
             log.info("%s / %s: C1-C6 over %d operator samples", sampleset, e["model"], frame.height)
     table = pl.DataFrame([{**r, "bootstrap_b": replicates} for r in rows], schema=SHARE_SCHEMA, orient="row") \
         if rows else pl.DataFrame(schema=SHARE_SCHEMA)
@@ -462,9 +497,17 @@ def plot_model(hists: dict, shares: pl.DataFrame, title: str, out_png: str, out_
     plt.close(fig)
 
 
-def write_outputs(entries: list[dict], settings: dict, seed: int, tables_dir: str, plots_dir: str, log) -> pl.DataFrame:
+def write_outputs(entries: list[dict], settings: dict, seed: int, tables_dir: str, plots_dir: str, log,
+                  replicates: dict[str, str] | None = None) -> pl.DataFrame:
+    """The tables and plots; `replicates`: sample set -> its replicates file (every share's paired
+    bootstrap replicates, all models)."""
     settings = {**DEFAULT_SETTINGS, **settings}
-    table = study(entries, settings, seed, log)
+    parts: dict = {}
+    table = study(entries, settings, seed, log, parts)
+    for sampleset, path in (replicates or {}).items():
+        if sampleset not in parts:
+            raise ValueError(f"replicates file {path} for sample set {sampleset!r}, which no entry scores")
+        write_replicates(path, parts[sampleset])
     models = list(dict.fromkeys(e["model"] for e in entries))
     tables_dir = Path(tables_dir)
     with atomic_path(tables_dir / "settheory_shares.csv") as tmp:
@@ -502,10 +545,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--tables-dir", required=True)
     ap.add_argument("--plots-dir", required=True)
+    ap.add_argument("--replicates", nargs="*", default=[],
+                    help="replicates files, one per sample set: <results>/settheory/<sample set>/replicates.parquet")
     ap.add_argument("--log")
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "settheory")
-    write_outputs(_entries(args.entries), json.loads(args.settings), args.seed, args.tables_dir, args.plots_dir, log)
+    write_outputs(_entries(args.entries), json.loads(args.settings), args.seed, args.tables_dir, args.plots_dir, log,
+                  {Path(p).parent.name: p for p in args.replicates})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,178 @@
+"""Items behind a number (issue 26): per probe dataset, the items where two compared models
+disagree most, with their texts.
+
+A probe shows its items by a module `workflow_scripts/<probe>/items.py` (found, not listed here):
+`item_files(results, config, dataset, model)` names the files that hold one model's per-item scores
+and the items' texts, `read_items(files)` reads them into one row per item: `item_id` (a string),
+the item's text columns, `score` (Float64) and, where the probe has one, `correct`; `SCORE` says what
+the score is. A probe without that module (domain_shift: its items are text pairs whose cosines are
+not kept) has no disagreement page.
+
+Per dataset, for each compared pair (A, B) (differences.compared_pairs, from the `compare:` config,
+default: every model against the surface-form baseline and against the first model), the N items
+(default 20) with the largest |score_A - score_B|, ties broken by item id (as text); items where
+either score is undefined (NaN or null), or the two scores are equal, are left out (fewer rows then). Written: a CSV (one row per pair and item) and an
+HTML page for Snakemake's report.
+
+CLI (rules/disagreements.smk):
+  python -m workflow_scripts.disagreements --probe P --dataset D --items JSON --pairs JSON
+      --out table.csv --page page.html [--top 20] [--log PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import importlib
+import importlib.util
+import json
+import sys
+from types import ModuleType
+
+import polars as pl
+
+from workflow_scripts.common import atomic_path, setup_logging
+from workflow_scripts.differences import compared_pairs
+
+TOP = 20
+
+
+def items_module(probe: str) -> ModuleType | None:
+    """The probe's items module, or None where the probe has none."""
+    name = f"workflow_scripts.{probe}.items"
+    try:
+        found = importlib.util.find_spec(name)
+    except ModuleNotFoundError:
+        return None
+    return importlib.import_module(name) if found else None
+
+
+def top_disagreements(a: pl.DataFrame, b: pl.DataFrame, top: int = TOP) -> pl.DataFrame:
+    """The `top` items of both per-item frames with the largest |score_a - score_b| (ties: item id
+    ascending), with a's text columns, both scores (and flags), and the difference A - B."""
+    texts = [c for c in a.columns if c not in ("item_id", "score", "correct")]
+    flags = "correct" in a.columns and "correct" in b.columns
+    left = a.select("item_id", *texts, pl.col("score").alias("score_a"),
+                    *([pl.col("correct").alias("correct_a")] if flags else []))
+    right = b.select("item_id", pl.col("score").alias("score_b"), *([pl.col("correct").alias("correct_b")] if flags else []))
+    both = left.join(right, on="item_id", how="inner")
+    defined = pl.col("score_a").is_not_null() & pl.col("score_b").is_not_null() \
+        & pl.col("score_a").is_not_nan() & pl.col("score_b").is_not_nan()
+    both = both.filter(defined).with_columns((pl.col("score_a") - pl.col("score_b")).alias("difference"))
+    return (both.with_columns(pl.col("difference").abs().alias("abs_difference"))
+            .filter(pl.col("abs_difference") > 0)  # equal scores: no disagreement to show
+            .sort(["abs_difference", "item_id"], descending=[True, False]).head(top).drop("abs_difference"))
+
+
+def disagreements(items: dict[str, pl.DataFrame], pairs: list[tuple[str, str]], top: int = TOP) -> pl.DataFrame:
+    """One frame: per pair (A, B) in the given order, its top items, ranked 1..top."""
+    frames = []
+    for a, b in pairs:
+        t = top_disagreements(items[a], items[b], top)
+        frames.append(t.select(pl.lit(a).alias("model_a"), pl.lit(b).alias("model_b"),
+                               pl.int_range(1, t.height + 1, dtype=pl.Int32).alias("rank"), pl.all()))
+    if not frames:
+        return pl.DataFrame(schema={"model_a": pl.Utf8, "model_b": pl.Utf8, "rank": pl.Int32, "item_id": pl.Utf8})
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def page(table: pl.DataFrame, probe: str, dataset: str, score: str, top: int) -> str:
+    """An HTML page: per pair, its items as a table (texts escaped)."""
+    parts = [f"<h1>Where models disagree: {html.escape(probe)} / {html.escape(dataset)}</h1>",
+             f"<p>Per compared pair (A, B), the {top} items with the largest |score A &minus; score B| "
+             f"(ties: item id); score = {html.escape(score)}. Items where either score is undefined, or both are equal, "
+             "are left out.</p>"]
+    if table.is_empty():
+        parts.append("<p>No compared pairs (fewer than two models ran this dataset).</p>")
+    for (a, b), group in table.group_by(["model_a", "model_b"], maintain_order=True):
+        cols = [c for c in group.columns if c not in ("model_a", "model_b")]
+        head = "".join(f"<th>{html.escape(c.replace('_a', ' ' + a).replace('_b', ' ' + b) if c.endswith(('_a', '_b')) else c)}</th>"
+                       for c in cols)
+        rows = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
+                       for row in group.select(cols).iter_rows())
+        parts.append(f"<h2>{html.escape(a)} vs {html.escape(b)}</h2><table border='1'><tr>{head}</tr>{rows}</table>")
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>disagreements</title></head><body>"
+            + "".join(parts) + "</body></html>\n")
+
+
+def _cell(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return "" if v is None else str(v)
+
+
+class DisagreementPlan:
+    """Which (probe, dataset) pages a study gets, and each one's inputs and params: probes with an
+    items module, datasets scored by at least two models, pairs from the `compare:` config."""
+
+    def __init__(self, study, plans: list, compare: dict | None):
+        self.study, self.R = study, study.results
+        self.pages: dict[tuple[str, str], list[str]] = {}
+        self.modules: dict[str, ModuleType] = {}
+        self.compare = compare
+        for plan in plans:
+            if not plan.ran or plan.probe.is_stage or (module := items_module(plan.name)) is None:
+                continue
+            self.modules[plan.name] = module
+            for dataset in plan.datasets:
+                # a pair's first field is its dataset (csc: its corpus)
+                models = list(dict.fromkeys(p.model for p in plan.pairs if p[0] == dataset))
+                if self.pairs(plan.name, dataset, models):
+                    self.pages[(plan.name, dataset)] = models
+
+    def pairs(self, probe: str, dataset: str, models: list[str] | None = None) -> list[tuple[str, str]]:
+        models = self.pages[(probe, dataset)] if models is None else models
+        config = self.study.config["models"]
+        return compared_pairs({m: config[m] for m in models}, self.compare)
+
+    def files(self, probe: str, dataset: str) -> dict[str, dict]:
+        module = self.modules[probe]
+        return {m: module.item_files(self.R, self.study.config, dataset, m) for m in self.pages[(probe, dataset)]}
+
+    def targets(self) -> list[str]:
+        return [f"{self.R}/report/disagreements/{p}/{d}.html" for p, d in self.pages]
+
+    # input function and params of rule disagreements
+    def inputs(self, wildcards) -> list[str]:
+        return sorted({f for files in self.files(wildcards.probe, wildcards.dataset).values() for f in files.values()})
+
+    def items_param(self, wildcards) -> str:
+        return json.dumps(self.files(wildcards.probe, wildcards.dataset), sort_keys=True)
+
+    def pairs_param(self, wildcards) -> str:
+        return json.dumps(self.pairs(wildcards.probe, wildcards.dataset))
+
+
+def write(probe: str, dataset: str, files: dict[str, dict], pairs: list, out: str, page_out: str, top: int, log) -> pl.DataFrame:
+    module = items_module(probe)
+    if module is None:
+        raise ValueError(f"probe {probe!r} has no items module (workflow_scripts/{probe}/items.py)")
+    items = {m: module.read_items(f) for m, f in files.items()}
+    for m, frame in items.items():
+        log.info("%s/%s: %s: %d items", probe, dataset, m, frame.height)
+    table = disagreements(items, [tuple(p) for p in pairs], top)
+    with atomic_path(out) as tmp:
+        table.write_csv(tmp)
+    with atomic_path(page_out) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(page(table, probe, dataset, module.SCORE, top))
+    log.info("%s/%s: %d pair(s), %d rows", probe, dataset, len(pairs), table.height)
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--probe", required=True)
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--items", required=True, help="JSON: model -> its item files (item_files)")
+    ap.add_argument("--pairs", required=True, help="JSON: [[A, B], ...]")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--page", required=True)
+    ap.add_argument("--top", type=int, default=TOP)
+    ap.add_argument("--log")
+    args = ap.parse_args(argv)
+    log = setup_logging(args.log, "disagreements")
+    write(args.probe, args.dataset, json.loads(args.items), json.loads(args.pairs), args.out, args.page, args.top, log)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
