@@ -66,11 +66,14 @@ def probe_section(base: Path, section: dict) -> list[str]:
 def inputs_section(lengths: str | None, ingest: list[str]) -> list[str]:
     parts = []
     if ingest:
-        parts += ["## Input quality", "", "| source | records | skipped | reasons |", "|---|---|---|---|"]
+        parts += ["## Input quality", "", "| source | records | skipped | reasons | filtered out (`where`) |",
+                  "|---|---|---|---|---|"]
         for path in ingest:
             r = read_json(path)
             reasons = ", ".join(f"{k}: {v}" for k, v in sorted(r["skipped"].items())) or "none"
-            parts.append(f"| {r['source']} | {r['records']} | {r['skipped_total']} | {reasons} |")
+            # rows a `where` filter left out, per column: not bad lines (older reports have none)
+            filtered = ", ".join(f"{k}: {v}" for k, v in sorted((r.get("filtered") or {}).items())) or "none"
+            parts.append(f"| {r['source']} | {r['records']} | {r['skipped_total']} | {reasons} | {filtered} |")
         parts.append("")
     if lengths:
         parts += ["## Sentence lengths (whitespace tokens, % of sentences)", "",
