@@ -47,6 +47,7 @@ setup-gpu:
 
 run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+	@$(VENV)/bin/python -m workflow_scripts.report_console --configfile $(or $(CONFIG),config.yaml)
 	@echo "Done. Results are in the config's results folder (results/ by default): report.md, tables/, plots/."
 	@echo "'make report' builds the HTML report of everything, results/report.html."
 

@@ -6,10 +6,21 @@ from __future__ import annotations
 import os
 
 from workflow_scripts.report_overview import headline_tables
-from workflow_scripts.study import ProbePlan, Study, as_json
+from workflow_scripts.study import ProbePlan, Study, as_json, cli_options
 
 OVERVIEW_TABLE = ("overview.csv", "Overview", "overview_table.rst")
 CAPTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "resources", "report")
+
+
+RESOURCES = os.path.dirname(CAPTIONS)
+
+
+def shipped_only(paths, resources: str = RESOURCES) -> bool:
+    """Whether there is at least one input and every one lies under `resources` (the workflow's
+    shipped demo samples), symbolic links resolved."""
+    root = os.path.realpath(resources)
+    paths = [os.path.realpath(p) for p in paths if p]
+    return bool(paths) and all(os.path.commonpath([root, p]) == root for p in paths)
 
 
 class ReportPlan:
@@ -54,6 +65,16 @@ class ReportPlan:
             if spec["family"] in ("fasttext", "word_vectors") or spec.get("adapted"):
                 data[f"model {m}"] = self.study.model_file(m)
         return {name: path for name, path in data.items() if path}
+
+    def demo_inputs(self) -> bool:
+        """Whether every input of the run is one of the samples shipped under the workflow's resources/
+        (the report's first screen then says its numbers check the workflow, not the models)."""
+        return shipped_only(self.data_sources().values())
+
+    def first_screen_options(self, wildcards=None) -> str:
+        """Param: report_overview's options for the first screen (report.min_n, the demo banner)."""
+        return cli_options(("--min-n", int((self.config.get("report") or {}).get("min_n", 100))),
+                           ("--demo", 1 if self.demo_inputs() else None))
 
     def data_files(self) -> list[str]:
         return sorted(set(self.data_sources().values()))
