@@ -179,8 +179,8 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str) -> None:
     for i in range(1, len(probes)):
         if probes[i] != probes[i - 1]:
             ax.axhline(i - 0.5, color="white", linewidth=2)
-    ax.set_title("Headline figure per probe and model (95% intervals: tables/overview.csv)\n"
-                 "\u2193 lower = better, \u2191 higher = better; colour: yellow = best; grey: not run or undefined", fontsize=8, pad=24)
+    ax.set_title("Headline figure per probe and model\n\u2193 lower = better, \u2191 higher = better;\n"
+                 "yellow = best; grey: not run or undefined", fontsize=8, pad=24)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=100, format=Path(path).suffix.lstrip(".") or "png")
