@@ -133,22 +133,32 @@ def test_demo_banner_only_for_the_shipped_samples(tmp_path):
     assert shipped_only([str(tmp_path / "link")]) and not shipped_only([str(ROOT / "config.yaml")])
 
 
-def test_demo_banner_follows_the_default_config():
-    """The default config runs on the shipped samples only: its report carries the banner."""
+def test_demo_banner_follows_the_default_config(tmp_path, monkeypatch):
+    """The default config's sources are shipped samples: its report carries the banner. A model the
+    workflow trained (under results/) is an output, not an input; a source of the researcher's own
+    takes the banner away. (The full plan of the default config gives `--demo 1` too: `snakemake -n -p
+    --until report`.)"""
     import yaml
     from workflow_scripts.config import validate
     from workflow_scripts.report_plan import ReportPlan
     from workflow_scripts.study import Study
-    import os
     config = validate(yaml.safe_load((ROOT / "config.yaml").read_text()), check_paths=False)
-    cwd = os.getcwd()
-    os.chdir(ROOT)  # config paths are relative to the working directory, as in a run
-    try:
+    config["models"]["trained"] = {"family": "sentence_transformers", "path": "results/models/trained",
+                                   "adapted": {"recipe": "r", "base": "minilm", "steps": ["ft"]}}
+    monkeypatch.chdir(ROOT)  # config paths are relative to the working directory, as in a run
+
+    def plan_of(config: dict) -> ReportPlan:
         plan = object.__new__(ReportPlan)
-        plan.study, plan.config, plan.plans, plan.stores = Study(config, "results"), config, [], {}
-        assert plan.demo_inputs() and "--demo 1" in plan.first_screen_options()
-    finally:
-        os.chdir(cwd)
+        plan.study, plan.config, plan.plans, plan.stores = Study(config, "results"), config, [], {"trained": "s"}
+        return plan
+    plan = plan_of(config)
+    assert "model trained" in plan.data_sources()
+    assert plan.demo_inputs() and plan.first_screen_options() == "--min-n 100 --demo 1"
+    own = tmp_path / "mine.txt"
+    own.write_text("A sentence.\n")
+    config["sources"]["mine"] = {"format": "lines", "path": str(own), "languages": ["en"]}
+    config["report"] = {"min_n": 50}
+    assert not plan_of(config).demo_inputs() and plan_of(config).first_screen_options() == "--min-n 50"
 
 
 def test_console_summary(screen, tmp_path):
