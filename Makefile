@@ -57,6 +57,7 @@ setup-gpu:
 
 run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
+	@$(VENV)/bin/python -m workflow_scripts.report_console "$(STUDY_RESULTS)"
 	@echo "Done. Results are in $(STUDY_RESULTS)/: report.md, tables/, plots/."
 	@echo "'make report$(if $(strip $(CONFIG)), CONFIG=\"$(strip $(CONFIG))\")' builds the HTML report of everything, $(STUDY_RESULTS)/report.html."
 

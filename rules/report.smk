@@ -2,6 +2,11 @@
 #   results/report.md                 the overview, then a section per probe (title, summary, tables
 #                                     with their captions, plots), then the inputs' quality
 #   results/tables/overview.csv       model x probe headline figures with intervals, and its heat map
+#   results/report/overview.json      the first screen: per figure its direction and n, per cell its
+#                                     marks (zero-width interval, n < report.min_n, ceiling or floor),
+#                                     the demo banner when every input is a shipped sample; report.md,
+#                                     the HTML report's first screen (report/first_screen.rst) and
+#                                     `python -m workflow_scripts.report_console` (after `make run`) show it
 #   results/report/tables/*.html      every probe table as a page
 #   results/report/inputs.html        input quality, perturbation and dataset counts
 #   results/report/provenance.rst     models with origin, generators and prompts, data with sha256,
@@ -54,6 +59,8 @@ rule report:
             caption="../resources/report/inputs.rst",
         ),
         provenance=f"{R}/report/provenance.rst",
+        first_screen_json=f"{R}/report/overview.json",
+        first_screen=f"{R}/report/first_screen.rst",
         runtimes=report(
             f"{R}/benchmarks/jobs.html",
             category=REPORT_CATEGORY["runtime"],
@@ -80,6 +87,7 @@ rule report:
         # what decides each model's vectors (family, name/path/revision, ...), not how its jobs run
         models=lambda wc: as_json([[m, STUDY.embed_spec(m)] for m in config["models"]]),  # pairs: config order
         overview_options=REPORT.headline_options,
+        first_screen=REPORT.first_screen_options,
         data=lambda wc: as_json(REPORT.data_sources()),
         run=lambda wc: as_json({k: config[k] for k in ("seed", "embedding_partitions")}),
         manifests=lambda wc, input: [
@@ -91,15 +99,18 @@ rule report:
         benchmarks=lambda wc, output: os.path.dirname(output.runtimes),
     shell:
         "MPLBACKEND=Agg python -m workflow_scripts.report_overview --tables {input.tables:q} --models {params.models:q}"
-        " --options {params.overview_options:q} --out {output.overview:q} --plot {output.overview_plot:q} > {log:q} 2>&1"
+        " --options {params.overview_options:q} --out {output.overview:q} --plot {output.overview_plot:q}"
+        " --first-screen {output.first_screen_json:q} {params.first_screen} > {log:q} 2>&1"
         " && python -m workflow_scripts.report --sections {params.sections:q} {params.inputs}"
-        " --overview {output.overview:q} --out {output.md:q} >> {log:q} 2>&1"
+        " --overview {output.overview:q} --first-screen {output.first_screen_json:q} --out {output.md:q} >> {log:q} 2>&1"
+        " && python -m workflow_scripts.report_pages first-screen --overview {output.first_screen_json:q}"
+        " --overview-plot {output.overview_plot:q} --out {output.first_screen:q} >> {log:q} 2>&1"
         " && python -m workflow_scripts.report_pages tables --tables {params.page_tables:q} --out-dir {params.pages_dir:q} >> {log:q} 2>&1"
         " && python -m workflow_scripts.report_pages inputs --reports {input.reports:q} {params.lengths}"
         " --out {output.inputs_page:q} >> {log:q} 2>&1"
         " && python -m workflow_scripts.report_pages provenance --manifests {params.manifests:q} --models {params.models:q}"
         " --data {params.data:q} --config {params.run:q} --reports {input.generator_reports:q}"
-        " --overview-plot {output.overview_plot:q} --out {output.provenance:q} >> {log:q} 2>&1"
+        " --out {output.provenance:q} >> {log:q} 2>&1"
         # last: every benchmarked job is upstream of the tables above
         " && python -m workflow_scripts.report_pages runtimes --benchmarks {params.benchmarks:q}"
         " --out-html {output.runtimes:q} --out-csv {output.runtimes_csv:q} >> {log:q} 2>&1"

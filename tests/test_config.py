@@ -1482,6 +1482,28 @@ from test_adapt_schema import ADAPT_SCHEMA_CASES  # noqa: E402
 
 SCHEMA_CASES += ADAPT_SCHEMA_CASES
 
+# row filters of a source (`where`) and the report's first screen (`report.min_n`)
+SCHEMA_CASES += [
+    ('where_type', [(CSV + ('where',), [])],
+     "config key `sources.skills_nl.where`: [] is not of type 'object'; expected a mapping of keys to values"),
+    ('where_empty', [(CSV + ('where',), {})],
+     "config key `sources.skills_nl.where`: {} should be non-empty"),
+    ('where_values_type', [(CSV + ('where',), {'status': 'released'})],
+     "config key `sources.skills_nl.where.status`: 'released' is not of type 'array'; expected a list of accepted"),
+    ('where_values_empty', [(CSV + ('where',), {'status': []})],
+     "config key `sources.skills_nl.where.status`: [] should be non-empty"),
+    ('where_value_type', [(CSV + ('where',), {'status': [None]})],
+     "config key `sources.skills_nl.where.status.0`: None is not of type 'string', 'number', 'boolean'"),
+    ('report_type', [(('report',), [])],
+     "config key `report`: [] is not of type 'object'; expected a mapping of keys to values"),
+    ('report_extra', [(('report', 'min'), 1)],
+     "config key `report`: Additional properties are not allowed ('min' was unexpected) (allowed: min_n)"),
+    ('report_min_n_type', [(('report', 'min_n'), 'many')],
+     "config key `report.min_n`: 'many' is not of type 'integer'"),
+    ('report_min_n_min', [(('report', 'min_n'), 0)],
+     "config key `report.min_n`: 0 is less than the minimum of 1"),
+]
+
 
 @pytest.mark.parametrize("edits,fragment", [pytest.param(e, f, id=i) for i, e, f in SCHEMA_CASES])
 def test_schema_errors_name_the_key_and_expected_form(edits, fragment):
@@ -1750,6 +1772,14 @@ REFERENCE_CASES += [
 from test_adapt_schema import ADAPT_REFERENCE_CASES  # noqa: E402
 
 REFERENCE_CASES += ADAPT_REFERENCE_CASES
+
+REFERENCE_CASES += [
+    ("where_for_bitext", [(BITEXT + ("where",), {"0": ["x"]})],
+     "config key `sources.en_nl_sample.where`: a bitext source takes no row filters (they are for tsv and csv sources)"),
+    ("where_name_without_header", source(format="tsv", path="p", languages=["en"], where={"evaluation": ["V"]}),
+     "config key `sources.s.where.evaluation`: 'evaluation' is a name, but a tsv source without `header: true` has "
+     "none; expected a column index (0 = first)"),
+]
 
 
 @pytest.mark.parametrize("edits,fragment", [pytest.param(e, f, id=i) for i, e, f in REFERENCE_CASES])

@@ -113,10 +113,14 @@ def test_overview_cells_are_the_probes_own_figures(study):
     for c in figures:
         for lo, hi in zip(ov[f"{c}_ci_low"], ov[f"{c}_ci_high"]):
             assert (lo is None) == (hi is None) and (lo is None or lo <= hi + 1e-12), c
-    # the Markdown report carries the same overview
+    # the Markdown report carries the same overview, with each figure's direction and n; the inputs are
+    # the test's own (not all shipped samples): no demo banner
     md = (res / "report.md").read_text()
     overview = md.split("# Overview: every model, every probe", 1)[1]
-    assert f"| triplets_mine | {tfidf['triplets_mine']:.3f} [{tfidf['triplets_mine_ci_low']:.3f}, " in overview
+    row = next(line for line in overview.splitlines() if line.startswith("| triplets_mine |")).split(" | ")
+    assert row[1:3] == ["\u2191 higher", str(acc["n"])]
+    assert row[3].startswith(f"{tfidf['triplets_mine']:.3f} [{tfidf['triplets_mine_ci_low']:.3f}, ")
+    assert "| csc_mini_en_negation | \u2193 lower |" in overview and "Demo inputs" not in md
 
 
 def test_report_is_self_contained_and_built_quickly(study):
@@ -275,8 +279,10 @@ def test_report_renders_in_chromium(study, browser):
     text = browser.evaluate("document.querySelector('#app').innerText")
     for probe in PROBES + ("overview", "inputs", "runtime"):
         assert CATEGORIES[probe] in text, f"category {CATEGORIES[probe]} not shown"
-    for shown in ("Stand-in results: hashing", "Models", "Data sources", "Seed"):
+    for shown in ("Stand-in results: hashing", "Models", "Data sources", "Seed", "\u2191 higher", "\u2193 lower"):
         assert shown in text, shown
+    # the overview opens the first screen: before the introduction and the provenance
+    assert text.index("\u2193 lower") < text.index("Does an embedding model") < text.index("Data sources")
     browser.evaluate("document.querySelectorAll('*').forEach(e => { e.scrollTop = 0; }); window.scrollTo(0, 0)")
     browser.screenshot(SCREENSHOTS / "first_screen.png")
     heat = browser.evaluate(f"(() => {{ const i = {heat_map}; return [i.complete, i.naturalWidth, i.naturalHeight]; }})()")

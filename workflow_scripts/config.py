@@ -343,6 +343,14 @@ def _source_problems(sources: dict) -> list[str]:
         elif s.get("header") and fmt not in ("tsv", "csv"):
             problems.append(f"config key `{key}.header`: a {fmt} source has no header line; only tsv takes "
                             "`header: true`")
+        for col in (s.get("where") or {}):
+            if fmt not in ("tsv", "csv"):
+                problems.append(f"config key `{key}.where`: a {fmt} source takes no row filters (they are for tsv "
+                                "and csv sources)")
+                break
+            if not header and not str(col).isdigit():
+                problems.append(f"config key `{key}.where.{col}`: {col!r} is a name, but a {fmt} source without "
+                                "`header: true` has none; expected a column index (0 = first)")
         if "fields" in s:
             if fmt not in ("bitext", "tsv") or header:
                 problems.append(f"config key `{key}.fields`: only a bitext or tsv source without a header takes "

@@ -14,6 +14,12 @@ split at CR (and LF, CRLF). A CSV record whose quoted cell is never closed (the 
 breaks, and the record breaks CSV's rules or has the wrong number of cells) is counted as
 `unclosed_quote` and the lines after its first are read again as records of their own; a quote
 that closes and is followed by text (`"ab"c`) is `stray_quote`.
+
+Row filters (`where: {column: [values]}`, tsv and csv sources; columns by name with a header, by
+index without one) keep a row only when every named column's value is in its list. A row filtered
+out is counted under the first column (in `where` order) whose value is not listed (`filtered` in the
+report), never as a bad line; a line that is bad before its filter can be read (extra or missing
+fields) stays a bad line.
 """
 from __future__ import annotations
 
@@ -89,6 +95,27 @@ def open_binary(path: str | Path):
     if magic == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=f)
     return f
+
+
+class FilteredOut:
+    """A row that a `where` filter leaves out, counted under the first column whose value is not listed."""
+    __slots__ = ("column",)
+
+    def __init__(self, column: str):
+        self.column = column
+
+
+def where_values(where: dict | None) -> dict:
+    """`where` as column -> set of accepted strings (YAML may read a value such as 1 as a number, a
+    column index as an int or a string of digits)."""
+    return {column: {str(v) for v in values} for column, values in (where or {}).items()}
+
+
+def where_index(column) -> int:
+    """A column index of a header-less file, given as an int or a string of digits."""
+    if isinstance(column, int) or (isinstance(column, str) and column.isdigit()):
+        return int(column)
+    raise ValueError(f"`where` names column {column!r}, but the file has no header: columns are indices (0, 1, ...)")
 
 
 def normalise(text: str) -> str:
@@ -179,37 +206,57 @@ def checked_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
 
 
 def read_delimited(path, columns: dict[str, int | str], delimiter: str = "\t", header: bool = False,
-                   n_fields: int | None = None, max_chars: int = DEFAULT_MAX_CHARS,
-                   ) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
+                   n_fields: int | None = None, max_chars: int = DEFAULT_MAX_CHARS, where: dict | None = None,
+                   ) -> Iterator[tuple[int, dict[str, str] | BadRecord | FilteredOut]]:
     """Bitext / TSV / one-sentence-per-line reader. Yields (line number, {language: text}) or
     (line number, BadRecord). No quoting: ParaCrawl text contains quote characters.
 
     A line may hold at most `n_fields` fields (with a header: the header's; by default one past the
     highest column used). More fields mean a stray delimiter, so which field is which is unknown:
     such a line is `extra_field`, never split at a guess. A line with fewer fields is
-    `missing_field` only where a column that is read is absent."""
+    `missing_field` only where a column that is read is absent. `where` (column -> accepted values):
+    a row whose value of such a column is not listed is a FilteredOut (module docstring)."""
+    accepted = where_values(where)
     indices = None if header else dict(columns)
+    filters = None if header else [(str(c), where_index(c), ok) for c, ok in accepted.items()]
     if n_fields is None and indices is not None:
-        n_fields = max(indices.values()) + 1
+        n_fields = max([*indices.values(), *(i for _, i, _ in filters)]) + 1
     with open_binary(path) as f:
         for lineno, raw in enumerate(binary_lines(f, path), start=1):
             raw = raw.rstrip(b"\r\n")
             try:
                 fields = _decode(raw).split(delimiter)
                 if indices is None:  # the header line
-                    missing = [c for c in columns.values() if isinstance(c, str) and c not in fields]
-                    beyond = [c for c in columns.values() if isinstance(c, int) and c >= len(fields)]
+                    named = [*columns.values(), *accepted]
+                    missing = [c for c in named if isinstance(c, str) and c not in fields]
+                    beyond = [c for c in named if isinstance(c, int) and c >= len(fields)]
                     if missing or beyond:
                         raise ValueError(f"{path}: header has no column(s) {missing or beyond}; it has {fields}")
                     indices = {lang: fields.index(c) if isinstance(c, str) else c for lang, c in columns.items()}
+                    filters = [(str(c), fields.index(c) if isinstance(c, str) else c, ok) for c, ok in accepted.items()]
                     n_fields = len(fields)
                     continue
                 if len(fields) > n_fields:
                     raise BadRecord("extra_field", f"{len(fields)} fields, expected at most {n_fields}")
+                out = _filtered(fields, filters)
+                if out is not None:
+                    yield lineno, out
+                    continue
                 yield lineno, {lang: _checked(fields[idx] if idx < len(fields) else None, max_chars)
                                for lang, idx in indices.items()}
             except BadRecord as bad:
                 yield lineno, bad
+
+
+def _filtered(cells: list[str], filters: list) -> FilteredOut | None:
+    """The FilteredOut of a row whose value of a `where` column is not listed; a row too short to
+    hold that column is `missing_field` (a bad line, not a filtered one)."""
+    for name, index, ok in filters:
+        if index >= len(cells):
+            raise BadRecord("missing_field", f"no column {name} to filter on")
+        if cells[index] not in ok:
+            return FilteredOut(name)
+    return None
 
 
 class _LineFeed:
@@ -268,8 +315,8 @@ def _quote_problem(path, taken: list, row: list | None, err: csv.Error | None, n
 CSV_DEFAULT_FIELD_LIMIT = 131072  # Python's own default (csv.field_size_limit())
 
 
-def read_csv_column(path, columns: dict[str, str], max_chars: int = DEFAULT_MAX_CHARS,
-                    ) -> Iterator[tuple[int, dict[str, str] | BadRecord]]:
+def read_csv_column(path, columns: dict[str, str], max_chars: int = DEFAULT_MAX_CHARS, where: dict | None = None,
+                    ) -> Iterator[tuple[int, dict[str, str] | BadRecord | FilteredOut]]:
     """One or more named columns of a quoted CSV (e.g. ESCO labels); multi-line cells allowed.
     Streamed; a record numbers as in a spreadsheet (header = 1); blank lines are no records. Bytes
     that are not UTF-8 are decoded to lone surrogates (surrogateescape), which valid UTF-8 never
@@ -291,13 +338,15 @@ def read_csv_column(path, columns: dict[str, str], max_chars: int = DEFAULT_MAX_
                 fieldnames = next(reader, None)
             except csv.Error as err:
                 raise ValueError(f"{path}: CSV header: {err}") from err
-            missing = [c for c in columns.values() if c not in (fieldnames or [])]
+            accepted = where_values(where)
+            missing = [c for c in [*columns.values(), *accepted] if c not in (fieldnames or [])]
             if missing:
                 raise ValueError(f"{path}: CSV has no column(s) {missing}; it has {fieldnames}")
             n_header = len(fieldnames)
             n_names = len(dict.fromkeys(fieldnames))  # the keys a csv.DictReader row would have
             index = {name: i for i, name in enumerate(fieldnames)}  # the last of equal names, as DictReader
             wanted = [(lang, col, index[col]) for lang, col in columns.items()]
+            filters = [(col, index[col], ok) for col, ok in accepted.items()]
             rowno = 1
             while True:
                 feed.taken = []
@@ -317,6 +366,10 @@ def read_csv_column(path, columns: dict[str, str], max_chars: int = DEFAULT_MAX_
                         raise problem
                     if len(row) > n_header:  # cells beyond the header
                         raise BadRecord("extra_field", f"{n_names + len(row) - n_header} cells, header has {n_header}")
+                    out = _filtered(row, filters)
+                    if out is not None:
+                        yield rowno, out
+                        continue
                     record = {}
                     for lang, col, i in wanted:
                         value = row[i] if i < len(row) else None
@@ -416,11 +469,11 @@ def records(spec: dict, path: str) -> Iterator[tuple[int, dict[str, str] | BadRe
     if fmt in ("bitext", "tsv"):
         cols = spec.get("columns") or {lang: i for i, lang in enumerate(langs)}
         return read_delimited(path, cols, "\t", header=fmt == "tsv" and spec.get("header", False),
-                              n_fields=spec.get("fields"), max_chars=max_chars)
+                              n_fields=spec.get("fields"), max_chars=max_chars, where=spec.get("where"))
     if fmt == "lines":
         return read_delimited(path, {langs[0]: 0}, "\n", n_fields=1, max_chars=max_chars)
     if fmt == "csv":
-        return read_csv_column(path, spec["columns"], max_chars)
+        return read_csv_column(path, spec["columns"], max_chars, where=spec.get("where"))
     if fmt == "tmx":
         return read_tmx(path, langs, max_chars)
     if fmt == "moses":
@@ -478,6 +531,7 @@ def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, lo
            report_path: str | None = None) -> dict:
     """Read one corpus source into `out_dir` (written atomically) and return its report."""
     bad = Counter()
+    filtered = Counter()  # rows a `where` filter left out, per column
     examples: dict[str, list] = {}
     n_records = 0
     rows_per_language = Counter()
@@ -486,6 +540,9 @@ def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, lo
         writer = ShardWriter(tmp, shard_rows)
         try:
             for lineno, rec in records(spec, path):
+                if isinstance(rec, FilteredOut):
+                    filtered[rec.column] += 1
+                    continue
                 if isinstance(rec, BadRecord):
                     bad[rec.reason] += 1
                     ex = examples.setdefault(rec.reason, [])
@@ -512,7 +569,9 @@ def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, lo
             # or column), never a result
             raise ValueError(f"{path}: no usable record in this {spec['format']} input of source {source}: "
                              + (f"all {sum(bad.values())} skipped: {skip_summary(bad, examples, unit)}"
-                                if bad else "it holds no record at all") + "; no output written")
+                                if bad else "it holds no record at all")
+                             + (f"; `where` filtered out {sum(filtered.values())} ({dict(filtered)})" if filtered else "")
+                             + "; no output written")
         for reason, count in bad.items():
             log.warning("%s: %s: skipped %d %s(s) as %s, e.g. %s", source, path, count, unit, reason,
                         "; ".join(f"{unit} {e['line']}" + (f": {e['detail']}" if e["detail"] else "")
@@ -527,14 +586,17 @@ def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, lo
             "skipped": dict(bad),
             "skipped_total": sum(bad.values()),
             "skipped_examples": examples,
+            # rows a `where` filter left out, per column (not bad lines: never in `skipped`)
+            "filtered": dict(filtered),
+            "filtered_total": sum(filtered.values()),
             "shard_rows": shard_rows,
             "shards": writer.shards,
         }
         write_json(tmp / "report.json", report)
         if report_path:
             write_json(report_path, report)
-    log.info("%s: %d records, %d rows in %d shards; skipped %s", source, n_records,
-             sum(rows_per_language.values()), len(writer.shards), dict(bad) or "none")
+    log.info("%s: %d records, %d rows in %d shards; skipped %s; filtered out %s", source, n_records,
+             sum(rows_per_language.values()), len(writer.shards), dict(bad) or "none", dict(filtered) or "none")
     return report
 
 

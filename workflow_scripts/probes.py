@@ -42,6 +42,8 @@ class Headline:
     table: str
     extract: Callable
     lower_is_better: bool = False
+    # the statistic's range: a figure at either end is marked on the overview (a ceiling or floor)
+    bounds: tuple = (0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,22 @@ def number(v) -> float | None:
 
 
 def headline_rows(frame, column: Callable[[dict], str], label: Callable[[dict], str], value: str, low: str,
-                  high: str) -> list[dict]:
-    """Overview rows (model, column, label, value, ci_low, ci_high) from a probe table's rows."""
+                  high: str, n: str | Callable[[dict], object] | None = None,
+                  interval: Callable[[dict], str] | None = None) -> list[dict]:
+    """Overview rows (model, column, label, value, ci_low, ci_high, n, interval) from a probe table's
+    rows. `n`: the column (or a function of the row) giving the items behind the figure (None where
+    the table has no such column); `interval`: which interval it is, where not the probe's usual one."""
+    def count(r: dict):
+        x = number(n(r) if callable(n) else r.get(n)) if n is not None else None
+        return None if x is None else int(x)
     return [{"model": r["model"], "column": column(r), "label": label(r), "value": number(r[value]),
-             "ci_low": number(r[low]), "ci_high": number(r[high])} for r in frame.iter_rows(named=True)]
+             "ci_low": number(r[low]), "ci_high": number(r[high]), "n": count(r),
+             "interval": interval(r) if interval else ""} for r in frame.iter_rows(named=True)]
+
+
+def smallest(*columns: str) -> Callable[[dict], object]:
+    """n as the smallest of several count columns (None where one is missing)."""
+    def n(r: dict):
+        values = [number(r.get(c)) for c in columns]
+        return None if any(v is None for v in values) else min(values)
+    return n

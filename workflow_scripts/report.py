@@ -45,6 +45,32 @@ def overview_section(overview: str) -> list[str]:
             markdown_table(table), ""]
 
 
+def first_screen_section(screen: dict) -> list[str]:
+    """The model-by-probe overview from report/overview.json (report_overview.first_screen): the demo
+    banner where the run is on the shipped samples, a row per headline figure with which direction is
+    better and its n, a column per model, cells `value [ci_low, ci_high] MARKS`, and the legend."""
+    from workflow_scripts.report_overview import cell_text
+    models = [m["model"] for m in screen["models"]]
+    names = [m["model"] + (" (stand-in)" if m["stand_in"] else "") for m in screen["models"]]
+    head = ["figure", "better", "n", *names]
+    rows = [[r["column"], "\u2193 lower" if r["lower_is_better"] else "\u2191 higher", r["n"] or "",
+             *(cell_text(r["cells"].get(m)) for m in models)] for r in screen["rows"]]
+    table = "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+                       *("| " + " | ".join(row) + " |" for row in rows)])
+    parts = ["# Overview: every model, every probe", ""]
+    if screen["demo"]:
+        parts += [f"> **{screen['banner']}**", ""]
+    parts += ["The headline figure of each probe per model with its bootstrapped 95% interval (from the probes' "
+              "tables; the same as `tables/overview.csv`, the heat map is `plots/overview.png`). `better`: which "
+              "direction is better; `n`: the items behind the figure (questions, triplets, phrases, samples; CSC "
+              "and domain shift: the smaller similarity set).", "", table, "",
+              "Marks: " + "; ".join(f"**{k}** {v}" for k, v in screen["legend"].items()) + ".", ""]
+    notes = [f"`{r['column']}`: {r['interval']}" for r in screen["rows"] if r.get("interval")]
+    if notes:
+        parts += ["Intervals other than the probe's usual one: " + "; ".join(notes) + ".", ""]
+    return parts
+
+
 def probe_section(base: Path, section: dict) -> list[str]:
     """A probe's section: its title and summary (from its declaration), each of its tables as
     Markdown under its caption, then its plots, then the papers' published figures."""
@@ -68,11 +94,14 @@ def probe_section(base: Path, section: dict) -> list[str]:
 def inputs_section(lengths: str | None, ingest: list[str]) -> list[str]:
     parts = []
     if ingest:
-        parts += ["## Input quality", "", "| source | records | skipped | reasons |", "|---|---|---|---|"]
+        parts += ["## Input quality", "", "| source | records | skipped | reasons | filtered out (`where`) |",
+                  "|---|---|---|---|---|"]
         for path in ingest:
             r = read_json(path)
             reasons = ", ".join(f"{k}: {v}" for k, v in sorted(r["skipped"].items())) or "none"
-            parts.append(f"| {r['source']} | {r['records']} | {r['skipped_total']} | {reasons} |")
+            # rows a `where` filter left out, per column: not bad lines (older reports have none)
+            filtered = ", ".join(f"{k}: {v}" for k, v in sorted((r.get("filtered") or {}).items())) or "none"
+            parts.append(f"| {r['source']} | {r['records']} | {r['skipped_total']} | {reasons} | {filtered} |")
         parts.append("")
     if lengths:
         parts += ["## Sentence lengths (whitespace tokens, % of sentences)", "",
@@ -81,10 +110,14 @@ def inputs_section(lengths: str | None, ingest: list[str]) -> list[str]:
 
 
 def build(out: str, sections: list[dict], overview: str | None = None, lengths: str | None = None,
-          ingest: list[str] = ()) -> None:
-    """report.md: the overview, a section per probe that ran (in report order), the inputs."""
+          ingest: list[str] = (), first_screen: str | None = None) -> None:
+    """report.md: the overview (the first screen's, where given), a section per probe that ran (in
+    report order), the inputs."""
     base = Path(out).parent
-    parts = overview_section(overview) if overview else []
+    if first_screen:
+        parts = first_screen_section(read_json(first_screen))
+    else:
+        parts = overview_section(overview) if overview else []
     for section in sections:
         parts += probe_section(base, section)
     parts += inputs_section(lengths, list(ingest))
@@ -99,9 +132,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--overview", help="tables/overview.csv: the model-by-probe section")
     ap.add_argument("--lengths", help="tables/length_buckets.csv, when the study has corpora")
     ap.add_argument("--ingest", nargs="*", default=[], help="the ingest reports of the study's sources")
+    ap.add_argument("--first-screen", help="report/overview.json: the overview with direction, n and marks")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    build(a.out, json.loads(a.sections), a.overview, a.lengths, a.ingest)
+    build(a.out, json.loads(a.sections), a.overview, a.lengths, a.ingest, a.first_screen)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,15 @@ workflow_scripts/probes.py): the table it reads (a file name under results/table
 better, and a function that turns that table into headline rows (model, column, value, ci_low,
 ci_high). rules/report.smk passes the tables of the probes that ran.
 
+The first screen (report/overview.json, read by report.md, the HTML report's first page and the
+console summary `python -m workflow_scripts.report_console`): a row per headline figure with which
+direction is better and its n (the items behind the figure, from the probe's table), a cell per
+model, and marks on the cells that must not be read as findings (MARKS): an interval of zero width,
+an n below `report.min_n`, a figure at the ceiling or floor of its statistic's range. `demo`: every
+input of the run is one of the small samples shipped under the workflow's resources/.
+
 Usage: python -m workflow_scripts.report_overview --tables T.csv ... --models JSON --options JSON
-           --out overview.csv --plot overview.png
+           --out overview.csv --plot overview.png [--first-screen overview.json --min-n N --demo]
 """
 from __future__ import annotations
 
@@ -22,6 +29,18 @@ from workflow_scripts.common import atomic_path
 from workflow_scripts.probes import Headline, declarations
 
 ROW = ("model", "column", "label", "value", "ci_low", "ci_high")
+
+# the marks of the first screen, with what each means (the legend)
+MARKS = {
+    "Z": "interval of zero width: the resamples never differ, so it says nothing about uncertainty",
+    "N": "n below report.min_n ({min_n}): too few items behind the figure for a conclusion",
+    "C": "at the ceiling or floor of the statistic's range: the probe cannot tell models apart there",
+}
+DEMO_BANNER = ("Demo inputs: every input of this run is a small sample shipped in the workflow's resources/ "
+               "folder. These numbers check that the workflow runs end to end; they are not for conclusions "
+               "about the models. Run your own data (README, 'Your own corpus') for figures to report.")
+# tolerance for "zero width" and "at the bound": the tables are written with 6 or more decimals
+EPS = 1e-9
 
 
 def headlines(probes: list[str] | None = None) -> list[tuple[str, Headline]]:
@@ -42,8 +61,63 @@ def long_rows(tables: dict[str, str], options: dict) -> list[dict]:
             continue
         frame = pl.read_csv(tables[h.table], infer_schema_length=None)
         for row in h.extract(frame, options):
-            out.append({**row, "probe": probe, "lower_is_better": h.lower_is_better})
+            out.append({"n": None, "interval": "", **row, "probe": probe, "lower_is_better": h.lower_is_better,
+                        "bounds": list(h.bounds)})
     return out
+
+
+def marks(value, ci_low, ci_high, n, bounds, min_n: int) -> str:
+    """The first screen's marks of one cell (MARKS): Z zero-width interval, N n below min_n, C at the
+    ceiling or floor of `bounds`. A cell without a figure has none."""
+    if value is None:
+        return ""
+    out = ""
+    if ci_low is not None and ci_high is not None and abs(ci_high - ci_low) <= EPS * max(1.0, abs(value)):
+        out += "Z"
+    if n is not None and n < min_n:
+        out += "N"
+    if any(b is not None and abs(value - b) <= EPS for b in bounds):
+        out += "C"
+    return out
+
+
+def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min_n: int, demo: bool) -> dict:
+    """The first screen's content: models (config order, stand-ins flagged), a row per headline figure
+    (label, direction, n range, interval notes) with a cell per model (value, interval, n, marks), the
+    legend and whether the run is on the demo inputs."""
+    cells = {(r["model"], r["column"]): r for r in rows}
+    models = [{"model": m, "stand_in": bool(s)} for m, s in zip(frame["model"], frame["stand_in"])]
+    out_rows = []
+    for c in columns:
+        row_cells, ns, notes = {}, [], []
+        for m in frame["model"]:
+            r = cells.get((m, c["column"]))
+            if r is None:
+                continue
+            row_cells[m] = {k: r.get(k) for k in ("value", "ci_low", "ci_high", "n")}
+            row_cells[m]["marks"] = marks(r["value"], r["ci_low"], r["ci_high"], r.get("n"), r["bounds"], min_n)
+            if r.get("n") is not None:
+                ns.append(r["n"])
+            if r.get("interval") and r["interval"] not in notes:
+                notes.append(r["interval"])
+        out_rows.append({"column": c["column"], "label": c["label"], "probe": c["probe"],
+                         "lower_is_better": c["lower_is_better"],
+                         "better": "lower" if c["lower_is_better"] else "higher",
+                         "n": (None if not ns else str(min(ns)) if min(ns) == max(ns) else f"{min(ns)}-{max(ns)}"),
+                         "interval": "; ".join(notes), "cells": row_cells})
+    used = sorted({ch for r in out_rows for cell in r["cells"].values() for ch in cell["marks"]}, key="ZNC".index)
+    return {"demo": demo, "banner": DEMO_BANNER if demo else "", "min_n": min_n, "models": models, "rows": out_rows,
+            "legend": {k: v.format(min_n=min_n) for k, v in MARKS.items()}, "marks_used": used}
+
+
+def cell_text(cell: dict | None, digits: int = 3) -> str:
+    """`value [low, high] MARKS` (empty where the model has no figure)."""
+    if not cell or cell.get("value") is None:
+        return ""
+    text = f"{cell['value']:.{digits}f}"
+    if cell.get("ci_low") is not None and cell.get("ci_high") is not None:
+        text += f" [{cell['ci_low']:.{digits}f}, {cell['ci_high']:.{digits}f}]"
+    return text + (f" {cell['marks']}" if cell.get("marks") else "")
 
 
 def overview_frame(rows: list[dict], models: dict[str, dict]) -> tuple[pl.DataFrame, list[dict]]:
@@ -97,7 +171,7 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str) -> None:
                 ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=8,
                         color="white" if goodness[i, j] < 0.6 else "black")
     ax.set_yticks(range(len(columns)))
-    ax.set_yticklabels([c["label"] + (" \u2193" if c["lower_is_better"] else "") for c in columns], fontsize=8)
+    ax.set_yticklabels([c["label"] + (" \u2193" if c["lower_is_better"] else " \u2191") for c in columns], fontsize=8)
     ax.set_xticks(range(len(models)))
     ax.set_xticklabels([m + ("\n[stand-in]" if s else "") for m, s in zip(models, stand)], fontsize=8)
     ax.xaxis.tick_top()
@@ -105,21 +179,25 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str) -> None:
     for i in range(1, len(probes)):
         if probes[i] != probes[i - 1]:
             ax.axhline(i - 0.5, color="white", linewidth=2)
-    ax.set_title("Headline figure per probe and model (95% intervals: tables/overview.csv)\n"
-                 "\u2193 lower = better; colour: yellow = best; grey: not run or undefined", fontsize=8, pad=24)
+    ax.set_title("Headline figure per probe and model\n\u2193 lower = better, \u2191 higher = better;\n"
+                 "yellow = best; grey: not run or undefined", fontsize=8, pad=24)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=100, format=Path(path).suffix.lstrip(".") or "png")
     plt.close(fig)
 
 
-def build(tables: list[str], models: dict[str, dict], options: dict, out: str, plot_path: str | None = None) -> pl.DataFrame:
+def build(tables: list[str], models: dict[str, dict], options: dict, out: str, plot_path: str | None = None,
+          screen_path: str | None = None, min_n: int = 100, demo: bool = False) -> pl.DataFrame:
     rows = long_rows({Path(t).name: t for t in tables}, options)
     frame, columns = overview_frame(rows, models)
     with atomic_path(out) as tmp:
         frame.write_csv(tmp, float_precision=6)
     if plot_path:
         plot(frame, columns, plot_path)
+    if screen_path:
+        with atomic_path(screen_path) as tmp:
+            tmp.write_text(json.dumps(first_screen(rows, frame, columns, min_n, demo), indent=1) + "\n", encoding="utf-8")
     return frame
 
 
@@ -131,8 +209,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--options", default="{}", help="JSON: the probes' headline options (retrieval_k, settheory_measure)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plot")
+    ap.add_argument("--first-screen", help="report/overview.json: the first screen's rows, cells and marks")
+    ap.add_argument("--min-n", type=int, default=100, help="report.min_n: cells with fewer items are marked N")
+    ap.add_argument("--demo", type=int, choices=(0, 1), default=0,
+                    help="1: every input is a shipped demo sample (the first screen's banner)")
     a = ap.parse_args(argv)
-    frame = build(a.tables, dict(json.loads(a.models)), json.loads(a.options), a.out, a.plot)
+    frame = build(a.tables, dict(json.loads(a.models)), json.loads(a.options), a.out, a.plot, a.first_screen,
+                  a.min_n, bool(a.demo))
     print(f"overview: {frame.height} models x {(frame.width - 3) // 3} headline figures")
 
 

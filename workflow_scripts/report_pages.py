@@ -13,6 +13,7 @@ Usage: python -m workflow_scripts.report_pages tables --tables CSV ... --out-dir
        python -m workflow_scripts.report_pages runtimes --benchmarks DIR --out-html HTML --out-csv CSV
        python -m workflow_scripts.report_pages provenance --manifests JSON ... --models JSON --data JSON
            --config JSON --reports JSON ... --out RST
+       python -m workflow_scripts.report_pages first-screen --overview JSON --overview-plot PNG --out RST
 """
 from __future__ import annotations
 
@@ -330,6 +331,64 @@ def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, st
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+# ---- the first screen: the model-by-probe overview, before everything else ----
+MARK_STYLE = {"Z": "background:#fde68a", "N": "background:#fde68a", "C": "background:#fde68a"}
+
+
+def first_screen_html(screen: dict) -> str:
+    """The overview as an HTML table: a row per headline figure (its label, which direction is
+    better, n), a column per model, each cell `value [low, high]` with its marks (tinted, the mark's
+    meaning as a tooltip), the legend and the interval notes; the demo banner first."""
+    from workflow_scripts.report_overview import cell_text
+    models = [m["model"] for m in screen["models"]]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["figure", "better", "n"]) + "".join(
+        f"<th>{html.escape(m['model'])}{' <em>(stand-in)</em>' if m['stand_in'] else ''}</th>" for m in screen["models"])
+    body = []
+    for r in screen["rows"]:
+        arrow = "\u2193 lower" if r["lower_is_better"] else "\u2191 higher"
+        label = html.escape(r["label"]) + ("<sup>*</sup>" if r.get("interval") else "")
+        cells = [f"<td>{label}</td><td>{arrow}</td><td class=\"num\">{html.escape(r['n'] or '')}</td>"]
+        for m in models:
+            cell = r["cells"].get(m)
+            marks = (cell or {}).get("marks", "")
+            tip = "; ".join(screen["legend"][k] for k in marks)
+            style = f' style="{MARK_STYLE[marks[0]]}" title="{html.escape(tip)}"' if marks else ""
+            cells.append(f"<td class=\"num\"{style}>{html.escape(cell_text(cell))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    parts = []
+    if screen["demo"]:
+        parts.append('<p style="border-left:4px solid #d97706;background:#fffbeb;padding:6px 10px;font-weight:600">'
+                     f"{html.escape(screen['banner'])}</p>")
+    parts.append('<table class="overview" style="font-size:12px"><thead><tr>' + head + "</tr></thead><tbody>"
+                 + "".join(body) + "</tbody></table>")
+    legend = " &middot; ".join(f"<b>{k}</b> {html.escape(v)}" for k, v in screen["legend"].items())
+    parts.append(f'<p style="font-size:12px">Each cell: the figure [its bootstrapped 95% interval] and its marks. '
+                 f"<i>better</i>: which direction is better; <i>n</i>: the items behind the figure. Marks (tinted "
+                 f"cells): {legend}.</p>")
+    notes = [f"{html.escape(r['label'])}: {html.escape(r['interval'])}" for r in screen["rows"] if r.get("interval")]
+    if notes:
+        parts.append('<p style="font-size:12px"><sup>*</sup> Interval: ' + "; ".join(notes) + ".</p>")
+    return "".join(parts)
+
+
+def first_screen(screen_json: str, out: str, overview_plot: str | None = None) -> None:
+    """An RST fragment (resources/report/workflow.rst includes it first): the overview table with its
+    marks and legend (raw HTML), then the heat map."""
+    text = first_screen_html(read_json(screen_json))
+    lines = [".. raw:: html", ""]
+    # docutils refuses lines over 10,000 characters: the HTML one element a line
+    lines += [f"   {chunk}" for chunk in text.replace("><", ">\n<").splitlines()]
+    lines.append("")
+    if overview_plot:
+        import base64
+        encoded = base64.b64encode(Path(overview_plot).read_bytes()).decode()
+        chunks = [encoded[i:i + 4000] for i in range(0, len(encoded), 4000)]
+        lines += [".. raw:: html", "", '   <img alt="model-by-probe overview" style="max-width:100%"',
+                  '   src="data:image/png;base64,', *(f"   {c}" for c in chunks), '   ">', ""]
+    with atomic_path(out) as tmp:
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -352,6 +411,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--reports", nargs="*", default=[], help="dataset reports that may name a generator")
     p.add_argument("--overview-plot", help="the overview heat map, shown first")
     p.add_argument("--out", required=True)
+    f = sub.add_parser("first-screen")
+    f.add_argument("--overview", required=True, help="report/overview.json (report_overview --first-screen)")
+    f.add_argument("--overview-plot", help="the overview heat map, under the table")
+    f.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     if a.cmd == "tables":
         for csv in a.tables:
@@ -361,6 +424,8 @@ def main(argv: list[str] | None = None) -> None:
                 table_page(csv, os.path.join(a.out_dir, Path(csv).stem + ".html"))
     elif a.cmd == "inputs":
         inputs_page(a.reports, a.lengths, a.out)
+    elif a.cmd == "first-screen":
+        first_screen(a.overview, a.out, a.overview_plot)
     elif a.cmd == "runtimes":
         frame = runtimes(a.benchmarks, a.out_html, a.out_csv)
         print(f"{frame.height} jobs with a benchmark file")

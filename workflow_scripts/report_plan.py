@@ -7,10 +7,21 @@ import os
 
 from workflow_scripts import published
 from workflow_scripts.report_overview import headline_tables
-from workflow_scripts.study import ProbePlan, Study, as_json
+from workflow_scripts.study import ProbePlan, Study, as_json, cli_options
 
 OVERVIEW_TABLE = ("overview.csv", "Overview", "overview_table.rst")
 CAPTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "resources", "report")
+
+
+RESOURCES = os.path.dirname(CAPTIONS)
+
+
+def shipped_only(paths, resources: str = RESOURCES) -> bool:
+    """Whether there is at least one input and every one lies under `resources` (the workflow's
+    shipped demo samples), symbolic links resolved."""
+    root = os.path.realpath(resources)
+    paths = [os.path.realpath(p) for p in paths if p]
+    return bool(paths) and all(os.path.commonpath([root, p]) == root for p in paths)
 
 
 class ReportPlan:
@@ -58,6 +69,18 @@ class ReportPlan:
             if spec["family"] in ("fasttext", "word_vectors") or spec.get("adapted"):
                 data[f"model {m}"] = self.study.model_file(m)
         return {name: path for name, path in data.items() if path}
+
+    def demo_inputs(self) -> bool:
+        """Whether every input of the run is one of the samples shipped under the workflow's resources/
+        (the report's first screen then says its numbers check the workflow, not the models). Models
+        the workflow trains (adapt) are outputs, not inputs: what they were trained on is counted."""
+        trained = {f"model {m}" for m, spec in self.config["models"].items() if spec.get("adapted")}
+        return shipped_only(path for name, path in self.data_sources().items() if name not in trained)
+
+    def first_screen_options(self, wildcards=None) -> str:
+        """Param: report_overview's options for the first screen (report.min_n, the demo banner)."""
+        return cli_options(("--min-n", int((self.config.get("report") or {}).get("min_n", 100))),
+                           ("--demo", 1 if self.demo_inputs() else None))
 
     def data_files(self) -> list[str]:
         return sorted(set(self.data_sources().values()))

@@ -1,5 +1,5 @@
 """Declaration of the Concept Separation Curves probe (seed 000; methods.md §1): workflow_scripts/probes.py."""
-from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, headline_rows
+from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, headline_rows, smallest
 
 
 def check(config: dict) -> list[str]:
@@ -30,7 +30,8 @@ def overlap_headlines(frame, options: dict) -> list[dict]:
     """CSC overlap per corpus and condition (lower = better separation of meaning from form)."""
     return headline_rows(frame, lambda r: f"csc_{r['corpus']}_{r['condition']}",
                          lambda r: f"CSC {r['corpus']} {r['condition'].replace('grammatical_negation', 'gram. negation')}",
-                         "overlap", "overlap_ci_low", "overlap_ci_high")
+                         "overlap", "overlap_ci_low", "overlap_ci_high",
+                         n=smallest("n_fuzzed", "n_negated"))  # the smaller of the two similarity sets
 
 
 PROBE = Probe(

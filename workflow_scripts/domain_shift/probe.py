@@ -1,5 +1,5 @@
 """Declaration of the domain-shift probe (seed 003; methods.md §4): workflow_scripts/probes.py."""
-from workflow_scripts.probes import Headline, Probe, Resources, headline_rows
+from workflow_scripts.probes import Headline, Probe, Resources, headline_rows, smallest
 
 
 def check(config: dict) -> list[str]:
@@ -29,7 +29,7 @@ def overlap_headlines(frame, options: dict) -> list[dict]:
     rows = frame.filter((pl.col("a") == "within_specific") & (pl.col("b") == "between"))
     return headline_rows(rows, lambda r: f"domain_shift_{r['dataset']}_spec_between",
                          lambda r: f"domain shift {r['dataset']} overlap spec/between", "overlap", "overlap_ci_low",
-                         "overlap_ci_high")
+                         "overlap_ci_high", n=smallest("n_specific", "n_agnostic"))
 
 
 PROBE = Probe(

@@ -13,7 +13,8 @@ def consistency_headlines(test: str, key: str, kind: str | None = None):
         if kind is not None and "kind" in rows.columns:
             rows = rows.filter(pl.col("kind") == kind)
         return headline_rows(rows, lambda r: f"montague_{r['dataset']}_{test}_{key.replace('|', '_')}",
-                             lambda r: f"Montague {r['dataset']} {test} ({key})", "consistency", "ci_low", "ci_high")
+                             lambda r: f"Montague {r['dataset']} {test} ({key})", "consistency", "ci_low", "ci_high",
+                             n="n")
     extract.__doc__ = f"Montague {test} consistency, key {key}."
     return extract
 

@@ -1,5 +1,5 @@
 """Declaration of the retrieval probe (seed 003; methods.md §4): workflow_scripts/probes.py."""
-from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, headline_rows
+from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, number
 
 # Keys each kind of retrieval set reads (workflow_scripts/retrieval/sets.py SPEC_KEYS, plus the
 # probe's own `eval_split`), and the qrels splits each built kind writes (None: the user's).
@@ -67,17 +67,38 @@ def check(config: dict) -> list[str]:
     return problems
 
 
+def draws_cover_the_set(r: dict) -> bool:
+    """Whether every one of the paper's draws (without replacement) is the whole question set (draw
+    size >= questions): each draw then gives the same figure and the draws' interval has zero width,
+    so the headline takes the full-data figure with its classic bootstrap interval instead."""
+    try:
+        return (str(r.get("draw_replace")).lower() in ("false", "0") and number(r.get("accuracy_full")) is not None
+                and int(float(r["draw_size"])) >= int(float(r["n_queries"])))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 def accuracy_headlines(frame, options: dict) -> list[dict]:
-    """Retrieval accuracy@k and NDCG@k per set, at the probe's table k."""
+    """Retrieval accuracy@k and NDCG@k per set, at the probe's table k: the mean over the paper's
+    draws with their interval, or, where the draws cover the whole set, the full-data figure with its
+    classic bootstrap interval (the row's `interval` says so)."""
     import polars as pl
 
     k = int(options.get("retrieval_k", 5))
     rows = frame.filter(pl.col("k").cast(pl.Int64) == k).rename({"set": "dataset"})
-    return (headline_rows(rows, lambda r: f"retrieval_{r['dataset']}_acc@{k}",
-                          lambda r: f"retrieval {r['dataset']} accuracy@{k}", "accuracy", "accuracy_ci_low",
-                          "accuracy_ci_high")
-            + headline_rows(rows, lambda r: f"retrieval_{r['dataset']}_ndcg@{k}",
-                            lambda r: f"retrieval {r['dataset']} NDCG@{k}", "ndcg", "ndcg_ci_low", "ndcg_ci_high"))
+    out = []
+    for metric, name, title in (("accuracy", f"acc@{k}", f"accuracy@{k}"), ("ndcg", f"ndcg@{k}", f"NDCG@{k}")):
+        for r in rows.iter_rows(named=True):
+            full = draws_cover_the_set(r)
+            value = f"{metric}_full" if full else metric
+            n = number(r.get("n_queries"))
+            out.append({"model": r["model"], "column": f"retrieval_{r['dataset']}_{name}",
+                        "label": f"retrieval {r['dataset']} {title}", "value": number(r[value]),
+                        "ci_low": number(r[f"{value}_ci_low"]), "ci_high": number(r[f"{value}_ci_high"]),
+                        "n": None if n is None else int(n),
+                        "interval": (f"classic bootstrap over all {int(n)} questions (every draw of "
+                                     f"{int(float(r['draw_size']))} is the whole set)") if full else ""})
+    return out
 
 
 PROBE = Probe(

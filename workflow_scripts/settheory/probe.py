@@ -61,7 +61,7 @@ def share_headlines(frame, options: dict) -> list[dict]:
                         & (pl.col("measure") == measure))
     return headline_rows(rows, lambda r: f"settheory_{r['sampleset']}_{r['criterion']}_TT",
                          lambda r: f"set theory {r['sampleset']} {r['criterion'].upper()} (T,T)", "share", "ci_low",
-                         "ci_high")
+                         "ci_high", n="n")
 
 
 PROBE = Probe(

@@ -58,7 +58,7 @@ def check(config: dict) -> list[str]:
 def accuracy_headlines(frame, options: dict) -> list[dict]:
     """Triplet accuracy per dataset."""
     return headline_rows(frame, lambda r: f"triplets_{r['dataset']}", lambda r: f"triplets {r['dataset']} accuracy",
-                         "accuracy", "accuracy_ci_low", "accuracy_ci_high")
+                         "accuracy", "accuracy_ci_low", "accuracy_ci_high", n="n")
 
 
 PROBE = Probe(

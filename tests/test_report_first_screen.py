@@ -1,0 +1,185 @@
+"""The report's first screen on hand-made tables (no workflow run): every overview row says which
+direction is better and its n; cells with a zero-width interval, an n below report.min_n, or a value
+at the ceiling or floor of the statistic's range are marked and the legend says why; the demo banner
+is there exactly when every input is one of the shipped samples under resources/; retrieval's
+headline has an interval with width where the paper's draws cover the whole question set; the
+console summary that `make run` prints ends with where the report is."""
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from workflow_scripts import report as M
+from workflow_scripts import report_console as C
+from workflow_scripts import report_overview as O
+from workflow_scripts import report_pages as P
+from workflow_scripts.report_plan import shipped_only
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write(path: Path, rows: list[dict]) -> str:
+    pl.DataFrame(rows).write_csv(path)
+    return str(path)
+
+
+@pytest.fixture
+def screen(tmp_path):
+    """Three probes' tables: CSC (lower = better; n = the smaller similarity set), triplets (one model
+    at the ceiling with a zero-width interval on 23 triplets), retrieval (draws of 100 from 36 questions:
+    every draw is the whole set)."""
+    csc = write(tmp_path / "csc_overlap.csv", [
+        dict(corpus="c", model="m", condition="negation", overlap=0.25, overlap_ci_low=0.2, overlap_ci_high=0.3,
+             n_fuzzed=1210, n_negated=262),
+        dict(corpus="c", model="t", condition="negation", overlap=0.0, overlap_ci_low=0.0, overlap_ci_high=0.04,
+             n_fuzzed=1210, n_negated=250)])
+    trip = write(tmp_path / "triplets_accuracy.csv", [
+        dict(dataset="d", model="m", n=23, accuracy=1.0, accuracy_ci_low=1.0, accuracy_ci_high=1.0),
+        dict(dataset="d", model="t", n=23, accuracy=0.5, accuracy_ci_low=0.3, accuracy_ci_high=0.7)])
+    # the paper's draws: 100 questions from a set of 36, without replacement: each draw is the whole
+    # set, so the draws' interval has zero width; the full-data bootstrap interval has width
+    ret = write(tmp_path / "retrieval_accuracy.csv", [
+        dict(set="qa", model=m, k=5, accuracy=0.971, accuracy_ci_low=0.971, accuracy_ci_high=0.971,
+             ndcg=0.9, ndcg_ci_low=0.9, ndcg_ci_high=0.9, accuracy_full=0.971, accuracy_full_ci_low=0.914,
+             accuracy_full_ci_high=1.0, ndcg_full=0.9, ndcg_full_ci_low=0.85, ndcg_full_ci_high=0.95,
+             n_queries=36, draws=100, draw_size=100, draw_replace=False) for m in ("m", "t")])
+    models = {"m": {"family": "tfidf"}, "t": {"family": "hashing"}}
+    O.build([csc, trip, ret], models, {"retrieval_k": 5}, str(tmp_path / "ov.csv"), None,
+            str(tmp_path / "overview.json"), min_n=100, demo=False)
+    return json.loads((tmp_path / "overview.json").read_text())
+
+
+def rows_of(screen: dict) -> dict:
+    return {r["column"]: r for r in screen["rows"]}
+
+
+def test_every_row_says_its_direction_and_n(screen):
+    rows = rows_of(screen)
+    assert [r["column"] for r in screen["rows"]] == ["csc_c_negation", "triplets_d", "retrieval_qa_acc@5",
+                                                      "retrieval_qa_ndcg@5"]
+    assert all(r["better"] in ("lower", "higher") and r["n"] for r in screen["rows"])
+    assert rows["csc_c_negation"]["better"] == "lower" and rows["triplets_d"]["better"] == "higher"
+    # n per row: the items behind the figure; different per model: the range
+    assert rows["csc_c_negation"]["n"] == "250-262" and rows["triplets_d"]["n"] == "23"
+    assert rows["retrieval_qa_acc@5"]["n"] == "36"
+    assert [m["stand_in"] for m in screen["models"]] == [False, True]
+
+
+def test_marks_zero_width_low_n_and_ceiling(screen):
+    rows = rows_of(screen)
+    cell = lambda column, model: rows[column]["cells"][model]["marks"]  # noqa: E731
+    assert cell("csc_c_negation", "m") == ""           # n 262, interval with width, inside (0, 1)
+    assert cell("csc_c_negation", "t") == "C"          # 0.0: at the floor of the overlap's range
+    assert cell("triplets_d", "m") == "ZNC"            # 1.0 [1.0, 1.0] on 23 triplets
+    assert cell("triplets_d", "t") == "N"              # 23 < min_n 100
+    assert screen["marks_used"] == ["Z", "N", "C"]
+    assert "zero width" in screen["legend"]["Z"] and "report.min_n (100)" in screen["legend"]["N"]
+    assert "ceiling or floor" in screen["legend"]["C"]
+    # the marks on their own: the threshold decides N; a bound of the range decides C
+    assert O.marks(0.5, 0.4, 0.6, 99, [0.0, 1.0], 100) == "N"
+    assert O.marks(0.5, 0.4, 0.6, 100, [0.0, 1.0], 100) == ""
+    assert O.marks(0.5, 0.5, 0.5, None, [0.0, 1.0], 100) == "Z"
+    assert O.marks(2.0, 1.0, 3.0, None, [0.0, 2.0], 100) == "C"
+    assert O.marks(None, None, None, 1, [0.0, 1.0], 100) == ""
+
+
+def test_retrieval_interval_has_width_where_the_draws_cover_the_set(screen):
+    rows = rows_of(screen)
+    acc = rows["retrieval_qa_acc@5"]["cells"]["m"]
+    assert (acc["value"], acc["ci_low"], acc["ci_high"]) == (0.971, 0.914, 1.0)  # the full-data interval
+    assert "Z" not in acc["marks"] and acc["ci_high"] - acc["ci_low"] > 0
+    assert rows["retrieval_qa_ndcg@5"]["cells"]["m"]["ci_low"] == 0.85
+    assert rows["retrieval_qa_acc@5"]["interval"].startswith("classic bootstrap over all 36 questions")
+    # draws smaller than the set: the paper's draws' interval, no note
+    from workflow_scripts.retrieval.probe import accuracy_headlines
+    frame = pl.DataFrame([dict(set="qa", model="m", k=5, accuracy=0.8, accuracy_ci_low=0.7, accuracy_ci_high=0.9,
+                               ndcg=0.6, ndcg_ci_low=0.5, ndcg_ci_high=0.7, accuracy_full=0.81,
+                               accuracy_full_ci_low=0.6, accuracy_full_ci_high=0.95, ndcg_full=0.6,
+                               ndcg_full_ci_low=0.4, ndcg_full_ci_high=0.8, n_queries=36, draw_size=20,
+                               draw_replace=False)])
+    acc = accuracy_headlines(frame, {"retrieval_k": 5})[0]
+    assert (acc["value"], acc["ci_low"], acc["interval"], acc["n"]) == (0.8, 0.7, "", 36)
+
+
+def test_markdown_and_html_first_screen(screen, tmp_path):
+    md = "\n".join(M.first_screen_section(screen))
+    assert md.startswith("# Overview: every model, every probe") and "Demo inputs" not in md
+    assert "| figure | better | n | m | t (stand-in) |" in md
+    assert "| triplets_d | \u2191 higher | 23 | 1.000 [1.000, 1.000] ZNC | 0.500 [0.300, 0.700] N |" in md
+    assert "| csc_c_negation | \u2193 lower | 250-262 |" in md and "**Z** interval of zero width" in md
+    assert "`retrieval_qa_acc@5`: classic bootstrap over all 36 questions" in md
+    demo = {**screen, "demo": True, "banner": O.DEMO_BANNER}
+    md = "\n".join(M.first_screen_section(demo))
+    assert md.index("Demo inputs") < md.index("| figure |")  # the banner before the numbers
+    (tmp_path / "demo.json").write_text(json.dumps(demo))
+    P.first_screen(str(tmp_path / "demo.json"), str(tmp_path / "first_screen.rst"))
+    from docutils.core import publish_parts
+    html = publish_parts((tmp_path / "first_screen.rst").read_text(), writer="html",
+                         settings_overrides={"halt_level": 2})["body"]
+    assert "Demo inputs" in html and "<th>better</th>" in html and "\u2191 higher" in html
+    assert 'title="interval of zero width' in html and "1.000 [1.000, 1.000] ZNC" in html
+
+
+def test_demo_banner_only_for_the_shipped_samples(tmp_path):
+    shipped = [ROOT / "resources" / "corpora" / "en_nl_sample.txt", ROOT / "resources" / "retrieval" / "telecom_qa"]
+    assert shipped_only(map(str, shipped))
+    own = tmp_path / "mine.tsv"
+    own.write_text("x\n")
+    assert not shipped_only([*map(str, shipped), str(own)])  # one input of the researcher's: no banner
+    assert not shipped_only([])
+    # a link into resources/ from elsewhere counts as shipped; a file beside resources/ does not
+    (tmp_path / "link").symlink_to(shipped[0])
+    assert shipped_only([str(tmp_path / "link")]) and not shipped_only([str(ROOT / "config.yaml")])
+
+
+def test_demo_banner_follows_the_default_config(tmp_path, monkeypatch):
+    """The default config's sources are shipped samples: its report carries the banner. A model the
+    workflow trained (under results/) is an output, not an input; a source of the researcher's own
+    takes the banner away. (The full plan of the default config gives `--demo 1` too: `snakemake -n -p
+    --until report`.)"""
+    import yaml
+    from workflow_scripts.config import validate
+    from workflow_scripts.report_plan import ReportPlan
+    from workflow_scripts.study import Study
+    config = validate(yaml.safe_load((ROOT / "config.yaml").read_text()), check_paths=False)
+    config["models"]["trained"] = {"family": "sentence_transformers", "path": "results/models/trained",
+                                   "adapted": {"recipe": "r", "base": "minilm", "steps": ["ft"]}}
+    monkeypatch.chdir(ROOT)  # config paths are relative to the working directory, as in a run
+
+    def plan_of(config: dict) -> ReportPlan:
+        plan = object.__new__(ReportPlan)
+        plan.study, plan.config, plan.plans, plan.stores = Study(config, "results"), config, [], {"trained": "s"}
+        return plan
+    plan = plan_of(config)
+    assert "model trained" in plan.data_sources()
+    assert plan.demo_inputs() and plan.first_screen_options() == "--min-n 100 --demo 1"
+    own = tmp_path / "mine.txt"
+    own.write_text("A sentence.\n")
+    config["sources"]["mine"] = {"format": "lines", "path": str(own), "languages": ["en"]}
+    config["report"] = {"min_n": 50}
+    assert not plan_of(config).demo_inputs() and plan_of(config).first_screen_options() == "--min-n 50"
+
+
+def test_console_summary(screen, tmp_path):
+    text = C.summary(screen, "results/my_study")
+    lines = text.splitlines()
+    assert "Demo inputs" not in text
+    header = next(line for line in lines if line.startswith("figure") and " m " in line + " ")
+    assert header.split() == ["figure", "better", "n", "m", "t", "(stand-in)"]
+    assert any(line.split()[:4] == ["triplets", "d", "accuracy", "higher"] and line.endswith("0.500 [0.300, 0.700] N")
+               for line in lines)
+    assert "Z: interval of zero width" in text and "N: n below report.min_n (100)" in text
+    assert "* retrieval qa accuracy@5, retrieval qa NDCG@5: classic bootstrap over all 36 questions" in text
+    assert lines[-1].startswith("Report: results/my_study/report.md") and "report.html" in lines[-1]
+    demo = C.summary({**screen, "demo": True, "banner": O.DEMO_BANNER}, "r")
+    assert "!! Demo inputs" in demo and len(demo.splitlines()) < 40
+    # the module: the results folder from the config files (the later one's `results` wins)
+    (tmp_path / "r" / "report").mkdir(parents=True)
+    (tmp_path / "r" / "report" / "overview.json").write_text(json.dumps(screen))
+    (tmp_path / "a.yaml").write_text("seed: 1\n")
+    (tmp_path / "b.yaml").write_text(f"results: {tmp_path / 'r'}\n")
+    assert C.results_of([str(tmp_path / "a.yaml")]) == "results"
+    assert C.results_of([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]) == str(tmp_path / "r")
+    assert C.main(["--configfile", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]) == 0
+    assert C.main([str(tmp_path / "missing")]) == 1
