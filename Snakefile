@@ -49,6 +49,7 @@ include: "rules/articles.smk"
 include: "rules/settheory.smk"
 include: "rules/adapt.smk"
 include: "rules/domain_shift.smk"
+include: "rules/compare.smk"
 include: "rules/report.smk"
 
 
@@ -62,3 +63,5 @@ rule all:
         # each probe's tables and plots (its plan's targets: a new model's missing plot is what makes
         # Snakemake rerun an aggregate), and the adapted models, even one that no probe scores
         [target for plan in PLANS.values() for target in plan.targets()],
+        # the paired model comparisons of every probe that writes replicates (rules/compare.smk)
+        REPORT.differences,

@@ -124,6 +124,7 @@ DEFAULT_RESOURCES = {
     "embed": dict(threads=1, mem_mb=6000, runtime=720),
     "report": dict(threads=1, mem_mb=1000, runtime=10),
     "articles": dict(threads=1, mem_mb=3000, runtime=120),
+    "probe_differences": dict(threads=1, mem_mb=2000, runtime=10),
     **probes.default_resources(),
 }
 

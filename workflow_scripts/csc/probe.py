@@ -52,4 +52,5 @@ PROBE = Probe(
     nltk=NltkNeeds(optional=("averaged_perceptron_tagger_eng", "wordnet"), optional_if=uses_tagger),
     tables=(("csc_table3.csv", "Tables", "csc_table3.rst"), ("csc_overlap.csv", "Tables", "csc_overlap.rst")),
     headlines=(Headline("csc_overlap.csv", overlap_headlines, lower_is_better=True),),
+    directions=(("*/overlap", "lower"),),
 )

@@ -36,4 +36,5 @@ PROBE = Probe(
     headlines=(Headline("montague_single.csv", consistency_headlines("single", "intersective", kind="AN")),
                Headline("montague_pair.csv", consistency_headlines("pair", "intersective|privative")),
                Headline("montague_nonsubsective.csv", consistency_headlines("nonsubsective", "privative"))),
+    directions=(("*", "higher"),),  # consistency and the mean of noun means: shares that pass
 )
