@@ -26,6 +26,7 @@ rule report:
         ingest=REPORT.ingest,
         plots=REPORT.plots,
         tables=REPORT.tables,
+        differences=REPORT.differences,
         reports=REPORT.jsons,
         generator_reports=REPORT.generator_jsons,
         stores=list(REPORT.stores.values()),
@@ -91,7 +92,8 @@ rule report:
         benchmarks=lambda wc, output: os.path.dirname(output.runtimes),
     shell:
         "MPLBACKEND=Agg python -m workflow_scripts.report_overview --tables {input.tables:q} --models {params.models:q}"
-        " --options {params.overview_options:q} --out {output.overview:q} --plot {output.overview_plot:q} > {log:q} 2>&1"
+        " --options {params.overview_options:q} --out {output.overview:q} --plot {output.overview_plot:q}"
+        " --differences {input.differences:q} > {log:q} 2>&1"
         " && python -m workflow_scripts.report --sections {params.sections:q} {params.inputs}"
         " --overview {output.overview:q} --out {output.md:q} >> {log:q} 2>&1"
         " && python -m workflow_scripts.report_pages tables --tables {params.page_tables:q} --out-dir {params.pages_dir:q} >> {log:q} 2>&1"

@@ -99,3 +99,22 @@ def test_mismatched_replicates_and_nothing_to_compare(tmp_path):
         compare.build("montague", [write(tmp_path / "r.parquet", parts)], {"a": ST, "b": ST}, {}, str(tmp_path / "x.csv"))
     empty = compare.build("montague", [write(tmp_path / "e.parquet", [])], {"a": ST}, {}, str(tmp_path / "e.csv"))
     assert empty.height == 0 and pl.read_csv(tmp_path / "e.csv").columns == list(compare.SCHEMA)
+
+
+def test_overview_marks_cells_not_significantly_better_than_the_baseline():
+    from workflow_scripts.report_overview import not_better_than_baseline
+    models = {"good": ST, "same": ST, "worse": ST, "bow": BOW, "alone": ST}
+    diffs = pl.DataFrame([
+        # good beats the baseline significantly; same does not (not significant); worse is significantly worse
+        dict(probe="csc", dataset="c", statistic="negation/overlap", model_a=a, model_b="bow", significant=sig,
+             better=better) for a, sig, better in (("good", True, "good"), ("same", False, "same"),
+                                                   ("worse", True, "bow"))]
+        # all_pairs order may put the baseline first: the same verdict
+        + [dict(probe="csc", dataset="c", statistic="fuzz/overlap", model_a="bow", model_b="good", significant=True,
+                better="good")])
+    rows = [dict(probe="csc", dataset="c", statistic="negation/overlap", model=m, column="csc_c_negation")
+            for m in ("good", "same", "worse", "bow", "alone")]
+    rows += [dict(probe="csc", dataset="c", statistic="fuzz/overlap", model="good", column="csc_c_fuzz"),
+             dict(probe="csc", model="same", column="no_statistic")]
+    assert not_better_than_baseline(rows, diffs, models) == {("same", "csc_c_negation"), ("worse", "csc_c_negation")}
+    assert not_better_than_baseline(rows, diffs, {m: ST for m in models}) == set()  # no baseline configured

@@ -68,7 +68,42 @@ def overview_frame(rows: list[dict], models: dict[str, dict]) -> tuple[pl.DataFr
     return pl.DataFrame(data, schema=schema), list(columns.values())
 
 
-def plot(frame: pl.DataFrame, columns: list[dict], path: str) -> None:
+def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models: dict[str, dict]) -> set[tuple[str, str]]:
+    """(model, column) of the headline cells that are not significantly better than a surface-form
+    baseline (family differences.SURFACE_FAMILY) they were compared with in the differences tables
+    (rules/compare.smk): no comparison with that baseline on the cell's (probe, dataset, statistic)
+    is significant (Holm) with this model the better one. A headline row links to the tables through
+    its `dataset` and `statistic` (the probes' extractors add them); cells without them, cells of the
+    baselines themselves and cells never compared with a baseline are not marked."""
+    from workflow_scripts.differences import SURFACE_FAMILY
+
+    baselines = {m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY}
+    if not baselines or not differences.height:
+        return set()
+    verdicts: dict[tuple, list[bool]] = {}
+    for d in differences.iter_rows(named=True):
+        for model, base in ((d["model_a"], d["model_b"]), (d["model_b"], d["model_a"])):
+            if base in baselines and model not in baselines:
+                key = (d["probe"], d["dataset"], d["statistic"], model)
+                verdicts.setdefault(key, []).append(bool(d["significant"]) and d["better"] == model)
+    marked = set()
+    for r in rows:
+        if r.get("statistic") is None:
+            continue
+        verdict = verdicts.get((r["probe"], r["dataset"], r["statistic"], r["model"]))
+        if verdict is not None and not all(verdict):
+            marked.add((r["model"], r["column"]))
+    return marked
+
+
+def read_differences(paths: list[str]) -> pl.DataFrame:
+    frames = [pl.read_csv(p, infer_schema_length=None, schema_overrides={"better": pl.String})
+              for p in paths]
+    frames = [f for f in frames if f.height]
+    return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
+
+
+def plot(frame: pl.DataFrame, columns: list[dict], path: str, marked: set[tuple[str, str]] = frozenset()) -> None:
     """Heat map: a row per headline figure (grouped by probe), a column per model, coloured by how
     good the figure is (1 - value where lower is better), annotated with the figure itself;
     stand-in models are labelled as such."""
@@ -94,7 +129,8 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str) -> None:
     for i in range(len(columns)):
         for j in range(len(models)):
             if not np.isnan(values[i, j]):
-                ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                mark = "\u00b0" if (models[j], columns[i]["column"]) in marked else ""
+                ax.text(j, i, f"{values[i, j]:.2f}{mark}", ha="center", va="center", fontsize=8,
                         color="white" if goodness[i, j] < 0.6 else "black")
     ax.set_yticks(range(len(columns)))
     ax.set_yticklabels([c["label"] + (" \u2193" if c["lower_is_better"] else "") for c in columns], fontsize=8)
@@ -106,20 +142,23 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str) -> None:
         if probes[i] != probes[i - 1]:
             ax.axhline(i - 0.5, color="white", linewidth=2)
     ax.set_title("Headline figure per probe and model (95% intervals: tables/overview.csv)\n"
-                 "\u2193 lower = better; colour: yellow = best; grey: not run or undefined", fontsize=8, pad=24)
+                 "\u2193 lower = better; colour: yellow = best; grey: not run or undefined"
+                 + ("\n\u00b0 not significantly better than the surface-form baseline (tables/*_differences.csv)"
+                    if marked else ""), fontsize=8, pad=24)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=100, format=Path(path).suffix.lstrip(".") or "png")
     plt.close(fig)
 
 
-def build(tables: list[str], models: dict[str, dict], options: dict, out: str, plot_path: str | None = None) -> pl.DataFrame:
+def build(tables: list[str], models: dict[str, dict], options: dict, out: str, plot_path: str | None = None,
+          differences: list[str] = ()) -> pl.DataFrame:
     rows = long_rows({Path(t).name: t for t in tables}, options)
     frame, columns = overview_frame(rows, models)
     with atomic_path(out) as tmp:
         frame.write_csv(tmp, float_precision=6)
     if plot_path:
-        plot(frame, columns, plot_path)
+        plot(frame, columns, plot_path, not_better_than_baseline(rows, read_differences(list(differences)), models))
     return frame
 
 
@@ -131,8 +170,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--options", default="{}", help="JSON: the probes' headline options (retrieval_k, settheory_measure)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plot")
+    ap.add_argument("--differences", nargs="*", default=[], help="the probes' differences tables: the plot marks "
+                    "cells not significantly better than the surface-form baseline")
     a = ap.parse_args(argv)
-    frame = build(a.tables, dict(json.loads(a.models)), json.loads(a.options), a.out, a.plot)
+    frame = build(a.tables, dict(json.loads(a.models)), json.loads(a.options), a.out, a.plot, a.differences)
     print(f"overview: {frame.height} models x {(frame.width - 3) // 3} headline figures")
 
 

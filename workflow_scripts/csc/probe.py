@@ -26,9 +26,12 @@ def uses_tagger(section: dict) -> bool:
 
 def overlap_headlines(frame, options: dict) -> list[dict]:
     """CSC overlap per corpus and condition (lower = better separation of meaning from form)."""
-    return headline_rows(frame, lambda r: f"csc_{r['corpus']}_{r['condition']}",
-                         lambda r: f"CSC {r['corpus']} {r['condition'].replace('grammatical_negation', 'gram. negation')}",
-                         "overlap", "overlap_ci_low", "overlap_ci_high")
+    out = headline_rows(frame, lambda r: f"csc_{r['corpus']}_{r['condition']}",
+                        lambda r: f"CSC {r['corpus']} {r['condition'].replace('grammatical_negation', 'gram. negation')}",
+                        "overlap", "overlap_ci_low", "overlap_ci_high")
+    for row, r in zip(out, frame.iter_rows(named=True)):  # the statistic in the replicates (differences table)
+        row.update(dataset=r["corpus"], statistic=f"{r['condition']}/overlap")
+    return out
 
 
 PROBE = Probe(
