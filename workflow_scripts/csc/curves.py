@@ -203,9 +203,12 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
     totals = {k: np.zeros(windows[k].nodes) for k in binned_kinds}
     replicate_hists = {(k, c): np.zeros((bootstrap_b, windows[k].nodes)) for c in conditions
                        for k in ("fuzz", c) if k in binned_kinds and bootstrap_b}
+    buffers = {k: np.empty((min(block, groups.count), windows[k].nodes)) for k in binned_kinds}  # reused per block
     for start in range(0, groups.count if binned_kinds else 0, block):
         stop = min(groups.count, start + block)
-        hists = {k: np.zeros((stop - start, windows[k].nodes)) for k in binned_kinds}
+        hists = {k: buffers[k][:stop - start] for k in binned_kinds}
+        for h in hists.values():
+            h.fill(0.0)
         for batch in _batches(sims_path, ["original_id", "kind", "similarity"]):
             sims = batch.column("similarity").to_numpy()
             group_col = groups.of(batch.column("original_id").to_numpy())
