@@ -154,6 +154,7 @@ DEFAULT_RESOURCES = {
     "report": dict(threads=1, mem_mb=1000, runtime=10),
     "disagreements": dict(threads=1, mem_mb=2000, runtime=10),
     "articles": dict(threads=1, mem_mb=3000, runtime=120),
+    "probe_differences": dict(threads=1, mem_mb=2000, runtime=10),
     **probes.default_resources(),
 }
 

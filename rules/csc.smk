@@ -44,6 +44,7 @@ rule csc_score:
         similarities=f"{R}/csc/{{corpus}}/{{model}}/similarities.parquet",
         curves=f"{R}/csc/{{corpus}}/{{model}}/curves.parquet",
         summary=f"{R}/csc/{{corpus}}/{{model}}/summary.json",
+        replicates=f"{R}/csc/{{corpus}}/{{model}}/replicates.parquet",
     log:
         log_path("csc_score", "{corpus}", "{model}"),
     benchmark:

@@ -44,6 +44,7 @@ rule montague_score:
         pairs=f"{R}/montague/{{dataset}}/{{model}}/pair_distances.parquet",
         shares=f"{R}/montague/{{dataset}}/{{model}}/shares.parquet",
         summary=f"{R}/montague/{{dataset}}/{{model}}/summary.json",
+        replicates=f"{R}/montague/{{dataset}}/{{model}}/replicates.parquet",
     log:
         log_path("montague_score", "{dataset}", "{model}"),
     benchmark:

@@ -31,6 +31,7 @@ rule report:
         ingest=REPORT.ingest,
         plots=REPORT.plots,
         tables=REPORT.tables,
+        differences=REPORT.differences,
         reports=REPORT.jsons,
         generator_reports=REPORT.generator_jsons,
         stores=list(REPORT.stores.values()),
@@ -100,7 +101,8 @@ rule report:
     shell:
         "MPLBACKEND=Agg python -m workflow_scripts.report_overview --tables {input.tables:q} --models {params.models:q}"
         " --options {params.overview_options:q} --out {output.overview:q} --plot {output.overview_plot:q}"
-        " --first-screen {output.first_screen_json:q} {params.first_screen} > {log:q} 2>&1"
+        " --first-screen {output.first_screen_json:q} {params.first_screen}"
+        " --differences {input.differences:q} > {log:q} 2>&1"
         " && python -m workflow_scripts.report --sections {params.sections:q} {params.inputs}"
         " --overview {output.overview:q} --first-screen {output.first_screen_json:q} --out {output.md:q} >> {log:q} 2>&1"
         " && python -m workflow_scripts.report_pages first-screen --overview {output.first_screen_json:q}"

@@ -71,6 +71,7 @@ rule triplets_aggregate:
     output:
         accuracy=f"{R}/tables/triplets_accuracy.csv",
         overview=f"{R}/tables/triplets_overview.csv",
+        replicates=f"{R}/triplets/replicates.parquet",
         tables=[f"{R}/tables/triplets_{d}.csv" for d in TRIPLETS.datasets],
         plots=[
             report(
@@ -104,5 +105,5 @@ rule triplets_aggregate:
     shell:
         "MPLBACKEND=Agg python -m workflow_scripts.triplets.scores aggregate --entries {params.entries:q}"
         " --bootstrap-b {params.bootstrap_b:q} --seed {params.seed:q} --out {output.accuracy:q}"
-        " --tables-dir {params.tables_dir:q} --plots-dir {params.plots_dir:q} --datasets {params.datasets:q}"
+        " --replicates {output.replicates:q} --tables-dir {params.tables_dir:q} --plots-dir {params.plots_dir:q} --datasets {params.datasets:q}"
         " --models {params.models:q} > {log:q} 2>&1"

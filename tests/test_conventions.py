@@ -12,7 +12,8 @@ from workflow_scripts.probes import declarations
 ROOT = Path(__file__).resolve().parents[1]
 # The shared stages: a rule file and a module each. Every probe (and stage laid out like one) declares
 # itself and its rules in its package (workflow_scripts/<name>/probe.py): no list of probes is kept here.
-SHARED_STAGES = {"nltk_data", "ingest", "length_filter", "embed", "report", "articles", "disagreements"}
+SHARED_STAGES = {"nltk_data", "ingest", "length_filter", "embed", "report", "articles", "disagreements",
+                 "compare"}
 DECLARED = {p.name for p in declarations()}
 # rules that must declare `benchmark:`: the shared stages' heavy ones, and each probe's declared heavy rules
 HEAVY = {"ingest", "derive_corpus", "fit_tfidf", "embed", "articles"}

@@ -197,13 +197,56 @@ def test_each_replicate_is_the_overlap_of_its_resample(tmp_path, log, monkeypatc
     real = csc.percentile_interval
     monkeypatch.setattr(csc, "percentile_interval", lambda reps: seen.append(reps.copy()) or real(reps))
     analyse(path, "c", "m", log, exact_max_n=5, bootstrap_b=3, seed=11)  # 5: point estimate binned too
-    weights = csc.resample_counts(csc.bootstrap_rng(11, "c", "m", "negation"), 3, 30)
+    # the paired stream (issue 26): config seed, probe, corpus, statistic -- no model
+    weights = csc.resample_counts(csc.paired_rng(11, "csc", "c", "negation/overlap"), 3, 30)
     ids = sorted(fuzz)
     for b in range(3):
         f = np.concatenate([np.repeat(fuzz[i], weights[b, g]) for g, i in enumerate(ids)])
         n = np.concatenate([np.repeat(neg[i], weights[b, g]) for g, i in enumerate(ids)])
         explicit = overlap(normalise(exact_density(f)), normalise(exact_density(n)))
         assert seen[0][b] == pytest.approx(explicit, abs=2e-5)
+
+
+def test_identical_copies_of_a_model_get_identical_intervals_and_replicates(tmp_path, log):
+    """Paired resampling (issue 26): the same similarities under another model name, written in
+    another row order, give the same rows and the same replicate overlaps, per-sentence groups and
+    hashed groups alike."""
+    rng = np.random.default_rng(4)
+    fuzz = {int(i): list(rng.normal(0.9, 0.03, 3)) for i in rng.integers(1, 2**63, 60)}
+    neg = {i: list(rng.normal(0.8, 0.05, 3)) for i in fuzz}
+    path = write_sims(tmp_path / "a.parquet", fuzz, neg)
+    flipped = write_sims(tmp_path / "b.parquet", dict(reversed(fuzz.items())), dict(reversed(neg.items())))
+    for groups in (1000, 16):  # one group per sentence; sentences hashed into 16 groups
+        out = {}
+        for model, p in (("minilm", path), ("minilm_copy", flipped)):
+            reps: dict = {}
+            (row,), _, _ = analyse(p, "c", model, log, exact_max_n=50, bootstrap_b=40, bootstrap_groups=groups,
+                                   seed=3, replicates_out=reps)
+            out[model] = row, reps["negation"]
+        (a, ra), (b, rb) = out["minilm"], out["minilm_copy"]
+        assert a.pop("model") == "minilm" and b.pop("model") == "minilm_copy"
+        assert a == pytest.approx(b, abs=1e-12) and a["overlap_ci_low"] < a["overlap_ci_high"]
+        assert ra[0] == pytest.approx(rb[0], abs=1e-12) and ra[1] == pytest.approx(rb[1], abs=1e-12)
+
+
+def test_groups_built_block_by_block_give_the_same_replicates(tmp_path, log, monkeypatch):
+    """A fine grid too large for one histogram per group is built a block of groups at a time: the
+    same replicates as in one block (merging groups instead would depend on the model)."""
+    import workflow_scripts.csc.curves as csc
+    rng = np.random.default_rng(8)
+    fuzz = {i: list(rng.normal(0.9, 0.03, 3)) for i in range(1, 41)}
+    neg = {i: list(rng.normal(0.8, 0.05, 3)) for i in range(1, 41)}
+    path = write_sims(tmp_path / "s.parquet", fuzz, neg)
+    whole: dict = {}
+    rows, _, details = analyse(path, "c", "m", log, exact_max_n=5, bootstrap_b=20, seed=2, replicates_out=whole)
+    widest = max((details["fine_grids"][k]["hi"] - details["fine_grids"][k]["lo"]) * details["fine_grids"][k]["refine"]
+                 + 1 for k in details["fine_grids"])
+    monkeypatch.setattr(csc, "GROUP_CELLS", widest * 7)  # blocks of 7 of the 40 groups
+    blocks: dict = {}
+    rows_b, _, details_b = analyse(path, "c", "m", log, exact_max_n=5, bootstrap_b=20, seed=2, replicates_out=blocks)
+    assert details_b["bootstrap"]["groups"] == 40
+    assert blocks["negation"][1] == pytest.approx(whole["negation"][1], abs=1e-9)
+    assert rows_b[0]["overlap"] == pytest.approx(rows[0]["overlap"], abs=1e-12)
 
 
 def test_interval_narrows_as_the_corpus_grows_and_reruns_are_identical(tmp_path, log):

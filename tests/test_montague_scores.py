@@ -265,3 +265,33 @@ def test_score_and_aggregate_write_every_output(tmp_path, log):
     assert "Table 2" in md and "Table 5" in md and "| m1 |" in md and "colour|fake" not in md
     assert (tmp_path / "plots" / "t" / "m1.png").stat().st_size > 1000
     assert (tmp_path / "plots" / "t" / "m2.svg").exists()
+
+
+def test_identical_copies_of_a_model_get_identical_intervals_and_replicates(tmp_path, log):
+    """Paired resampling (issue 26): the two-way bootstrap's stream names no model and draws over
+    the dataset's word lists, so one model's vectors under two names give identical shares,
+    intervals and replicates (a stream seeded by the model name gave different ones)."""
+    words, phrases = phrases_of({"colour": ["red", "blue", "green"], "fake": ["fake", "toy", "mock"]},
+                                ["dog", "cat", "car", "tree"])
+    rng = np.random.default_rng(2)
+    vectors = {s: rng.normal(size=6) for s in set(strings_to_embed(words, phrases))}  # no structure: shares vary
+    path = str(_write(phrases, tmp_path))
+    tables, reps = {}, {}
+    for model in ("minilm", "minilm_copy"):
+        out = tmp_path / model
+        score(path, make_store(out / "store", vectors, model=model), "t", model, SPEC, 200, 3,
+              "nouns_and_adjectives", str(out), log)
+        tables[model] = pl.read_parquet(out / "shares.parquet")
+        reps[model] = pl.read_parquet(out / "replicates.parquet")
+    a, b = (tables[m].drop("model") for m in ("minilm", "minilm_copy"))
+    assert a.equals(b) and (a["ci_low"] < a["ci_high"]).any()
+    ra, rb = (reps[m] for m in ("minilm", "minilm_copy"))
+    assert ra.drop("model").equals(rb.drop("model")) and set(rb["model"]) == {"minilm_copy"}
+    # every share row's consistency has its B replicates: single AN (2 keys), AAN (4), nonsubsective (2), pair (4)
+    assert ra.group_by("statistic").len()["len"].unique().to_list() == [200]
+    assert ra["statistic"].n_unique() == 2 + 4 + 2 + 4
+    assert {"pair/pair/colour|fake", "single/AAN/colour|fake", "nonsubsective/AN/fake"} <= set(ra["statistic"])
+    row = a.filter((pl.col("test") == "single") & (pl.col("kind") == "AN") & (pl.col("key") == "colour")).row(0, named=True)
+    values = ra.filter(pl.col("statistic") == "single/AN/colour").sort("replicate")
+    assert values["point"][0] == row["consistency"]
+    assert percentile_interval(values["value"].to_numpy())[:2] == (row["ci_low"], row["ci_high"])

@@ -55,7 +55,8 @@ def test_adding_a_probe_runs_no_existing_embedding_job(contract):
     assert embed_scopes(jobs) == {("bert", "triplets.mine"), ("tfidf", "triplets.mine")}
     assert not embed_scopes(jobs) & before
     rules = {r for r, _ in jobs} - {"all"}
-    assert rules == {"triplets_build", "fit_tfidf", "embed", "triplets_score", "triplets_aggregate", "report"}
+    assert rules == {"triplets_build", "fit_tfidf", "embed", "triplets_score", "triplets_aggregate", "probe_differences",
+                     "report"}
     # then run it: the triplet outputs of the contract
     snakemake(run, write_config(run, contract["config"]))
     res = run / "results"

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 import scipy.sparse as sp
 
-from workflow_scripts.bootstrap import bootstrap_mean
+from workflow_scripts.bootstrap import paired_rng, percentile_interval, resample_counts
 from workflow_scripts.common import partition_of, text_key
 from workflow_scripts.triplets import scores as ts
 from workflow_scripts.vector_store import StoreMismatch, spec_digest, write_partition
@@ -167,15 +167,41 @@ def test_intervals_contain_estimates_and_are_reproducible(tmp_path, log):
         assert low <= est <= high and low < high, stat
     # the interval of a share of 295 triplets is about +-2 x sqrt(p(1-p)/n) ~ +-0.057
     assert 0.07 < row["accuracy_ci_high"] - row["accuracy_ci_low"] < 0.16
-    # the documented stream: bootstrap_mean over the defined triplets, named (triplets, d, m, statistic)
+    # the documented stream: paired_rng(seed, "triplets", dataset, statistic) over all 300 triplets in
+    # id order; a replicate's mean is over the defined triplets it drew (undefined ones weigh 0)
     ok = ~np.isnan(sims).any(axis=1)
-    assert (row["mean_s_sstar_ci_low"], row["mean_s_sstar_ci_high"]) == bootstrap_mean(
-        sims[ok, 1], 500, 1, "triplets", "d", "m", "mean_s_sstar")[:2]
+    counts = resample_counts(paired_rng(1, "triplets", "d", "mean_s_sstar"), 500, 300)
+    reps = [np.average(sims[ok, 1], weights=w[ok]) for w in counts]
+    assert (row["mean_s_sstar_ci_low"], row["mean_s_sstar_ci_high"]) == pytest.approx(
+        percentile_interval(np.array(reps))[:2], abs=1e-12)
     assert ts.aggregate(entries, 500, 1, log).equals(a)
     other = ts.aggregate(entries, 500, 2, log).row(0, named=True)
     assert other["accuracy"] == row["accuracy"]
     assert (other["accuracy_ci_low"], other["accuracy_ci_high"], other["mean_s_splus_ci_low"]) != (
         row["accuracy_ci_low"], row["accuracy_ci_high"], row["mean_s_splus_ci_low"])
+
+
+def test_identical_copies_of_a_model_get_identical_intervals_and_replicates(tmp_path, log):
+    """Paired resampling (issue 26): the stream names no model and the triplets are drawn in id
+    order, so the same scores under another name -- even stored in another row order -- give the
+    same intervals and the same replicates; another model draws the same triplets (its
+    replicate means are the weighted means under the same counts)."""
+    path, sims, correct = random_scores(tmp_path / "s.parquet", 120, undefined=3)
+    perm = np.random.default_rng(1).permutation(120)
+    shuffled = write_scores(tmp_path / "p.parquet", sims[perm], [correct[i] for i in perm], ids=perm)
+    other_path, other_sims, _ = random_scores(tmp_path / "o.parquet", 120, seed=9)
+    entries = [{"dataset": "d", "model": m, "scores": p, "scoring": "strict"}
+               for m, p in (("minilm", path), ("minilm_copy", shuffled), ("other", other_path))]
+    reps: list = []
+    table = ts.aggregate(entries, 300, 4, log, reps)
+    a, b = table.row(0, named=True), table.row(1, named=True)
+    assert {k: v for k, v in a.items() if k != "model"} == {k: v for k, v in b.items() if k != "model"}
+    by = {(r["model"][0], r["statistic"][0]): np.array(r["value"]) for r in reps}
+    assert len(by) == 3 * len(ts.STATISTICS) and all(len(v) == 300 for v in by.values())
+    for stat in ts.STATISTICS:
+        assert np.array_equal(by[("minilm", stat)], by[("minilm_copy", stat)])
+    counts = resample_counts(paired_rng(4, "triplets", "d", "mean_s_splus"), 300, 120)
+    assert by[("other", "mean_s_splus")] == pytest.approx(counts @ other_sims[:, 0] / 120, abs=1e-12)
 
 
 def test_no_bootstrap_and_no_defined_triplets_give_nan_not_a_crash(tmp_path, log):

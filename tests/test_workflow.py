@@ -73,6 +73,13 @@ def test_outputs_and_invariants(workspace):
     assert set(undefined["model"]) == {"tfidf_paper"} and undefined["note"].str.contains("negated: zero spread").all()
     ingest = json.loads((res / "reports" / "ingest" / "mini.json").read_text())
     assert ingest["skipped"] == {"missing_field": 1, "empty": 1}
+    # the paired comparisons (issue 26): no surface-form baseline here, so every model against the first listed
+    diffs = pl.read_csv(res / "tables" / "csc_differences.csv")
+    overlaps = {(r["corpus"], r["model"], r["condition"]): r["overlap"] for r in table.iter_rows(named=True)}
+    assert set(diffs["model_b"]) == {"tfidf"} and diffs.height == sum(m != "tfidf" for _, m, _ in overlaps)
+    for d in diffs.iter_rows(named=True):
+        a = overlaps[(d["dataset"], d["model_a"], d["statistic"].removesuffix("/overlap"))]
+        assert d["value_a"] == pytest.approx(a, abs=1e-5, nan_ok=True)
     for row in table.iter_rows(named=True):
         sims = pl.read_parquet(res / "csc" / row["corpus"] / row["model"] / "similarities.parquet")
         variants = pl.read_parquet(res / "perturbations" / row["corpus"] / "part-*.parquet")
@@ -152,7 +159,7 @@ def test_adding_a_model_runs_only_its_jobs(workspace):
                                  "batch_size": 2}
     jobs = [j for j in planned_jobs(run, write_config(run, config)) if j[0] != "all"]
     rules = {r for r, _ in jobs}
-    assert rules == {"embed", "csc_score", "csc_plot", "csc_aggregate", "report"}
+    assert rules == {"embed", "csc_score", "csc_plot", "csc_aggregate", "probe_differences", "report"}
     for rule, wc in jobs:
         if rule in ("embed", "csc_score", "csc_plot"):
             assert wc["model"] == "bert2", (rule, wc)
@@ -188,7 +195,7 @@ def test_changing_one_model_reruns_only_that_model(workspace):
     # what they compute: precision reruns that model's jobs, and only those
     config["models"]["bert"]["precision"] = "bf16"
     jobs = [j for j in planned_jobs(run, write_config(run, config)) if j[0] != "all"]
-    assert {r for r, _ in jobs} == {"embed", "csc_score", "csc_plot", "csc_aggregate", "report"}
+    assert {r for r, _ in jobs} == {"embed", "csc_score", "csc_plot", "csc_aggregate", "probe_differences", "report"}
     assert all(wc.get("model", "bert") == "bert" for _, wc in jobs)
     write_config(run, workspace["config"])
 

@@ -406,6 +406,11 @@ def _check_references(config: dict) -> None:
             if probes.get(probe).needs_corpora and not corpora:
                 problems.append(f"config key `models.{name}.probes`: {probe} reads corpora, but the study has "
                                 "none; expected `sources:` and `corpora:` entries, or drop it from the list")
+    against = (config.get("compare") or {}).get("against", "default")
+    recipes = list(((config.get("adapt") or {}).get("recipes") or {}))  # models the adapt stage adds
+    if against not in ("default", "all_pairs", *config["models"], *recipes):
+        problems.append(f"config key `compare.against`: no model named {against!r}; expected `default`, `all_pairs` "
+                        f"or one of the models ({', '.join([*config['models'], *recipes])})")
     problems += _shared_problems(config)  # the `articles` section and models' gguf_file
     for probe in declared:
         if probe.check:

@@ -87,6 +87,10 @@ class Probe:
     # per-dataset tables: (file pattern with {dataset}, caption file), shown in the dataset's subcategory
     dataset_tables: tuple = ()
     headlines: tuple = ()        # Headline entries for the overview
+    # which way is better for the statistics of its replicates files (bootstrap.replicate_rows), for
+    # the differences table's `better`: (fnmatch pattern of a statistic, "higher" | "lower"), first
+    # match wins; a statistic no pattern matches has no direction (e.g. a mean cosine)
+    directions: tuple = ()
 
     @property
     def schema_path(self) -> Path:

@@ -35,6 +35,7 @@ MARKS = {
     "Z": "interval of zero width: the resamples never differ, so it says nothing about uncertainty",
     "N": "n below report.min_n ({min_n}): too few items behind the figure for a conclusion",
     "C": "at the ceiling or floor of the statistic's range: the probe cannot tell models apart there",
+    "B": "not significantly better than the surface-form baseline (paired difference, Holm; tables/<probe>_differences.csv)",
 }
 DEMO_BANNER = ("Demo inputs: every input of this run is a small sample shipped in the workflow's resources/ "
                "folder. These numbers check that the workflow runs end to end; they are not for conclusions "
@@ -81,7 +82,8 @@ def marks(value, ci_low, ci_high, n, bounds, min_n: int) -> str:
     return out
 
 
-def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min_n: int, demo: bool) -> dict:
+def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min_n: int, demo: bool,
+                 baseline_marked: set[tuple[str, str]] = frozenset()) -> dict:
     """The first screen's content: models (config order, stand-ins flagged), a row per headline figure
     (label, direction, n range, interval notes) with a cell per model (value, interval, n, marks), the
     legend and whether the run is on the demo inputs."""
@@ -96,6 +98,8 @@ def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min
                 continue
             row_cells[m] = {k: r.get(k) for k in ("value", "ci_low", "ci_high", "n")}
             row_cells[m]["marks"] = marks(r["value"], r["ci_low"], r["ci_high"], r.get("n"), r["bounds"], min_n)
+            if (m, c["column"]) in baseline_marked:
+                row_cells[m]["marks"] += "B"
             if r.get("n") is not None:
                 ns.append(r["n"])
             if r.get("interval") and r["interval"] not in notes:
@@ -105,7 +109,7 @@ def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min
                          "better": "lower" if c["lower_is_better"] else "higher",
                          "n": (None if not ns else str(min(ns)) if min(ns) == max(ns) else f"{min(ns)}-{max(ns)}"),
                          "interval": "; ".join(notes), "cells": row_cells})
-    used = sorted({ch for r in out_rows for cell in r["cells"].values() for ch in cell["marks"]}, key="ZNC".index)
+    used = sorted({ch for r in out_rows for cell in r["cells"].values() for ch in cell["marks"]}, key="ZNCB".index)
     return {"demo": demo, "banner": DEMO_BANNER if demo else "", "min_n": min_n, "models": models, "rows": out_rows,
             "legend": {k: v.format(min_n=min_n) for k, v in MARKS.items()}, "marks_used": used}
 
@@ -142,7 +146,42 @@ def overview_frame(rows: list[dict], models: dict[str, dict]) -> tuple[pl.DataFr
     return pl.DataFrame(data, schema=schema), list(columns.values())
 
 
-def plot(frame: pl.DataFrame, columns: list[dict], path: str) -> None:
+def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models: dict[str, dict]) -> set[tuple[str, str]]:
+    """(model, column) of the headline cells that are not significantly better than a surface-form
+    baseline (family differences.SURFACE_FAMILY) they were compared with in the differences tables
+    (rules/compare.smk): no comparison with that baseline on the cell's (probe, dataset, statistic)
+    is significant (Holm) with this model the better one. A headline row links to the tables through
+    its `dataset` and `statistic` (the probes' extractors add them); cells without them, cells of the
+    baselines themselves and cells never compared with a baseline are not marked."""
+    from workflow_scripts.differences import SURFACE_FAMILY
+
+    baselines = {m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY}
+    if not baselines or not differences.height:
+        return set()
+    verdicts: dict[tuple, list[bool]] = {}
+    for d in differences.iter_rows(named=True):
+        for model, base in ((d["model_a"], d["model_b"]), (d["model_b"], d["model_a"])):
+            if base in baselines and model not in baselines:
+                key = (d["probe"], d["dataset"], d["statistic"], model)
+                verdicts.setdefault(key, []).append(bool(d["significant"]) and d["better"] == model)
+    marked = set()
+    for r in rows:
+        if r.get("statistic") is None:
+            continue
+        verdict = verdicts.get((r["probe"], r["dataset"], r["statistic"], r["model"]))
+        if verdict is not None and not all(verdict):
+            marked.add((r["model"], r["column"]))
+    return marked
+
+
+def read_differences(paths: list[str]) -> pl.DataFrame:
+    frames = [pl.read_csv(p, infer_schema_length=None, schema_overrides={"better": pl.String})
+              for p in paths]
+    frames = [f for f in frames if f.height]
+    return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
+
+
+def plot(frame: pl.DataFrame, columns: list[dict], path: str, marked: set[tuple[str, str]] = frozenset()) -> None:
     """Heat map: a row per headline figure (grouped by probe), a column per model, coloured by how
     good the figure is (1 - value where lower is better), annotated with the figure itself;
     stand-in models are labelled as such."""
@@ -168,7 +207,8 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str) -> None:
     for i in range(len(columns)):
         for j in range(len(models)):
             if not np.isnan(values[i, j]):
-                ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                mark = "\u00b0" if (models[j], columns[i]["column"]) in marked else ""
+                ax.text(j, i, f"{values[i, j]:.2f}{mark}", ha="center", va="center", fontsize=8,
                         color="white" if goodness[i, j] < 0.6 else "black")
     ax.set_yticks(range(len(columns)))
     ax.set_yticklabels([c["label"] + (" \u2193" if c["lower_is_better"] else " \u2191") for c in columns], fontsize=8)
@@ -180,7 +220,9 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str) -> None:
         if probes[i] != probes[i - 1]:
             ax.axhline(i - 0.5, color="white", linewidth=2)
     ax.set_title("Headline figure per probe and model\n\u2193 lower = better, \u2191 higher = better;\n"
-                 "yellow = best; grey: not run or undefined", fontsize=8, pad=24)
+                 "yellow = best; grey: not run or undefined"
+                 + ("\n\u00b0 not significantly better than the surface-form baseline (tables/*_differences.csv)"
+                    if marked else ""), fontsize=8, pad=24)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=100, format=Path(path).suffix.lstrip(".") or "png")
@@ -188,16 +230,19 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str) -> None:
 
 
 def build(tables: list[str], models: dict[str, dict], options: dict, out: str, plot_path: str | None = None,
-          screen_path: str | None = None, min_n: int = 100, demo: bool = False) -> pl.DataFrame:
+          screen_path: str | None = None, min_n: int = 100, demo: bool = False,
+          differences: list[str] = ()) -> pl.DataFrame:
     rows = long_rows({Path(t).name: t for t in tables}, options)
     frame, columns = overview_frame(rows, models)
+    baseline_marked = not_better_than_baseline(rows, read_differences(list(differences)), models)
     with atomic_path(out) as tmp:
         frame.write_csv(tmp, float_precision=6)
     if plot_path:
-        plot(frame, columns, plot_path)
+        plot(frame, columns, plot_path, baseline_marked)
     if screen_path:
         with atomic_path(screen_path) as tmp:
-            tmp.write_text(json.dumps(first_screen(rows, frame, columns, min_n, demo), indent=1) + "\n", encoding="utf-8")
+            tmp.write_text(json.dumps(first_screen(rows, frame, columns, min_n, demo, baseline_marked), indent=1)
+                           + "\n", encoding="utf-8")
     return frame
 
 
@@ -213,9 +258,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--min-n", type=int, default=100, help="report.min_n: cells with fewer items are marked N")
     ap.add_argument("--demo", type=int, choices=(0, 1), default=0,
                     help="1: every input is a shipped demo sample (the first screen's banner)")
+    ap.add_argument("--differences", nargs="*", default=[], help="the probes' differences tables: cells not "
+                    "significantly better than the surface-form baseline are marked B")
     a = ap.parse_args(argv)
     frame = build(a.tables, dict(json.loads(a.models)), json.loads(a.options), a.out, a.plot, a.first_screen,
-                  a.min_n, bool(a.demo))
+                  a.min_n, bool(a.demo), a.differences)
     print(f"overview: {frame.height} models x {(frame.width - 3) // 3} headline figures")
 
 

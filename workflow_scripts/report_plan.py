@@ -10,6 +10,7 @@ from workflow_scripts.report_overview import headline_tables
 from workflow_scripts.study import ProbePlan, Study, as_json, cli_options
 
 OVERVIEW_TABLE = ("overview.csv", "Overview", "overview_table.rst")
+DIFFERENCES_CAPTION = "differences.rst"
 CAPTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "resources", "report")
 
 
@@ -31,12 +32,15 @@ class ReportPlan:
         self.R = study.results
         self.plans = [p for p in plans if p.ran and not p.probe.is_stage]
         self.probes = [p.name for p in self.plans]
+        # the paired model comparisons (rules/compare.smk) of every probe that writes replicates
+        self.differences = [self.differences_table(p) for p in self.plans if p.replicate_files()]
         overview = (f"{self.R}/tables/{OVERVIEW_TABLE[0]}", *OVERVIEW_TABLE[1:])
         # (probe, table, page, subcategory, caption) of every table shown as a page: the overview's
         # first, then each probe's tables, then its per-dataset tables in the dataset's subcategory
         self.pages = [(probe, table, f"{self.R}/report/tables/{os.path.basename(table).removesuffix('.csv')}.html",
                        sub, caption)
-                      for probe, pages in [("overview", [overview])] + [(p.name, p.report_pages()) for p in self.plans]
+                      for probe, pages in [("overview", [overview])] + [(p.name, p.report_pages() + self.difference_pages(p))
+                                                                          for p in self.plans]
                       for table, sub, caption in pages]
         # the papers' published figures of each probe that has some: a page of their own, apart from our tables
         self.pages += [(p.name, str(published.path(p.name)), f"{self.R}/report/tables/published_{p.name}.html",
@@ -58,6 +62,13 @@ class ReportPlan:
         for plan in self.plans:
             for pair in plan.pairs:
                 self.stores.setdefault(pair.model, study.stores(pair.model, plan.pair_scope(pair))[0])
+
+    def differences_table(self, plan: ProbePlan) -> str:
+        return f"{self.R}/tables/{plan.name}_differences.csv"
+
+    def difference_pages(self, plan: ProbePlan) -> list[tuple[str, str, str]]:
+        """(table, subcategory, caption file) of the probe's differences page, where it has one."""
+        return [(self.differences_table(plan), "Differences", DIFFERENCES_CAPTION)] if plan.replicate_files() else []
 
     def data_sources(self, wildcards=None) -> dict[str, str]:
         """Name -> local file or folder of every input the probes that ran read (provenance: sha256)."""

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from workflow_scripts.bootstrap import bootstrap_rng, percentile_interval, resample_counts
+from workflow_scripts.bootstrap import paired_rng, percentile_interval, replicate_rows, resample_counts, write_replicates
 from workflow_scripts.common import atomic_path, read_json, setup_logging, write_json
 from workflow_scripts.density import (PAPER_GRID_STEP, Moments, Window, bandwidth, exact_density, make_grid,
                                       normalise, overlap, undefined_reason)
@@ -150,9 +150,11 @@ def _kind_mask(batch, kind: str) -> np.ndarray:
 
 def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: int = 20000,
             grid_step: float = PAPER_GRID_STEP, bootstrap_b: int = 200, bootstrap_groups: int = 1000,
-            seed: int = 0, model_spec: dict | None = None) -> tuple[list[dict], dict, dict]:
+            seed: int = 0, model_spec: dict | None = None,
+            replicates_out: dict | None = None) -> tuple[list[dict], dict, dict]:
     """Curves, overlaps and bootstrap intervals from a similarities file (original_id, kind,
-    similarity). Returns (table rows, normalised curves per kind, details for the summary)."""
+    similarity). Returns (table rows, normalised curves per kind, details for the summary); with
+    `replicates_out`, also fills it with condition -> (overlap, the B replicate overlaps)."""
     grid = make_grid(grid_step)
     points = len(grid)
     # pass 0: the bootstrap units (distinct originals, batch by batch: 8 bytes per original)
@@ -183,33 +185,45 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
                     raw[k] = None  # too many for the exact KDE; stop holding them
 
     conditions = [c for c in NEGATIVE_CONDITIONS if moments[c].n.sum() or dropped[c]]  # e.g. no grammatical NL
-    # the plan: the bandwidths of every replicate decide each kind's fine grid; a fine grid too large
-    # for one histogram per group merges groups until it fits (again a partition of the originals)
-    while True:
-        weights = {c: resample_counts(bootstrap_rng(seed, corpus, model, c), bootstrap_b, groups.count)
-                   for c in conditions}
-        plan = _curve_plan(moments, weights, conditions, grid_step)
-        windows = {k: Window.covering(grid_step, low[k], high[k], e["bw_min"], e["bw_max"])
-                   for k, e in plan.items() if e["bw_min"] is not None}
-        widest = max((w.nodes for w in windows.values()), default=1)
-        fit = max(1, GROUP_CELLS // widest)
-        if fit >= groups.count:
-            break
-        log.info("%s/%s: fine grid of %d nodes: bootstrap groups %d -> %d", corpus, model, widest, groups.count, fit)
-        moments = {k: m.regroup(fit) for k, m in moments.items()}
-        groups.count = fit
+    # paired across models (issue 26): the counts come from a stream that names no model, over
+    # groups in a model-independent order (sorted original ids, or id % groups), so replicate b
+    # draws the same sentences for every model scored on this corpus
+    weights = {c: resample_counts(paired_rng(seed, "csc", corpus, f"{c}/overlap"), bootstrap_b, groups.count)
+               for c in conditions}
+    plan = _curve_plan(moments, weights, conditions, grid_step)
+    windows = {k: Window.covering(grid_step, low[k], high[k], e["bw_min"], e["bw_max"])
+               for k, e in plan.items() if e["bw_min"] is not None}
+    widest = max((w.nodes for w in windows.values()), default=1)
+    # a fine grid too large for one histogram per group is built a block of groups at a time (one
+    # more pass over the file per block) instead of merging groups: merging would depend on this
+    # model's bandwidths and break the pairing
+    block = max(1, GROUP_CELLS // widest)
+    if block < groups.count:
+        log.info("%s/%s: fine grid of %d nodes: %d groups in blocks of %d", corpus, model, widest, groups.count, block)
 
     # pass 2: per-group histograms on each kind's fine grid, for binned curves and the replicates
     binned_kinds = [k for k in windows if bootstrap_b > 0 or raw[k] is None]
-    hists = {k: np.zeros((groups.count, windows[k].nodes)) for k in binned_kinds}
-    if binned_kinds:
+    totals = {k: np.zeros(windows[k].nodes) for k in binned_kinds}
+    replicate_hists = {(k, c): np.zeros((bootstrap_b, windows[k].nodes)) for c in conditions
+                       for k in ("fuzz", c) if k in binned_kinds and bootstrap_b}
+    buffers = {k: np.empty((min(block, groups.count), windows[k].nodes)) for k in binned_kinds}  # reused per block
+    for start in range(0, groups.count if binned_kinds else 0, block):
+        stop = min(groups.count, start + block)
+        hists = {k: buffers[k][:stop - start] for k in binned_kinds}
+        for h in hists.values():
+            h.fill(0.0)
         for batch in _batches(sims_path, ["original_id", "kind", "similarity"]):
             sims = batch.column("similarity").to_numpy()
             group_col = groups.of(batch.column("original_id").to_numpy())
+            in_block = (group_col >= start) & (group_col < stop)
             for k in binned_kinds:
-                sel = _kind_mask(batch, k) & np.isfinite(sims)
+                sel = _kind_mask(batch, k) & np.isfinite(sims) & in_block
                 if sel.any():
-                    hists[k] += windows[k].histogram(sims[sel], group_col[sel], groups.count)
+                    hists[k] += windows[k].histogram(sims[sel], group_col[sel] - start, stop - start)
+        for k in binned_kinds:
+            totals[k] += hists[k].sum(axis=0)
+        for (k, c), rep in replicate_hists.items():
+            rep += weights[c][:, start:stop] @ hists[k]
 
     curves, methods = {}, {}
     for k in KINDS:
@@ -219,7 +233,7 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
         elif raw[k] is not None:
             curves[k], methods[k] = normalise(exact_density(np.concatenate(raw[k]), grid)), "exact"
         else:
-            curves[k], methods[k] = normalise(windows[k].density(hists[k].sum(axis=0), e["n"], e["bw"], points)), "binned"
+            curves[k], methods[k] = normalise(windows[k].density(totals[k], e["n"], e["bw"], points)), "binned"
 
     rows = []
     for cond in conditions:
@@ -229,13 +243,15 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
         replicate_overlaps = np.full(bootstrap_b, np.nan)
         if not notes and bootstrap_b:
             fz, ng = plan["fuzz"]["replicates"][cond], plan[cond]["replicates"][cond]
-            hf, hn = weights[cond] @ hists["fuzz"], weights[cond] @ hists[cond]
+            hf, hn = replicate_hists[("fuzz", cond)], replicate_hists[(cond, cond)]
             for b in range(bootstrap_b):
                 if fz["ok"][b] and ng["ok"][b]:
                     f = normalise(windows["fuzz"].density(hf[b], fz["n"][b], fz["bw"][b], points))
                     g = normalise(windows[cond].density(hn[b], ng["n"][b], ng["bw"][b], points))
                     replicate_overlaps[b] = overlap(f, g)
         ci_low, ci_high, valid = percentile_interval(replicate_overlaps) if bootstrap_b else (np.nan, np.nan, 0)
+        if replicates_out is not None:
+            replicates_out[cond] = (value, replicate_overlaps)
         if bootstrap_b and not notes and valid < bootstrap_b:
             notes.append(f"{bootstrap_b - valid} of {bootstrap_b} bootstrap replicates undefined")
         rows.append({"corpus": corpus, "model": model, "condition": cond, "overlap": value,
@@ -275,8 +291,13 @@ def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exa
                                              "similarity": sims}, schema=SIM_SCHEMA))
                 log.info("%s/%s: shard %d/%d scored (%d pairs)", corpus, model, i + 1, len(shard_paths), len(sims))
         scored = time.perf_counter()
+        replicates: dict = {}
         rows, curves, details = analyse(tmp_sims, corpus, model, log, exact_max_n, grid_step, bootstrap_b,
-                                        bootstrap_groups, seed, model_spec)
+                                        bootstrap_groups, seed, model_spec, replicates)
+    # the paired replicates behind the overlap intervals, for the differences table (compare.py)
+    write_replicates(out / "replicates.parquet",
+                     [replicate_rows("csc", corpus, f"{cond}/overlap", model, value, reps)
+                      for cond, (value, reps) in replicates.items()])
     with atomic_path(out / "curves.parquet") as tmp:
         pl.DataFrame({"similarity": curves["grid"], **{f"density_{k}": curves[k] for k in KINDS}}).write_parquet(tmp)
     summary = {"corpus": corpus, "model": model, "rows": rows, **details,

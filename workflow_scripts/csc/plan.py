@@ -47,6 +47,9 @@ class CscPlan(ProbePlan):
     def summaries(self) -> list[str]:
         return [f"{self.R}/csc/{p.corpus}/{p.model}/summary.json" for p in self.pairs]
 
+    def replicate_files(self) -> list[str]:
+        return [f"{self.R}/csc/{p.corpus}/{p.model}/replicates.parquet" for p in self.pairs]
+
     def plots(self) -> list[str]:
         return [f"{self.R}/plots/csc/{p.corpus}/{p.model}.png" for p in self.pairs]
 

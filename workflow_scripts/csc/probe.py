@@ -28,10 +28,13 @@ def uses_tagger(section: dict) -> bool:
 
 def overlap_headlines(frame, options: dict) -> list[dict]:
     """CSC overlap per corpus and condition (lower = better separation of meaning from form)."""
-    return headline_rows(frame, lambda r: f"csc_{r['corpus']}_{r['condition']}",
-                         lambda r: f"CSC {r['corpus']} {r['condition'].replace('grammatical_negation', 'gram. negation')}",
-                         "overlap", "overlap_ci_low", "overlap_ci_high",
-                         n=smallest("n_fuzzed", "n_negated"))  # the smaller of the two similarity sets
+    out = headline_rows(frame, lambda r: f"csc_{r['corpus']}_{r['condition']}",
+                        lambda r: f"CSC {r['corpus']} {r['condition'].replace('grammatical_negation', 'gram. negation')}",
+                        "overlap", "overlap_ci_low", "overlap_ci_high",
+                        n=smallest("n_fuzzed", "n_negated"))  # the smaller of the two similarity sets
+    for row, r in zip(out, frame.iter_rows(named=True)):  # the statistic in the replicates (differences table)
+        row.update(dataset=r["corpus"], statistic=f"{r['condition']}/overlap")
+    return out
 
 
 PROBE = Probe(
@@ -60,4 +63,5 @@ PROBE = Probe(
                             "not negated)")),
     tables=(("csc_table3.csv", "Tables", "csc_table3.rst"), ("csc_overlap.csv", "Tables", "csc_overlap.rst")),
     headlines=(Headline("csc_overlap.csv", overlap_headlines, lower_is_better=True),),
+    directions=(("*/overlap", "lower"),),
 )

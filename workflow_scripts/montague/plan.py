@@ -22,6 +22,9 @@ class MontaguePlan(ProbePlan):
     def shares(self) -> list[str]:
         return [f"{self.R}/montague/{p.dataset}/{p.model}/shares.parquet" for p in self.pairs]
 
+    def replicate_files(self) -> list[str]:
+        return [f"{self.R}/montague/{p.dataset}/{p.model}/replicates.parquet" for p in self.pairs]
+
     def aggregate_entries(self, wildcards, input) -> str:
         return as_json([{"dataset": p.dataset, "model": p.model, "shares": path} for p, path in zip(self.pairs, input)])
 

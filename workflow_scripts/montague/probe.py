@@ -3,6 +3,9 @@ workflow_scripts/probes.py."""
 from workflow_scripts.probes import Headline, Probe, Resources, headline_rows
 
 
+TABLE_KIND = {"single": "AN", "pair": "pair", "nonsubsective": "AN"}  # where a table has no kind column
+
+
 def consistency_headlines(test: str, key: str, kind: str | None = None):
     """Montague consistency of one test at one key (the per-key shares are the probe's figures; there
     is no pooled share per test, so the overview shows the key the test is about)."""
@@ -12,9 +15,13 @@ def consistency_headlines(test: str, key: str, kind: str | None = None):
         rows = frame.filter(pl.col("key") == key)
         if kind is not None and "kind" in rows.columns:
             rows = rows.filter(pl.col("kind") == kind)
-        return headline_rows(rows, lambda r: f"montague_{r['dataset']}_{test}_{key.replace('|', '_')}",
-                             lambda r: f"Montague {r['dataset']} {test} ({key})", "consistency", "ci_low", "ci_high",
-                             n="n")
+        out = headline_rows(rows, lambda r: f"montague_{r['dataset']}_{test}_{key.replace('|', '_')}",
+                            lambda r: f"Montague {r['dataset']} {test} ({key})", "consistency", "ci_low", "ci_high",
+                            n="n")
+        # the figure's statistic in the replicates (scores.share_rows), for the differences table
+        for row, r in zip(out, rows.iter_rows(named=True)):
+            row.update(dataset=r["dataset"], statistic=f"{test}/{r.get('kind') or TABLE_KIND[test]}/{key}")
+        return out
     extract.__doc__ = f"Montague {test} consistency, key {key}."
     return extract
 
@@ -37,4 +44,5 @@ PROBE = Probe(
     headlines=(Headline("montague_single.csv", consistency_headlines("single", "intersective", kind="AN")),
                Headline("montague_pair.csv", consistency_headlines("pair", "intersective|privative")),
                Headline("montague_nonsubsective.csv", consistency_headlines("nonsubsective", "privative"))),
+    directions=(("*", "higher"),),  # consistency and the mean of noun means: shares that pass
 )

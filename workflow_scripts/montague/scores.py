@@ -34,9 +34,12 @@ What the reference code does wrong and this module does not (methods.md §5):
   adjectives are crossed factors, so the default resamples both (`nouns_and_adjectives`: the
   two-way "pigeonhole" bootstrap; each replicate draws the nouns and the adjectives with
   replacement, and an item weighs the product of its words' draw counts); `nouns` or `adjectives`
-  resample one factor only. The `resampled` column says which. Streams are seeded by the config
-  seed and ("montague", dataset, model, test); all keys of a test share a replicate's draws (the
-  intervals are marginal, one per key). Test 2's 241,560 comparisons are summed type by type
+  resample one factor only. The `resampled` column says which. Streams are paired across models
+  (issue 26): seeded by the config seed and (dataset, test/kind) -- never the model -- over the
+  dataset's word lists (model-independent positions), so replicate b draws the same nouns and
+  adjectives for every model, an identical copy of a model gets identical intervals, and the
+  replicates written to replicates.parquet subtract replicate by replicate (compare.py). All keys
+  of a test share a replicate's draws (the intervals are marginal, one per key). Test 2's 241,560 comparisons are summed type by type
   (`pair_shares`: same draws, same numbers as item by item, ~100x less work). B = 0 gives NaN bounds; a replicate in which a key has
   no defined item is NaN, and fewer than half defined replicates give NaN bounds.
 
@@ -66,7 +69,8 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from workflow_scripts.bootstrap import LEVEL, bootstrap_rng, percentile_interval, resample_counts
+from workflow_scripts.bootstrap import (LEVEL, bootstrap_rng, percentile_interval, replicate_rows, resample_counts,
+                                        write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging, text_key, write_json
 from workflow_scripts.montague.phrases import aan_key, join_words
 from workflow_scripts.vector_store import VectorStore, spec_digest
@@ -146,13 +150,16 @@ def _onehot(columns: np.ndarray, select: np.ndarray, n_columns: int) -> sp.csr_m
 
 def shares(noun_idx: np.ndarray, adj_idx: np.ndarray, key: np.ndarray, passed: np.ndarray, defined: np.ndarray,
            n_keys: int, n_nouns: int, n_adjs: int, bootstrap_b: int, seed: int, names: tuple,
-           unit: str = "nouns_and_adjectives", group: np.ndarray | None = None) -> list[dict]:
+           unit: str = "nouns_and_adjectives", group: np.ndarray | None = None,
+           replicates_out: dict | None = None) -> list[dict]:
     """Per key: n (defined items), n_undefined, the pooled share of passes among defined items and
     its bootstrap interval; with `group` (a noun index per item), also the mean over groups of the
     per-group shares (the reference's mean of per-noun means) and its interval.
 
     noun_idx, adj_idx: (items, 1 or 2) word indices, -1 for none. In a replicate an item weighs
-    the product of the draw counts of its nouns and adjectives (see the module docstring)."""
+    the product of the draw counts of its nouns and adjectives (see the module docstring). The
+    stream is bootstrap_rng(seed, *names). With `replicates_out`, fills it with "consistency" (and
+    with `group` "mean_of_noun_means") -> the (replicates, keys) replicate values."""
     if unit not in UNITS:
         raise ValueError(f"unknown bootstrap unit {unit!r}; expected one of {', '.join(UNITS)}")
     noun_idx = np.atleast_2d(np.asarray(noun_idx, np.int64).T).T
@@ -193,6 +200,10 @@ def shares(noun_idx: np.ndarray, adj_idx: np.ndarray, key: np.ndarray, passed: n
             if group is not None:
                 g_reps[sl] = _mean_of_group_means((g_pass.T @ w.T).T, (g_def.T @ w.T).T, cn[sl, :n_nouns],
                                                   n_keys, n_nouns)
+    if replicates_out is not None:
+        replicates_out["consistency"] = reps
+        if group is not None:
+            replicates_out["mean_of_noun_means"] = g_reps
     rows = []
     for k in range(n_keys):
         low, high, _ = percentile_interval(reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
@@ -208,7 +219,7 @@ def shares(noun_idx: np.ndarray, adj_idx: np.ndarray, key: np.ndarray, passed: n
 
 def pair_shares(passed: np.ndarray, defined: np.ndarray, adj_type: np.ndarray, n_types: int, noun_1: np.ndarray,
                 noun_2: np.ndarray, n_nouns: int, bootstrap_b: int, seed: int, names: tuple,
-                unit: str = "nouns_and_adjectives") -> list[dict]:
+                unit: str = "nouns_and_adjectives", replicates_out: dict | None = None) -> list[dict]:
     """`shares` for test 2, with the same draws and results, factorised: passed/defined are
     (a1, a2, noun pair) arrays, and a comparison's weight c(n1) c(n2) c(a1) c(a2) is summed type by
     type (a matrix product over a2, then over a1) instead of item by item: ~100x less work for the
@@ -262,6 +273,8 @@ def pair_shares(passed: np.ndarray, defined: np.ndarray, adj_type: np.ndarray, n
                 reps[sl] = np.where(den_b > 0, num_b / np.where(den_b > 0, den_b, 1), np.nan)
             g_reps[sl] = _mean_of_group_means(g_num_b.reshape(len(num_b), -1), g_den_b.reshape(len(num_b), -1),
                                               cn[sl], n_keys, n_nouns)
+    if replicates_out is not None:
+        replicates_out.update(consistency=reps, mean_of_noun_means=g_reps)
     rows = []
     for k in range(n_keys):
         low, high, _ = percentile_interval(reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
@@ -410,44 +423,58 @@ def pair_items(pairs: pl.DataFrame, n_adjs: int, known_adj: np.ndarray, known_no
 
 
 def share_rows(distances: pl.DataFrame, pairs: pl.DataFrame, phrases: pl.DataFrame, info: dict, dataset: str,
-               model: str, bootstrap_b: int, seed: int, unit: str) -> list[dict]:
+               model: str, bootstrap_b: int, seed: int, unit: str, replicates_out: list | None = None) -> list[dict]:
+    """The share rows of one (dataset, model); with `replicates_out`, the paired replicates of every
+    row's consistency (and mean of noun means) are appended to it (bootstrap.replicate_rows)."""
     adjs, adj_types, nouns, types = word_lists_of(phrases)
     tix = {t: i for i, t in enumerate(types)}
     k = len(types)
     base = {"dataset": dataset, "model": model, "resampled": unit, "bootstrap_b": int(bootstrap_b)}
     out = []
 
-    def emit(test, kind, keys, results):
-        for (key, t1, t2), r in zip(keys, results):
+    def emit(test, kind, keys, results, reps):
+        for k, ((key, t1, t2), r) in enumerate(zip(keys, results)):
             out.append({**base, "test": test, "kind": kind, "key": key, "type1": t1, "type2": t2,
                         "mean_of_noun_means": None, "mean_of_noun_means_ci_low": None,
                         "mean_of_noun_means_ci_high": None, **r})
+            # the pooled share only: the reference's mean of noun means would double the comparisons
+            # that Holm's correction of the differences table counts, for a secondary estimate
+            if replicates_out is not None:
+                replicates_out.append(replicate_rows("montague", dataset, f"{test}/{kind}/{key}", model,
+                                                     r["consistency"], reps["consistency"][:, k]))
+
+    def names(test, kind):
+        # the paired stream, paired_rng(seed, "montague", dataset, f"{test}/{kind}"): no model in
+        # it, and the word indices are positions in the dataset's word lists (model-independent),
+        # so replicate b draws the same nouns and adjectives for every model
+        return ("paired", "montague", dataset, f"{test}/{kind}")
 
     an = distances.filter(pl.col("kind") == "AN")
     aan = distances.filter(pl.col("kind") == "AAN")
     an_type = np.array([tix[adj_types[a]] for a in an["adj1_idx"].to_numpy()], dtype=np.int64)
-    single_names = ("montague", dataset, model)
     for test, col in (("single", "single_pass"), ("nonsubsective", "nonsubsective_pass")):
         passed = an[col].fill_null(False).to_numpy()
         defined = an[col].is_not_null().to_numpy()
+        reps: dict = {}
         res = shares(an["noun_idx"].to_numpy(), an["adj1_idx"].to_numpy(), an_type, passed, defined, k, len(nouns),
-                     len(adjs), bootstrap_b, seed, (*single_names, test, "AN"), unit)
-        emit(test, "AN", [(t, t, None) for t in types], res)
+                     len(adjs), bootstrap_b, seed, names(test, "AN"), unit, replicates_out=reps)
+        emit(test, "AN", [(t, t, None) for t in types], res, reps)
         if test == "single" and aan.height:
             t1 = np.array([tix[adj_types[a]] for a in aan["adj1_idx"].to_numpy()], dtype=np.int64)
             t2 = np.array([tix[adj_types[a]] for a in aan["adj2_idx"].to_numpy()], dtype=np.int64)
             res = shares(aan["noun_idx"].to_numpy(), np.column_stack([aan["adj1_idx"].to_numpy(),
                                                                       aan["adj2_idx"].to_numpy()]),
                          t1 * k + t2, aan[col].fill_null(False).to_numpy(), aan[col].is_not_null().to_numpy(),
-                         k * k, len(nouns), len(adjs), bootstrap_b, seed, (*single_names, test, "AAN"), unit)
-            emit(test, "AAN", [(aan_key(a, b), a, b) for a in types for b in types], res)
+                         k * k, len(nouns), len(adjs), bootstrap_b, seed, names(test, "AAN"), unit, replicates_out=reps)
+            emit(test, "AAN", [(aan_key(a, b), a, b) for a in types for b in types], res, reps)
     known_adj = np.array([a not in info["unknown_adjectives"] for a in adjs])
     known_noun = np.array([x not in info["unknown_nouns"] for x in nouns])
     passed, defined, n1, n2 = pair_cubes(pairs, len(adjs), known_adj, known_noun)
     type_idx = np.array([tix[t] for t in adj_types], dtype=np.int64)
-    res = pair_shares(passed, defined, type_idx, k, n1, n2, len(nouns), bootstrap_b, seed,
-                      (*single_names, "pair"), unit)
-    emit("pair", "pair", [(aan_key(a, b), a, b) for a in types for b in types], res)
+    reps = {}
+    res = pair_shares(passed, defined, type_idx, k, n1, n2, len(nouns), bootstrap_b, seed, names("pair", "pair"), unit,
+                      replicates_out=reps)
+    emit("pair", "pair", [(aan_key(a, b), a, b) for a in types for b in types], res, reps)
     return out
 
 
@@ -461,8 +488,11 @@ def score(phrases_path: str, store_dirs: list[str], dataset: str, model: str, sp
     dist = Distances(store)
     distances, pairs, info = compute_distances(phrases, dist, log)
     scored = time.perf_counter()
-    rows = share_rows(distances, pairs, phrases, info, dataset, model, bootstrap_b, seed, unit)
+    replicates: list = []
+    rows = share_rows(distances, pairs, phrases, info, dataset, model, bootstrap_b, seed, unit, replicates)
     out = Path(out_dir)
+    # the paired replicates behind every share's interval, for the differences table (compare.py)
+    write_replicates(out / "replicates.parquet", replicates)
     with atomic_path(out / "distances.parquet") as tmp:
         distances.write_parquet(tmp, compression="zstd")
     with atomic_path(out / "pair_distances.parquet") as tmp:
@@ -485,7 +515,7 @@ def score(phrases_path: str, store_dirs: list[str], dataset: str, model: str, sp
                  "nonsubsective": "< (a tie fails)"},
         "estimate": "pooled share of defined comparisons per key; pair also mean_of_noun_means (the reference's)",
         "bootstrap": {"replicates": int(bootstrap_b), "seed": int(seed), "resampled": unit, "level": LEVEL,
-                      "method": "percentile", "streams": "('montague', dataset, model, test[, kind])"},
+                      "method": "percentile", "streams": "paired across models: ('paired', 'montague', dataset, test/kind)"},
         "store": {k: store.manifest.get(k) for k in ("family", "origin", "dim", "dtype", "format", "device",
                                                      "precision")},
         "seconds": {"distances": round(scored - started, 2), "shares": round(time.perf_counter() - scored, 2)},

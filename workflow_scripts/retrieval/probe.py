@@ -97,7 +97,9 @@ def accuracy_headlines(frame, options: dict) -> list[dict]:
                         "ci_low": number(r[f"{value}_ci_low"]), "ci_high": number(r[f"{value}_ci_high"]),
                         "n": None if n is None else int(n),
                         "interval": (f"classic bootstrap over all {int(n)} questions (every draw of "
-                                     f"{int(float(r['draw_size']))} is the whole set)") if full else ""})
+                                     f"{int(float(r['draw_size']))} is the whole set)") if full else "",
+                        # the replicates' statistic (differences table: paired classic bootstrap of the full-data figure)
+                        "dataset": r["dataset"], "statistic": f"{metric}@{k}"})
     return out
 
 
@@ -123,4 +125,5 @@ PROBE = Probe(
        ("retrieval_correlations.csv", "Tables", "retrieval_correlations.rst"),
        ("retrieval_accuracy.csv", "Tables", "retrieval_accuracy.rst")),
     headlines=(Headline("retrieval_accuracy.csv", accuracy_headlines),),
+    directions=(("*accuracy@*", "higher"), ("*ndcg@*", "higher")),
 )

@@ -59,9 +59,12 @@ def share_headlines(frame, options: dict) -> list[dict]:
     measure = options.get("settheory_measure", "cosine")
     rows = frame.filter(pl.col("criterion").is_in(["c1", "c3"]) & (pl.col("case") == "T,T")
                         & (pl.col("measure") == measure))
-    return headline_rows(rows, lambda r: f"settheory_{r['sampleset']}_{r['criterion']}_TT",
-                         lambda r: f"set theory {r['sampleset']} {r['criterion'].upper()} (T,T)", "share", "ci_low",
-                         "ci_high", n="n")
+    out = headline_rows(rows, lambda r: f"settheory_{r['sampleset']}_{r['criterion']}_TT",
+                        lambda r: f"set theory {r['sampleset']} {r['criterion'].upper()} (T,T)", "share", "ci_low",
+                        "ci_high", n="n")
+    for row, r in zip(out, rows.iter_rows(named=True)):  # the statistic in the replicates (differences table)
+        row.update(dataset=r["sampleset"], statistic=f"{r['criterion']}/{measure}/T,T")
+    return out
 
 
 PROBE = Probe(
@@ -82,4 +85,6 @@ PROBE = Probe(
     + (("settheory_shares.csv", "Tables", "settheory_shares.rst"),
        ("settheory_histograms.csv", "Tables", "settheory_histograms.rst")),
     headlines=(Headline("settheory_shares.csv", share_headlines),),
+    # the (T,T) shares: fusions whose embedding satisfies the criterion; the other cases describe
+    directions=(("c1/*/T,T", "higher"), ("c3/*/T,T", "higher")),
 )

@@ -49,6 +49,10 @@ class TripletsPlan(ProbePlan):
     def targets(self) -> list[str]:
         return [f"{self.R}/tables/triplets_accuracy.csv"] if self.ran else []
 
+    def replicate_files(self) -> list[str]:
+        # one file for all (dataset, model) pairs: the aggregate job draws the bootstrap
+        return [f"{self.R}/triplets/replicates.parquet"] if self.ran else []
+
     def report_plots(self) -> list[str]:
         return self.plots()
 

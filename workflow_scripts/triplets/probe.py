@@ -57,8 +57,11 @@ def check(config: dict) -> list[str]:
 
 def accuracy_headlines(frame, options: dict) -> list[dict]:
     """Triplet accuracy per dataset."""
-    return headline_rows(frame, lambda r: f"triplets_{r['dataset']}", lambda r: f"triplets {r['dataset']} accuracy",
-                         "accuracy", "accuracy_ci_low", "accuracy_ci_high", n="n")
+    out = headline_rows(frame, lambda r: f"triplets_{r['dataset']}", lambda r: f"triplets {r['dataset']} accuracy",
+                        "accuracy", "accuracy_ci_low", "accuracy_ci_high", n="n")
+    for row, r in zip(out, frame.iter_rows(named=True)):  # the statistic in the replicates (differences table)
+        row.update(dataset=r["dataset"], statistic="accuracy")
+    return out
 
 
 PROBE = Probe(
@@ -80,4 +83,5 @@ PROBE = Probe(
             ("triplets_accuracy.csv", "Tables", "triplets_accuracy.rst")),
     dataset_tables=(("triplets_{dataset}.csv", "triplets_dataset.rst"),),
     headlines=(Headline("triplets_accuracy.csv", accuracy_headlines),),
+    directions=(("accuracy", "higher"),),  # the mean cosines describe; neither way is better
 )

@@ -13,11 +13,13 @@ Scoring rules (per dataset, from the config):
 
 Aggregate: per (dataset, model), over the n defined triplets (n_undefined are counted, not used):
 accuracy = share of correct triplets in [0, 1], and the mean of each of the three cosines. Each has
-a 95% percentile bootstrap interval (bootstrap.bootstrap_mean: triplets resampled with replacement,
-B times). Each statistic draws its own resamples, seeded by the config seed and the names
-("triplets", dataset, model, statistic) with statistic one of accuracy, mean_s_splus, mean_s_sstar,
-mean_splus_sstar: reruns give identical intervals, and no two statistics or tables share a random
-stream. The intervals are therefore marginal (one per column); nothing here compares two columns
+a 95% percentile bootstrap interval: triplets resampled with replacement, B times. The resamples
+are paired across models (issue 26): each statistic's stream is seeded by the config seed and
+("triplets", dataset, statistic) -- never the model -- and draws over all triplets in id order, so
+replicate b resamples the same triplets for every model (a model's undefined triplets weigh 0).
+An identical copy of a model gets identical intervals, and the replicates (written for the
+differences table, compare.py) subtract replicate by replicate. Each statistic has its own
+stream; the intervals are marginal (one per column); nothing here compares two columns
 within a replicate. B = 0 or n = 0 give NaN bounds (and n = 0 a NaN estimate).
 
 Tables: triplets_accuracy.csv (machine-readable, shares); per dataset triplets_{dataset}.csv in
@@ -37,7 +39,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from workflow_scripts.bootstrap import LEVEL, bootstrap_mean
+from workflow_scripts.bootstrap import (LEVEL, paired_rng, percentile_interval, replicate_rows, resample_counts,
+                                        write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging
 from workflow_scripts.texts import text_keys
 from workflow_scripts.vector_store import VectorStore, spec_digest
@@ -106,8 +109,23 @@ def score(triplets_path: str, store_dirs: list[str], model: str, spec: dict, sco
 
 # ---- aggregation -----------------------------------------------------------------------------
 
-def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, bootstrap_b: int, seed: int) -> dict:
-    """One row of the accuracy table from one scores frame."""
+def paired_mean_replicates(values: np.ndarray, defined: np.ndarray, bootstrap_b: int, seed: int, dataset: str,
+                           statistic: str) -> np.ndarray:
+    """The B replicate means of `values` over the defined triplets, paired across models: every
+    triplet (in id order, defined or not) is drawn from a stream that names no model, so replicate
+    b resamples the same triplets for every model; a model's undefined triplets then weigh 0.
+    NaN where a replicate drew no defined triplet."""
+    counts = resample_counts(paired_rng(seed, "triplets", dataset, statistic), bootstrap_b, len(values))
+    used = counts @ defined.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(used > 0, (counts @ np.where(defined, values, 0.0)) / np.maximum(used, 1), np.nan)
+
+
+def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, bootstrap_b: int, seed: int,
+              replicates_out: list | None = None) -> dict:
+    """One row of the accuracy table from one scores frame; with `replicates_out`, appends the
+    paired replicates of every statistic (bootstrap.replicate_rows) to it."""
+    scores = scores.sort("id")  # a model-independent item order for the paired resamples
     sims = {k: scores[k].cast(pl.Float64).to_numpy() for k in SIMS}
     correct, defined = judge(sims["sim_s_splus"], sims["sim_s_sstar"], sims["sim_splus_sstar"], scoring)
     stored = scores["correct"]
@@ -115,20 +133,26 @@ def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, boot
             stored.fill_null(False).to_numpy().astype(bool), correct):
         raise ValueError(f"{dataset}/{model}: the scores' `correct` column does not follow the {scoring!r} rule "
                          "(scored with another rule?); rerun its scoring job")
-    values = {"accuracy": correct[defined].astype(np.float64),
-              **{stat: sims[col][defined] for stat, col in MEANS.items()}}
+    values = {"accuracy": correct.astype(np.float64), **{stat: sims[col] for stat, col in MEANS.items()}}
     n = int(defined.sum())
     row = {"dataset": dataset, "model": model, "n": n, "n_undefined": int(len(defined) - n)}
     for stat in STATISTICS:
-        low, high, _ = bootstrap_mean(values[stat], bootstrap_b, seed, "triplets", dataset, model, stat)
-        row[stat] = float(values[stat].mean()) if n else float("nan")
+        row[stat] = float(values[stat][defined].mean()) if n else float("nan")
+        if n:
+            reps = paired_mean_replicates(values[stat], defined, bootstrap_b, seed, dataset, stat)
+            low, high, _ = percentile_interval(reps)
+        else:
+            reps, low, high = np.full(bootstrap_b, np.nan), float("nan"), float("nan")
         row[f"{stat}_ci_low"], row[f"{stat}_ci_high"] = low, high
+        if replicates_out is not None:
+            replicates_out.append(replicate_rows("triplets", dataset, stat, model, row[stat], reps))
     row["scoring"], row["bootstrap_b"] = scoring, int(bootstrap_b)
     return row
 
 
-def aggregate(entries: list[dict], bootstrap_b: int, seed: int, log) -> pl.DataFrame:
-    """A row per entry {"dataset", "model", "scores", "scoring"}, in the entries' order."""
+def aggregate(entries: list[dict], bootstrap_b: int, seed: int, log, replicates_out: list | None = None) -> pl.DataFrame:
+    """A row per entry {"dataset", "model", "scores", "scoring"}, in the entries' order; with
+    `replicates_out`, the paired replicates of every row's statistics are appended to it."""
     if bootstrap_b < 0:
         raise ValueError(f"bootstrap_b must be >= 0, got {bootstrap_b}")
     seen, rules, rows = set(), {}, []
@@ -140,7 +164,7 @@ def aggregate(entries: list[dict], bootstrap_b: int, seed: int, log) -> pl.DataF
         if rules.setdefault(dataset, scoring) != scoring:
             raise ValueError(f"dataset {dataset!r} is scored with both {rules[dataset]!r} and {scoring!r}")
         scores = pl.read_parquet(e["scores"])
-        row = summarise(scores, dataset, model, scoring, bootstrap_b, seed)
+        row = summarise(scores, dataset, model, scoring, bootstrap_b, seed, replicates_out)
         log.info("%s / %s: n %d (+%d undefined), accuracy %.4f [%.4f, %.4f] (%s, B=%d)", dataset, model, row["n"],
                  row["n_undefined"], row["accuracy"], row["accuracy_ci_low"], row["accuracy_ci_high"], scoring,
                  bootstrap_b)
@@ -310,6 +334,7 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--seed", type=int, required=True)
     a.add_argument("--out", required=True)
     a.add_argument("--tables-dir", required=True)
+    a.add_argument("--replicates", help="Parquet of the paired bootstrap replicates (differences tables)")
     a.add_argument("--plots-dir", required=True)
     a.add_argument("--datasets", nargs="+", required=True)
     a.add_argument("--models", nargs="+", required=True)
@@ -321,7 +346,10 @@ def main(argv: list[str] | None = None) -> None:
         with atomic_path(args.out) as tmp:
             frame.write_parquet(tmp)
     else:
-        table = aggregate(_entries(args.entries), args.bootstrap_b, args.seed, log)
+        replicates: list = []
+        table = aggregate(_entries(args.entries), args.bootstrap_b, args.seed, log, replicates)
+        if args.replicates:
+            write_replicates(args.replicates, replicates)
         write_outputs(table, args.out, args.tables_dir, args.plots_dir, args.datasets, args.models, log)
 
 

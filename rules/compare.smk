@@ -1,0 +1,39 @@
+# Shared stage: each probe's differences table (issue 26), the paired model comparisons of its
+# statistics, for every probe that ran and writes replicates files (ProbePlan.replicate_files):
+#   results/tables/<probe>_differences.csv   A - B with its paired 95% interval, p-value, Holm's
+#                                            correction over the table, the better model
+# The pairs come from the config's `compare.against` (default: every model against the surface-form
+# baselines and against the first listed model). Code: workflow_scripts/compare.py, differences.py.
+COMPARED = {
+    name: plan
+    for name, plan in PLANS.items()
+    if plan.ran and not plan.probe.is_stage and plan.replicate_files()
+}
+
+
+rule probe_differences:
+    input:
+        lambda wc: COMPARED[wc.probe].replicate_files(),
+    output:
+        f"{R}/tables/{{probe}}_differences.csv",
+    log:
+        log_path("probe_differences", "{probe}"),
+    wildcard_constraints:
+        # only the probes that ran (an empty study: a pattern that matches nothing)
+        probe="|".join(COMPARED) or "(?!)",
+    localrule: True
+    conda:
+        "../envs/workflow.yaml"
+    threads: res("probe_differences", "threads")
+    resources:
+        mem_mb=res("probe_differences", "mem_mb"),
+        runtime=res("probe_differences", "runtime"),
+    params:
+        # the families decide the baselines; nothing else of a model's entry matters here
+        models=lambda wc: as_json(
+            [[m, spec["family"]] for m, spec in config["models"].items()]
+        ),
+        compare=lambda wc: as_json(config["compare"]),
+    shell:
+        "python -m workflow_scripts.compare --probe {wildcards.probe:q} --replicates {input:q}"
+        " --models {params.models:q} --compare {params.compare:q} --out {output:q} > {log:q} 2>&1"
