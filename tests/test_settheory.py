@@ -333,7 +333,7 @@ class FakeGenerator:
 
 def test_build_keeps_echoes_out_and_counts_them(tmp_path, log):
     d = write_articles(tmp_path, n=4)
-    spec = {"articles": "x", "windows_per_article": 3}
+    spec = {"articles": "x", "windows_per_article": 3, "gate": {"enabled": False}}  # the echo rule alone
     frame, report = S.build("news", spec, 13, str(d), "fake", {"name": "fake"}, {"user": "{first} {second}"}, "cpu",
                             None, log, generator=FakeGenerator())
     c = report["counts"]
