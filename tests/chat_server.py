@@ -21,12 +21,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def fuse(user: str) -> str:
-    """A deterministic stand-in for a fusion: the second sentence's subject clause folded into the first."""
+    """A deterministic stand-in for a lazy fusion: the two sentences joined by ", and" with every
+    third word of the second dropped (a concatenation with small edits: past the echo rule, caught
+    by the quality gate's `near_concatenation`)."""
     m = re.search(r"Sentence 1:\s*(.*)\nSentence 2:\s*(.*)", user, re.S)
     if not m:
         return "No sentences."
-    first, second = m.group(1).strip().rstrip("."), m.group(2).strip().rstrip(".")
-    return f"{first}, while {second[:1].lower()}{second[1:]}."
+    first, second = m.group(1).strip().rstrip("."), m.group(2).strip().rstrip(".").split()
+    second = [w for i, w in enumerate(second) if i % 3 != 2]
+    return f"{first}, and {second[0].lower() if second else ''} {' '.join(second[1:])}.".replace("  ", " ")
 
 
 class ChatServer:
