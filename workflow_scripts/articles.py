@@ -361,6 +361,7 @@ def clean_news_sentences(sentences: list[str]) -> tuple[list[str | None], Counte
     counts: Counter = Counter()
     merged: list[str] = []
     for sent in sentences:
+        sent = re.sub(r"(?: \.){3}", "...", sent)  # a spaced ellipsis ". . ." is no artefact
         if merged and merged[-1].endswith(" .") and sent[:1].islower():
             merged[-1] = merged[-1][:-2] + " " + sent
             counts["sentences_joined"] += 1

