@@ -396,9 +396,9 @@ GATE_CASES = [
     ("The new bridge opens to traffic next week amid queues.",
      "The new bridge opens to traffic next week.", "Drivers expect heavy queues on the first day.",
      ["source_dropped"]),
-    # content words in neither input: wife, becki, sex, life of 9 content words (0.44 > 0.3)
+    # content words in neither input: wife, becki, sex, life of 8 content words (0.5 > 0.3)
     ("Wife Becki, who has a sex life, lowered the hormone injections in March.",
-     "His hormone injections were lowered in March.", "The doctor lowered them again in May.",
+     "His hormone injections were lowered in March.", "The doctor lowered the injections again in May.",
      ["hallucination"]),
 ]
 

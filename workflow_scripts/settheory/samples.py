@@ -38,7 +38,7 @@ Built sample sets:
    and counted per reason; with `keep_echoes: true` it stays, flagged in `s1_echo`/`s2_echo`.
 5. Gate (`gate`): a fusion past the echo rule can still be no fusion. From the texts alone (content
    words: the lower-cased words outside a list of English function words, crudely stemmed):
-   - `source_dropped`: it keeps less than `min_source_kept` (0.5) of one input's content words;
+   - `source_dropped`: it keeps less than `min_source_kept` (0.6) of one input's content words;
    - `hallucination`: more than `max_new_share` (0.3) of its content words are in neither input;
    - `too_short`: fewer words than `min_length_ratio` (0.7) times the longer input;
    - `too_long`: more words than `max_length_ratio` (1.3) times both inputs together;
@@ -123,7 +123,7 @@ DEFAULT_PROMPTS = {
     },
 }
 # the quality gate's thresholds (module docstring, "Gate"); schema.yaml says the same defaults
-GATE_DEFAULTS = {"enabled": True, "min_source_kept": 0.5, "max_new_share": 0.3, "min_length_ratio": 0.7,
+GATE_DEFAULTS = {"enabled": True, "min_source_kept": 0.6, "max_new_share": 0.3, "min_length_ratio": 0.7,
                  "max_length_ratio": 1.3, "max_edit_share": 0.25}
 GATE_REASONS = ("source_dropped", "hallucination", "too_short", "too_long", "near_concatenation")
 DEFAULT_SET = {"generator": "smollm2", "prompt": "fuse_fewshot", "windows_per_article": 1, "min_words": 4,
