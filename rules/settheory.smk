@@ -21,6 +21,7 @@ rule settheory_samples:
             f"{R}/texts/settheory.{{{{dataset}}}}/part-{{part}}.parquet", part=PART_IDS
         ),
         report=f"{R}/reports/settheory/{{dataset}}.json",
+        fusions=f"{R}/tables/settheory_fusions_{{dataset}}.csv",
     log:
         log_path("settheory_samples", "{dataset}"),
     benchmark:
@@ -41,7 +42,8 @@ rule settheory_samples:
     shell:
         "OMP_NUM_THREADS={threads} TQDM_DISABLE=1 HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} python -m workflow_scripts.settheory.samples"
         " --sampleset {wildcards.dataset:q} --spec {params.spec:q} --seed {params.seed:q} {params.options}"
-        " --out {output.samples:q} --texts {output.texts:q} --report {output.report:q} > {log:q} 2>&1"
+        " --out {output.samples:q} --texts {output.texts:q} --report {output.report:q} --fusions {output.fusions:q}"
+        " > {log:q} 2>&1"
 
 
 rule settheory_filter:

@@ -1076,6 +1076,26 @@ SCHEMA_CASES = [
      "config key `models.pre.id_texts.0`: '' should be non-empty"),
 ]
 
+# issue 27: an endpoint generator's keys and the quality gate, one case per constraint: (key, bad value)
+ST_API = {'backend': 'openai', 'base_url': 'http://127.0.0.1:8000/v1', 'model': 'm'}
+ST_API_BAD = [('api_key_env', 1), ('backoff_s', -1), ('backoff_s', 'x'), ('base_url', 1), ('concurrency', 257),
+              ('concurrency', 0), ('concurrency', 1.5), ('max_tokens', 40000), ('max_tokens', 0), ('max_tokens', 'x'),
+              ('model', ''), ('model', 1), ('retries', 21), ('retries', -1), ('retries', 'x'), ('seed', -1),
+              ('seed', 'x'), ('temperature', 3), ('temperature', -1), ('temperature', 'x'), ('timeout_s', 0),
+              ('timeout_s', 'x'), ('top_p', 0), ('top_p', 2), ('top_p', 'x')]
+ST_GATE_BAD = [('enabled', 'yes'), ('max_edit_share', 3), ('max_edit_share', -1), ('max_edit_share', 'x'),
+               ('max_length_ratio', 0), ('max_length_ratio', 'x'), ('max_new_share', -1), ('max_new_share', 'x'),
+               ('min_length_ratio', -1), ('min_length_ratio', 'x'), ('min_source_kept', 2), ('min_source_kept', -1),
+               ('min_source_kept', 'x')]
+ST_ISSUE27_CASES = (
+    [(f'st_api_{k}_{v!r}', [(("settheory", "generators", "smollm2"), {**ST_API, k: v})],
+      f"config key `settheory.generators.smollm2.{k}`: {v!r}") for k, v in ST_API_BAD]
+    + [(f'st_gate_{k}_{v!r}', [(("settheory", "datasets", "news", "gate", k), v)],
+        f"config key `settheory.datasets.news.gate.{k}`: {v!r}") for k, v in ST_GATE_BAD]
+    + [('st_gate_type', [(("settheory", "datasets", "news", "gate"), [])],
+        "config key `settheory.datasets.news.gate`: [] is not of type 'object'"),
+       ('st_clean_type', [(("settheory", "datasets", "news", "clean"), 'yes')],
+        "config key `settheory.datasets.news.clean`: 'yes' is not of type 'boolean'")])
 
 # The set-theoretic probe's section (workflow_scripts/settheory/schema.yaml), the top-level `articles`
 # section and models' `gguf_file`.
@@ -1100,8 +1120,26 @@ SCHEMA_CASES += [
      "config key `settheory.generators.1`: 1 is not a valid name (1 is not of type 'string'); expected string"),
     ('st_generator_type', [(ST_GEN, 'smollm2')],
      "config key `settheory.generators.smollm2`: 'smollm2' is not of type 'object'; expected a mapping of keys to"),
-    ('st_generator_extra', [(ST_GEN + ('model',), 'x')],
-     "config key `settheory.generators.smollm2`: Additional properties are not allowed ('model' was unexpected)"),
+    ('st_generator_extra', [(ST_GEN + ('modell',), 'x')],
+     "config key `settheory.generators.smollm2`: Additional properties are not allowed ('modell' was unexpected)"),
+    ('st_openai_needs_url', [(ST_GEN, {'backend': 'openai', 'model': 'm'})],
+     "config key `settheory.generators.smollm2`: 'base_url' is a required property; expected `base_url` and `model`"),
+    ('st_openai_no_hf_keys', [(ST_GEN, {'backend': 'openai', 'base_url': 'http://h:1/v1', 'model': 'm',
+                                        'decoding': {}})],
+     "config key `settheory.generators.smollm2`: needs no Hugging Face keys (name, path, gguf_file"),
+    ('st_openai_url', [(ST_GEN, {'backend': 'openai', 'base_url': 'h:1/v1', 'model': 'm'})],
+     "config key `settheory.generators.smollm2.base_url`: 'h:1/v1' does not match '^https?://'; expected the endpoint's base URL"),
+    ('st_openai_key_env', [(ST_GEN, {'backend': 'openai', 'base_url': 'http://h:1/v1', 'model': 'm',
+                                     'api_key_env': 'sk-123 abc'})],
+     "config key `settheory.generators.smollm2.api_key_env`: 'sk-123 abc' does not match"),
+    ('st_openai_backend', [(ST_GEN + ('backend',), 'vllm')],
+     "config key `settheory.generators.smollm2.backend`: 'vllm' is not one of ['hf', 'openai']"),
+    ('st_gate_share', [(ST_SET + ('gate',), {'max_new_share': 2})],
+     "config key `settheory.datasets.news.gate.max_new_share`: 2 is greater than the maximum of 1; expected a share in [0, 1]"),
+    ('st_hf_endpoint_keys', [(ST_GEN + ('max_tokens',), 10)],
+     "config key `settheory.generators.smollm2`: needs `backend: openai` for the endpoint keys"),
+    ('st_gate_extra', [(ST_SET + ('gate',), {'min_kept': 0.5})],
+     "config key `settheory.datasets.news.gate`: Additional properties are not allowed ('min_kept' was unexpected)"),
     ('st_generator_needs_name', [(ST_GEN, {'device': 'cpu'})],
      'config key `settheory.generators.smollm2`: needs `name` (a Hugging Face id) or `path` (a local model'),
     ('st_gen_name_type', [(ST_GEN + ('name',), 1)],
@@ -1513,6 +1551,9 @@ SCHEMA_CASES += [
     ('report_min_n_min', [(('report', 'min_n'), 0)],
      "config key `report.min_n`: 0 is less than the minimum of 1"),
 ]
+
+
+SCHEMA_CASES += ST_ISSUE27_CASES
 
 
 @pytest.mark.parametrize("edits,fragment", [pytest.param(e, f, id=i) for i, e, f in SCHEMA_CASES])

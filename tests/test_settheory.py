@@ -3,11 +3,15 @@ closed-form epsilon-grid shares against an explicit grid, the criteria's (flippe
 filter rules, the operator samples, the echo rule, window selection and imported samples."""
 import json
 import math
+import re
+from collections import Counter
 
 import numpy as np
 import polars as pl
 import pytest
 import scipy.sparse as sp
+
+from conftest import requires_shared, shared_data
 
 from workflow_scripts.settheory import criteria as C
 from workflow_scripts.settheory import operators as O
@@ -333,7 +337,7 @@ class FakeGenerator:
 
 def test_build_keeps_echoes_out_and_counts_them(tmp_path, log):
     d = write_articles(tmp_path, n=4)
-    spec = {"articles": "x", "windows_per_article": 3}
+    spec = {"articles": "x", "windows_per_article": 3, "gate": {"enabled": False}}  # the echo rule alone
     frame, report = S.build("news", spec, 13, str(d), "fake", {"name": "fake"}, {"user": "{first} {second}"}, "cpu",
                             None, log, generator=FakeGenerator())
     c = report["counts"]
@@ -375,3 +379,98 @@ def test_fixed_bounds_replace_the_pooled_ones_and_say_so():
     # d = (0.3, 0.2) and (0.1, 0.1): P = (d + 1) / 2
     assert tt["share"] == pytest.approx(np.mean([0.65 * 0.6, 0.55 * 0.55])) and tt["bounds"] == "fixed"
     assert (tt["bound1_low"], tt["bound2_high"]) == (-1.0, 1.0)
+
+
+# ---- the quality gate and news-text cleaning (issue 27) ----
+
+GATE_CASES = [
+    # a real fusion (the prompt's own shot): keeps both inputs, adds nothing, restructures
+    ("Police who stopped a lorry near Carlow on Friday found 300 stolen bicycles inside.",
+     "Police stopped a lorry on the motorway near Carlow on Friday.", "Officers found 300 stolen bicycles inside it.", []),
+    # a concatenation that escapes the echo rule by changing "we" to "you" and joining with "and":
+    # 3 word edits (2 substitutions, 1 insertion) over 18 input words = 0.17 <= 0.25
+    ("You will open the new bridge to traffic next week and you expect heavy queues on the first day.",
+     "We will open the new bridge to traffic next week.", "We expect heavy queues on the first day.",
+     ["near_concatenation"]),
+    # the second input's information is gone: 1 of its 4 content words (queue) kept
+    ("The new bridge opens to traffic next week amid queues.",
+     "The new bridge opens to traffic next week.", "Drivers expect heavy queues on the first day.",
+     ["source_dropped"]),
+    # content words in neither input: wife, becki, sex, life of 8 content words (0.5 > 0.3)
+    ("Wife Becki, who has a sex life, lowered the hormone injections in March.",
+     "His hormone injections were lowered in March.", "The doctor lowered the injections again in May.",
+     ["hallucination"]),
+]
+
+
+@pytest.mark.parametrize("fusion, first, second, expected", GATE_CASES)
+def test_gate_rules(fusion, first, second, expected):
+    assert S.echo_reason(fusion, first, second) is None  # past the echo rule
+    measures = S.gate_measures(fusion, first, second)
+    assert S.gate_reasons(measures, S.GATE_DEFAULTS) == expected
+
+
+def test_gate_measures_by_hand():
+    m = S.gate_measures("Ferry crews strike.", "Ferry crews will strike on Monday.", "Buses run.")
+    # content words: first {ferry, crew, strike, monday}, second {bus, run}; the fusion {ferry, crew, strike}
+    assert m["kept_first"] == 3 / 4 and m["kept_second"] == 0 and m["new_share"] == 0
+    assert m["length_longer"] == 3 / 6 and m["length_both"] == 3 / 8
+    assert S.gate_reasons(m, S.GATE_DEFAULTS) == ["source_dropped", "too_short"]
+    assert S.word_edits("a b c".split(), "a x c d".split()) == 2
+    long = S.gate_measures(" ".join(["ferry crews strike"] * 5), "Ferry crews strike.", "Crews strike.")
+    assert "too_long" in S.gate_reasons(long, S.GATE_DEFAULTS)
+
+
+def test_gate_rejects_like_an_echo_and_counts(tmp_path, log):
+    d = write_articles(tmp_path, n=4)
+    spec = {"articles": "x", "windows_per_article": 3}
+    frame, report = S.build("news", spec, 13, str(d), "fake", {"name": "fake"}, {"user": "{first} {second}"}, "cpu",
+                            None, log, generator=FakeGenerator())
+    c = report["counts"]
+    # the fake's non-echo fusions ("Fused: N with has and more.") drop an input and add words
+    assert c["fusions_ok"] == 16 == c["fusions_rejected_gate"] and c.get("fusions_accepted", 0) == 0
+    assert c["fusions_gate_source_dropped"] == 16 and report["gate_rejected"]["source_dropped"] == 16
+    assert frame.height == 0 and c["windows_rejected_gate"] + c["windows_rejected_echo"] == 12
+    page = report["fusion_page"]
+    assert len(page) == 10 and all(r["status"] != "accepted" for r in page)
+    again = S.build("news", spec, 13, str(d), "fake", {"name": "fake"}, {"user": "{first} {second}"}, "cpu",
+                    None, log, generator=FakeGenerator())[1]["fusion_page"]
+    assert again == page  # a seeded choice
+
+
+def test_clean_news_sentences_by_hand():
+    from workflow_scripts.articles import clean_news_sentences
+    sents = ["By .", "Daily Mail Reporter .", "His hormone injections have lowered his .", "sex drive, doctors say .",
+             "The couple married in 2009 .", "She said the . treatment had worked.", "Pictured: the couple at home",
+             "The drama began when he .", "Ok."]
+    out, counts = clean_news_sentences(sents)
+    assert out == [None, "Daily Mail Reporter.", "His hormone injections have lowered his sex drive, doctors say.",
+                   "The couple married in 2009.", "She said the treatment had worked.", None, None, None]
+    # repaired: every " ." made "." (By, Reporter, the joined one, 2009, when he) and the " . " inside
+    assert counts["sentences_joined"] == 1 and counts["sentences_repaired"] == 6
+    assert counts["sentences_fragment_metadata"] == 1 and counts["sentences_fragment_no_terminal"] == 1
+    assert counts["sentences_fragment_dangling_end"] == 1 and counts["sentences_fragment_short"] == 1
+
+
+@requires_shared("cnn_dailymail/cnn_dailymail_sample.jsonl", "nltk_data")
+def test_clean_news_sentences_on_real_dailymail_articles():
+    """The shared CNN/DM sample's DailyMail train articles (the Hugging Face export, with the line-break
+    artefacts; its FRANK test copies have none): no " . " before a lower-case word survives, no " ." at
+    an end, joins and byline fragments are found, and most sentences stay."""
+    from workflow_scripts.articles import SentenceSplitter, clean_news_sentences
+    splitter = SentenceSplitter()
+    rows = [json.loads(line) for line in open(shared_data("cnn_dailymail", "cnn_dailymail_sample.jsonl"))]
+    totals = {"dailymail": Counter(), "cnn": Counter()}
+    for row in [r for r in rows if r["split"] == "train"]:
+        sentences = splitter([p for p in row["article"].splitlines() if p.strip()])
+        out, counts = clean_news_sentences(sentences)
+        totals[row["source"]].update(counts)
+        totals[row["source"]]["sentences"] += len(sentences)
+        kept = [s for s in out if s]
+        assert not [s for s in kept if re.search(r" \. [a-z]", s)]
+        assert not [s for s in kept if s.endswith(" .")]
+        assert len(out) == len(sentences) - counts["sentences_joined"]
+    dm = totals["dailymail"]
+    assert dm["sentences_joined"] > 100 and dm["sentences_fragment_metadata"] > 20
+    fragments = lambda c: sum(v for k, v in c.items() if k.startswith("sentences_fragment_"))
+    assert 0.02 < fragments(dm) / dm["sentences"] < 0.25  # some, but most sentences stay

@@ -44,6 +44,7 @@ import gzip
 import io
 import json
 import lzma
+import re
 import sys
 import tarfile
 import zlib
@@ -331,6 +332,64 @@ def build(name: str, spec: dict, path: str, out_dir: str, log, report_path: str 
     log.info("%s: %d records -> %d articles, %d sentences in %d shards; skipped %s", name, n_records, n_articles,
              n_sentences, len(writer.shards), dict(bad) or "none")
     return report
+
+
+# ---- cleaning news sentences (the set-theoretic probe's windows) ------------------------------
+
+# A sentence ending in one of these before its full stop was cut short ("... have lowered his ."):
+# articles, possessives, subject pronouns, conjunctions and a few prepositions. Not object pronouns
+# or "that" ("We named her.", "I understand that." are whole), nor prepositions that end sentences
+# ("paid for.", "came in.").
+DANGLING = frozenset("""a an the of his my your its our their he she they we i and or but nor if because although
+though whose than with from into onto""".split())
+METADATA = re.compile(r"^(?:By|PUBLISHED|UPDATED|Last updated|Follow)\b.{0,20}[:.|]|^\W*\|", re.I)
+TERMINAL = tuple(".!?'\"’”)")
+
+
+def clean_news_sentences(sentences: list[str]) -> tuple[list[str | None], Counter]:
+    """An article's sentences with DailyMail's line-break artefacts repaired, fragments as None.
+
+    DailyMail text has " . " where the page had a line break, often inside a sentence ("... have
+    lowered his . sex drive ..."); punkt splits there. Repairs: a sentence ending in " ." whose next
+    sentence starts with a lower-case letter is joined to it (`joined`); " . " inside a sentence before
+    a lower-case word becomes " " (`repaired`); a remaining " ." at the end becomes "." (`repaired`).
+    Fragments (None, counted per reason, `fragment_*`): a sentence that starts with a lower-case letter
+    (the rest of a sentence that could not be joined: `lowercase_start`), ends in a dangling word before
+    its full stop ("... when he.", `dangling_end`), ends without terminal punctuation (`no_terminal`),
+    has fewer than three words (`short`), or is byline or page metadata ("By . Associated Press",
+    "PUBLISHED: ...", `metadata`). Each sentence is one window sentence at most: None breaks windows."""
+    counts: Counter = Counter()
+    merged: list[str] = []
+    for sent in sentences:
+        sent = re.sub(r"(?: \.){3}", "...", sent)  # a spaced ellipsis ". . ." is no artefact
+        if merged and merged[-1].endswith(" .") and sent[:1].islower():
+            merged[-1] = merged[-1][:-2] + " " + sent
+            counts["sentences_joined"] += 1
+        else:
+            merged.append(sent)
+    out: list[str | None] = []
+    for sent in merged:
+        fixed = re.sub(r" \. (?=[a-z])", " ", sent)
+        if fixed.endswith(" ."):
+            fixed = fixed[:-2] + "."
+        counts["sentences_repaired"] += fixed != sent
+        last = re.findall(r"[^\W_]+", fixed.lower())[-1:] or [""]
+        if METADATA.search(sent):
+            reason = "metadata"
+        elif fixed[:1].islower():
+            reason = "lowercase_start"
+        elif not fixed.endswith(TERMINAL):
+            reason = "no_terminal"
+        elif len(fixed.split()) < 3:
+            reason = "short"
+        elif last[0] in DANGLING and fixed.endswith("."):
+            reason = "dangling_end"
+        else:
+            reason = None
+        if reason:
+            counts[f"sentences_fragment_{reason}"] += 1
+        out.append(None if reason else fixed)
+    return out, counts
 
 
 def read_articles(directory: str, columns: list[str] | None = None) -> Iterator[dict]:

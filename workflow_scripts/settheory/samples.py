@@ -7,7 +7,11 @@ Built sample sets:
 1. Articles: every article of the collection whose sentences give at least one usable window; with
    `max_articles`, the ones with the smallest stable_id(seed, "settheory", set, article_id) (a seeded
    choice that does not depend on the order of the release).
-2. Windows: three consecutive sentences (previous, S0, next). A window is dropped when two consecutive
+2. Windows: three consecutive sentences (previous, S0, next), of the article's sentences cleaned first
+   (`clean`, default true: articles.clean_news_sentences joins DailyMail's " . " line-break
+   splits, repairs the rest, and marks fragments, which no window contains: `windows_dropped_fragment`;
+   `sentences_joined`, `sentences_repaired`, `sentences_fragment_<reason>` counted; `window` is then
+   the index in the cleaned sentences). A window is dropped when two consecutive
    sentences of it are equal after keeping only their alphanumeric characters (the reference code's
    rule; `equal_sentences`), or when a sentence has fewer than `min_words` or more than `max_words`
    whitespace words (`length`). Of the rest, `windows_per_article` are chosen per article with
@@ -32,18 +36,36 @@ Built sample sets:
    by construction; the criteria would measure the generator's laziness, not the encoder. A window
    with an echo in either fusion is kept out of the samples (`keep_echoes: false`, the default),
    and counted per reason; with `keep_echoes: true` it stays, flagged in `s1_echo`/`s2_echo`.
+5. Gate (`gate`): a fusion past the echo rule can still be no fusion. From the texts alone (content
+   words: the lower-cased words outside a list of English function words, crudely stemmed):
+   - `source_dropped`: it keeps less than `min_source_kept` (0.6) of one input's content words;
+   - `hallucination`: more than `max_new_share` (0.3) of its content words are in neither input;
+   - `too_short`: fewer words than `min_length_ratio` (0.7) times the longer input;
+   - `too_long`: more words than `max_length_ratio` (1.3) times both inputs together;
+   - `near_concatenation`: at most `max_edit_share` (0.25) word edits per input word (Levenshtein
+     distance in words: insert, delete, substitute) away from the inputs joined in either order: a
+     concatenation with small edits ("we" made "you", a joining "and").
+   Every rule a fusion fails is counted (`fusions_gate_<rule>`; a fusion may fail several), the
+   fusions it rejects (`fusions_rejected_gate`) and their windows (`windows_rejected_gate`, when no
+   echo rejected them first); `fusions_accepted` passed both. A rejected fusion's first failed rule
+   goes in `s1_echo` / `s2_echo` and its window is dropped like an echo's (kept and flagged with
+   `keep_echoes: true`). The defaults were chosen on SmolLM2-135M's fusions of resources/settheory
+   and CNN/DailyMail articles (/work/notes/fusions.md); `gate: {enabled: false}` turns it off.
+   The report page (`tables/settheory_fusions_<set>.csv`): 20 accepted and 10 rejected fusions (echo
+   or gate), a seeded choice, beside their inputs with the gate's measures.
 Imported sample sets (`file`): a table with columns previous, S0, next, S1, S2 (the reference code's
 names; `columns` renames), Parquet, CSV, TSV or JSON Lines. Rows with a missing or empty text are
 counted (`missing_text`) and repeated rows (`duplicate`); echoes are flagged, never dropped (the
-table is the user's). Its `generator` and `prompt` say what made it (default "import:<file name>"
-and "unknown").
+table is the user's), and so are the gate's rejections. Its `generator` and `prompt` say what made it
+(default "import:<file name>" and "unknown").
 
 Output: samples.parquet, one row per sample: sample_id (uint64, stable_id("settheory", set,
 article_id, window) or, imported, of the five texts), article_id, doc_id, window (index of S0 in the
 article's sentences), previous, S0, next, S1, S2, s1_echo, s2_echo, generator ("name@digest"),
 generator_spec (JSON), prompt (JSON of the prompt); the set's texts (the five sentences) as text
 partitions; and a report with the counts of every step, examples of fusions and rejected ones, the
-generator's provenance and throughput.
+generator's provenance and throughput, the gate's thresholds and counts per rule (`gate_rejected`);
+and the report page's table of fusions (--fusions).
 
 CLI: python -m workflow_scripts.settheory.samples --sampleset NAME --spec JSON --seed N
        (--articles DIR --generator JSON --prompt JSON --device cpu|cuda --cache PATH | --file PATH)
@@ -66,7 +88,7 @@ import polars as pl
 
 from workflow_scripts import articles as art
 from workflow_scripts.common import atomic_path, setup_logging, stable_id, write_json
-from workflow_scripts.generator import SMOLLM2, Generator, spec_digest
+from workflow_scripts.generator import SMOLLM2, Generator, make_generator, spec_digest
 from workflow_scripts.texts import write_text_partitions
 
 SENTENCES = ("previous", "S0", "next", "S1", "S2")
@@ -100,8 +122,13 @@ DEFAULT_PROMPTS = {
         "user": "Sentence 1: {first}\nSentence 2: {second}",
     },
 }
+# the quality gate's thresholds (module docstring, "Gate"); schema.yaml says the same defaults
+GATE_DEFAULTS = {"enabled": True, "min_source_kept": 0.6, "max_new_share": 0.3, "min_length_ratio": 0.7,
+                 "max_length_ratio": 1.3, "max_edit_share": 0.25}
+GATE_REASONS = ("source_dropped", "hallucination", "too_short", "too_long", "near_concatenation")
 DEFAULT_SET = {"generator": "smollm2", "prompt": "fuse_fewshot", "windows_per_article": 1, "min_words": 4,
-               "max_words": 60, "keep_echoes": False, "echo_threshold": 0.9}
+               "max_words": 60, "keep_echoes": False, "echo_threshold": 0.9, "gate": {}, "clean": True}
+N_GATE_ACCEPTED, N_GATE_REJECTED = 20, 10  # fusions on a sample set's report page
 IMPORT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
                   ".jsonl": "jsonl", ".json": "jsonl"}
 
@@ -113,11 +140,15 @@ def alnum(text: str) -> str:
     return "".join(ch for ch in text if ch.isalnum())
 
 
-def candidate_windows(sentences: list[str], min_words: int, max_words: int, counts: Counter) -> list[int]:
-    """Indices i of S0 for the windows (i-1, i, i+1) that pass, counting the dropped ones per reason."""
+def candidate_windows(sentences: list[str | None], min_words: int, max_words: int, counts: Counter) -> list[int]:
+    """Indices i of S0 for the windows (i-1, i, i+1) that pass, counting the dropped ones per reason
+    (a None sentence is a fragment that clean_news_sentences dropped)."""
     out = []
     for i in range(1, len(sentences) - 1):
         window = sentences[i - 1:i + 2]
+        if any(s is None for s in window):
+            counts["windows_dropped_fragment"] += 1
+            continue
         keys = [alnum(s) for s in window]
         if keys[0] == keys[1] or keys[1] == keys[2]:
             counts["windows_dropped_equal_sentences"] += 1
@@ -139,6 +170,9 @@ def choose_windows(articles_dir: str, sampleset: str, spec: dict, seed: int, log
     for row in art.read_articles(articles_dir, ["article_id", "doc_id", "sentences"]):
         counts["articles_read"] += 1
         sentences = row["sentences"] or []
+        if spec.get("clean", True):
+            sentences, cleaned = art.clean_news_sentences(sentences)
+            counts.update(cleaned)
         if len(sentences) < 3:
             counts["articles_too_few_sentences"] += 1
             continue
@@ -217,6 +251,100 @@ def echo_reason(fusion: str, first: str, second: str, threshold: float = 0.9, fi
     return None
 
 
+# ---- the quality gate ----------------------------------------------------------------------------
+
+# English function words: what is left of a sentence without them are its content words
+FUNCTION_WORDS = frozenset("""
+a an the and or but nor so yet for of in on at to from by with without about above after against along
+among around as before behind below beneath beside between beyond during except inside into like near off
+onto out outside over past since than through throughout till toward towards under until up upon via
+within i me my mine myself we us our ours ourselves you your yours yourself yourselves he him his himself
+she her hers herself it its itself they them their theirs themselves this that these those who whom whose
+which what whatever whoever when where why how all any both each either every few many more most much
+neither no none not other others some such own same is am are was were be been being have has had having
+do does did doing will would shall should can could may might must ought also just only very too then
+there here now again still even ever if because while although though whether once s t d ll m re ve
+said says say told according
+""".split())
+
+
+def stem(word: str) -> str:
+    """A crude English stem, enough to match "injections" with "injection" and "lowered" with "lower"."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(ws: list[str]) -> list[str]:
+    return [stem(w) for w in ws if w not in FUNCTION_WORDS]
+
+
+def word_edits(x: list[str], y: list[str]) -> int:
+    """Levenshtein distance in words (insert, delete, substitute: 1 each)."""
+    prev = list(range(len(y) + 1))
+    for i, wx in enumerate(x, 1):
+        cur = [i]
+        for j, wy in enumerate(y, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (wx != wy)))
+        prev = cur
+    return prev[-1]
+
+
+def gate_measures(fusion: str, first: str, second: str) -> dict:
+    """What the gate reads of a fusion of (first, second): the share of each input's content words it
+    keeps, the share of its own content words that are in neither input, its length in words against
+    the longer input and against both, and its word edit distance to the nearer concatenation."""
+    f, a, b = words(fusion), words(first), words(second)
+    cf, ca, cb = content_words(f), content_words(a), content_words(b)
+    have = set(cf)
+    edits = [word_edits(f, joined) / max(len(joined), 1) for joined in (a + b, b + a)]
+    return {
+        "kept_first": sum(w in have for w in ca) / len(ca) if ca else 1.0,
+        "kept_second": sum(w in have for w in cb) / len(cb) if cb else 1.0,
+        "new_share": sum(w not in set(ca) | set(cb) for w in cf) / len(cf) if cf else 0.0,
+        "length_longer": len(f) / max(len(a), len(b), 1),
+        "length_both": len(f) / max(len(a) + len(b), 1),
+        "edit_share": min(edits),
+    }
+
+
+def gate_reasons(measures: dict, gate: dict) -> list[str]:
+    """The gate rules a fusion fails (GATE_REASONS order), from its gate_measures."""
+    out = []
+    if min(measures["kept_first"], measures["kept_second"]) < gate["min_source_kept"]:
+        out.append("source_dropped")
+    if measures["new_share"] > gate["max_new_share"]:
+        out.append("hallucination")
+    if measures["length_longer"] < gate["min_length_ratio"]:
+        out.append("too_short")
+    if measures["length_both"] > gate["max_length_ratio"]:
+        out.append("too_long")
+    if measures["edit_share"] <= gate["max_edit_share"]:
+        out.append("near_concatenation")
+    return out
+
+
+def fusion_page(rows: list[dict], seed: int, sampleset: str) -> list[dict]:
+    """The report page's fusions: N_GATE_ACCEPTED accepted and N_GATE_REJECTED rejected ones, a seeded
+    choice (random.Random(stable_id(seed, "settheory-page", set))), each beside its two inputs."""
+    rng = random.Random(stable_id(seed, "settheory-page", sampleset))
+    accepted = [r for r in rows if r["status"] == "accepted"]
+    rejected = [r for r in rows if r["status"] != "accepted"]
+    pick = lambda xs, n: [xs[i] for i in sorted(rng.sample(range(len(xs)), min(n, len(xs))))]
+    return pick(accepted, N_GATE_ACCEPTED) + pick(rejected, N_GATE_REJECTED)
+
+
+def write_fusion_page(path: str, page: list[dict]) -> None:
+    columns = ["status", "reason", "first", "second", "fusion", "kept_first", "kept_second", "new_share",
+               "length_longer", "edit_share"]
+    frame = pl.DataFrame([{c: r.get(c) for c in columns} for r in page],
+                         schema={c: (pl.Float64 if c in columns[5:] else pl.String) for c in columns}, orient="row")
+    frame = frame.with_columns([pl.col(c).round(2) for c in columns[5:]])
+    with atomic_path(path) as tmp:
+        frame.write_csv(tmp)
+
+
 # ---- building ----------------------------------------------------------------------------------
 
 def prompt_json(prompt: dict) -> str:
@@ -232,7 +360,8 @@ def build(sampleset: str, spec: dict, seed: int, articles_dir: str, generator_na
     """The samples of a built sample set and its report."""
     spec = {**DEFAULT_SET, **spec}
     windows, counts = choose_windows(articles_dir, sampleset, spec, seed, log)
-    gen = generator or Generator(generator_spec, device, log, cache)
+    gen = generator or make_generator(generator_spec, device, log, cache, generator_name)
+    gate = {**GATE_DEFAULTS, **(spec.get("gate") or {})}
     items = [{"first": w["previous"], "second": w["S0"]} for w in windows] + \
             [{"first": w["S0"], "second": w["next"]} for w in windows]
     start = time.perf_counter()
@@ -240,19 +369,36 @@ def build(sampleset: str, spec: dict, seed: int, articles_dir: str, generator_na
     seconds = time.perf_counter() - start
     n = len(windows)
     grams = prompt_trigrams(prompt)
-    rows, examples, rejected_examples = [], [], []
+    rows, examples, rejected_examples, page_rows = [], [], [], []
     for j, w in enumerate(windows):
         fusions = records[j], records[n + j]
         reasons = [echo_reason(rec["text"], item["first"], item["second"], spec["echo_threshold"], rec["finished"], grams)
                    for rec, item in zip(fusions, (items[j], items[n + j]))]
         for r in reasons:
             counts[f"fusions_echo_{r}" if r else "fusions_ok"] += 1
+        gated = False
+        for k, (rec, item) in enumerate(zip(fusions, (items[j], items[n + j]))):
+            measures = gate_measures(rec["text"], item["first"], item["second"])
+            failed = gate_reasons(measures, gate) if gate["enabled"] and not reasons[k] else []
+            for r in failed:
+                counts[f"fusions_gate_{r}"] += 1  # every rule a fusion fails
+            if failed:
+                counts["fusions_rejected_gate"] += 1
+                reasons[k] = failed[0]
+                gated = True
+            counts["fusions_accepted"] += not reasons[k]
+            status = "accepted" if not reasons[k] else ("rejected: gate" if failed else "rejected: echo")
+            page_rows.append({"status": status, "reason": ", ".join(failed) or reasons[k], "first": item["first"],
+                              "second": item["second"], "fusion": rec["text"], **measures})
+        if gated and not any(r in ECHO_REASONS for r in reasons):
+            counts["windows_rejected_gate"] += 1
         row = {"sample_id": stable_id("settheory", sampleset, w["article_id"], w["window"]),
                "article_id": w["article_id"], "doc_id": w["doc_id"], "window": w["window"],
                "previous": w["previous"], "S0": w["S0"], "next": w["next"],
                "S1": fusions[0]["text"], "S2": fusions[1]["text"], "s1_echo": reasons[0], "s2_echo": reasons[1]}
-        if any(reasons):
+        if any(r in ECHO_REASONS for r in reasons):
             counts["windows_rejected_echo"] += 1
+        if any(reasons):
             for r, rec, item in zip(reasons, fusions, (items[j], items[n + j])):
                 if r and len(rejected_examples) < N_EXAMPLES:
                     rejected_examples.append({"reason": r, "first": item["first"], "second": item["second"],
@@ -279,6 +425,8 @@ def build(sampleset: str, spec: dict, seed: int, articles_dir: str, generator_na
         "generation_seconds": round(seconds, 3),
         "fusions_per_second": round(gen.stats["generated"] / gen.stats["seconds"], 4) if gen.stats["seconds"] else None,
         "prompt": prompt, "examples": examples, "rejected_examples": rejected_examples,
+        "gate": gate, "gate_rejected": {r: counts[f"fusions_gate_{r}"] for r in GATE_REASONS},
+        "fusion_page": fusion_page(page_rows, seed, sampleset),
     }
     log.info("%s: %d windows, %d fusions (%d generated, %d cached), %d echoes (%s), %d samples", sampleset, n, fusions,
              gen.stats["generated"], gen.stats["cached"], echoes,
@@ -316,7 +464,8 @@ def import_samples(sampleset: str, spec: dict, log) -> tuple[pl.DataFrame, dict]
         raise ValueError(f"{path}: no column(s) {missing} (has {table.columns}); expected {list(SENTENCES)}, "
                          "or `columns` naming them")
     threshold = spec.get("echo_threshold", DEFAULT_SET["echo_threshold"])
-    counts, rows, seen = Counter(), [], set()
+    counts, rows, seen, page_rows = Counter(), [], set(), []
+    gate = {**GATE_DEFAULTS, **(spec.get("gate") or {})}
     for raw in table.select([pl.col(columns[s]).cast(pl.String).alias(s) for s in SENTENCES]).iter_rows(named=True):
         counts["rows_read"] += 1
         texts = {s: art.normalise(raw[s] or "") for s in SENTENCES}
@@ -332,6 +481,18 @@ def import_samples(sampleset: str, spec: dict, log) -> tuple[pl.DataFrame, dict]
         r2 = echo_reason(texts["S2"], texts["S0"], texts["next"], threshold)
         for r in (r1, r2):
             counts[f"fusions_echo_{r}" if r else "fusions_ok"] += 1
+        flags = []
+        for r, (fusion, first, second) in zip((r1, r2), (("S1", "previous", "S0"), ("S2", "S0", "next"))):
+            measures = gate_measures(texts[fusion], texts[first], texts[second])
+            failed = gate_reasons(measures, gate) if gate["enabled"] and not r else []
+            for g in failed:
+                counts[f"fusions_gate_{g}"] += 1
+            counts["fusions_rejected_gate"] += bool(failed)
+            flags.append(r or (failed[0] if failed else None))
+            page_rows.append({"status": "accepted" if not flags[-1] else ("rejected: gate" if failed else "rejected: echo"),
+                              "reason": ", ".join(failed) or r, "first": texts[first], "second": texts[second],
+                              "fusion": texts[fusion], **measures})
+        r1, r2 = flags
         rows.append({"sample_id": stable_id("settheory", sampleset, *key), "article_id": None, "doc_id": None,
                      "window": None, **texts, "s1_echo": r1, "s2_echo": r2})
     generator = spec.get("generator", f"import:{Path(path).name}")
@@ -340,13 +501,18 @@ def import_samples(sampleset: str, spec: dict, log) -> tuple[pl.DataFrame, dict]
     counts["samples"] = frame.height
     report = {"sampleset": sampleset, "kind": "import", "file": str(path), "spec": spec,
               "counts": dict(sorted(counts.items())), "generator": {"label": generator}, "prompt": prompt,
-              "examples": [{k: r[k] for k in SENTENCES} for r in frame.head(N_EXAMPLES).iter_rows(named=True)]}
+              "examples": [{k: r[k] for k in SENTENCES} for r in frame.head(N_EXAMPLES).iter_rows(named=True)],
+              "gate": gate, "gate_rejected": {r: counts[f"fusions_gate_{r}"] for r in GATE_REASONS},
+              "fusion_page": fusion_page(page_rows, spec.get("seed", 0), sampleset)}
     log.info("%s: imported %d samples from %s (%s)", sampleset, frame.height, path, dict(counts))
     return frame, report
 
 
-def write(frame: pl.DataFrame, report: dict, out: str, text_files: list[str], report_path: str) -> None:
+def write(frame: pl.DataFrame, report: dict, out: str, text_files: list[str], report_path: str,
+          fusions_path: str | None = None) -> None:
     texts = [t for s in SENTENCES for t in frame[s].to_list()]
+    if fusions_path:
+        write_fusion_page(fusions_path, report.get("fusion_page", []))
     report["texts"] = write_text_partitions(texts, text_files)
     with atomic_path(out) as tmp:
         frame.write_parquet(tmp)
@@ -366,6 +532,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--texts", nargs="+", required=True)
     ap.add_argument("--report", required=True)
+    ap.add_argument("--fusions", help="CSV: the report page's accepted and rejected fusions beside their inputs")
     ap.add_argument("--log")
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "settheory")
@@ -376,7 +543,7 @@ def main(argv: list[str] | None = None) -> None:
         generator = json.loads(args.generator)
         frame, report = build(args.sampleset, spec, args.seed, args.articles, generator["name"], generator["spec"],
                               json.loads(args.prompt), args.device, args.cache, log)
-    write(frame, report, args.out, args.texts, args.report)
+    write(frame, report, args.out, args.texts, args.report, args.fusions)
 
 
 if __name__ == "__main__":

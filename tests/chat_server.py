@@ -1,0 +1,117 @@
+"""A small OpenAI-compatible chat-completions server for tests: http.server in a thread on
+127.0.0.1, port 0 (a free one). POST <base>/chat/completions answers with a fusion of the two
+sentences in the last user message ("Sentence 1: ...\\nSentence 2: ..."), or with what `answers`
+maps the user message to.
+
+Scripted trouble: `script` is a list of actions the next requests take, one each, in arrival order:
+  "429" / "500" / any status code  answer that status (429 with Retry-After: 0)
+  ("sleep", s)                     wait s seconds, then answer normally (a client with a shorter
+                                   timeout gives up first)
+  "hang"                           never answer: wait until `release` is set, then drop the connection
+After the script, requests are answered normally. `received` counts the requests per user message,
+`answered` the 200 answers; `auth` keeps the Authorization headers seen.
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def fuse(user: str) -> str:
+    """A deterministic stand-in for a lazy fusion: the two sentences joined by ", and" with every
+    third word of the second dropped (a concatenation with small edits: past the echo rule, caught
+    by the quality gate's `near_concatenation`)."""
+    m = re.search(r"Sentence 1:\s*(.*)\nSentence 2:\s*(.*)", user, re.S)
+    if not m:
+        return "No sentences."
+    first, second = m.group(1).strip().rstrip("."), m.group(2).strip().rstrip(".").split()
+    second = [w for i, w in enumerate(second) if i % 3 != 2]
+    return f"{first}, and {second[0].lower() if second else ''} {' '.join(second[1:])}.".replace("  ", " ")
+
+
+class ChatServer:
+    def __init__(self, answers: dict[str, str] | None = None, model: str = "tiny-fuser"):
+        self.answers = answers or {}
+        self.model = model
+        self.script: list = []
+        self.received: Counter = Counter()
+        self.answered: Counter = Counter()
+        self.auth: list[str | None] = []
+        self.release = threading.Event()
+        self.hanging = threading.Event()  # set while a request hangs
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                if not self.path.endswith("/chat/completions"):
+                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                user = next((m["content"] for m in reversed(body.get("messages", [])) if m["role"] == "user"), "")
+                with server.lock:
+                    server.received[user] += 1
+                    server.auth.append(self.headers.get("Authorization"))
+                    action = server.script.pop(0) if server.script else None
+                if action == "hang":
+                    server.hanging.set()
+                    server.release.wait(30)
+                    self.close_connection = True
+                    return
+                if isinstance(action, tuple) and action[0] == "sleep":
+                    server.release.wait(action[1])
+                elif action is not None:
+                    return self._send(int(action), {"error": {"message": f"scripted {action}"}},
+                                      {"Retry-After": "0"} if str(action) == "429" else {})
+                text = server.answers.get(user, fuse(user))
+                with server.lock:
+                    server.answered[user] += 1
+                self._send(200, {"id": "cmpl-1", "object": "chat.completion", "model": body.get("model"),
+                                 "choices": [{"index": 0, "finish_reason": "stop",
+                                              "message": {"role": "assistant", "content": text}}]})
+
+            def _send(self, status, payload, headers=None):
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> "ChatServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def main() -> None:
+    """Serve until killed, printing the base URL (for running a study by hand against it)."""
+    with ChatServer() as server:
+        print(server.base_url, flush=True)
+        server.thread.join()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The OpenAI-compatible generator backend (generator.ChatAPIGenerator) against a real HTTP server on
+127.0.0.1 that speaks the chat-completions protocol (tests/chat_server.py): fusions, retries after a
+429, failure after 500s and after timeouts (the error names the endpoint and the status), a job killed
+mid-generation and a resume that asks for no answered prompt again, and the API key kept out of
+everything written."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from chat_server import ChatServer, fuse
+from workflow_scripts import generator as G
+
+ROOT = Path(__file__).resolve().parents[1]
+PROMPT = {"system": "Fuse two sentences.", "shots": [["Sentence 1: A.\nSentence 2: B.", "A and B."]],
+          "user": "Sentence 1: {first}\nSentence 2: {second}"}
+ITEMS = [{"first": f"The ferry {i} left the harbour at noon.", "second": f"It carried {i} passengers to the island."}
+         for i in range(6)]
+KEY = "sk-test-5f1c9e0b7a2d4c68"
+
+
+def spec(server, **more):
+    return {"backend": "openai", "base_url": server.base_url, "model": "tiny-fuser", "api_key_env": "FUSIONS_TEST_KEY",
+            "concurrency": 2, "timeout_s": 5, "retries": 2, "backoff_s": 0.01, **more}
+
+
+def user_of(item):
+    return PROMPT["user"].format(**item)
+
+
+@pytest.fixture
+def server():
+    with ChatServer() as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch):
+    monkeypatch.setenv("FUSIONS_TEST_KEY", KEY)
+
+
+def test_fusions_are_generated_once_and_then_read_from_the_cache(server, tmp_path, log):
+    cache = tmp_path / "gen.jsonl"
+    gen = G.make_generator(spec(server), log=log, cache_path=str(cache), name="served")
+    assert isinstance(gen, G.ChatAPIGenerator)
+    records = gen.generate_records(PROMPT, ITEMS + ITEMS[:1])  # a repeated item: one request
+    assert [r["text"] for r in records] == [fuse(user_of(it)) for it in ITEMS + ITEMS[:1]]
+    assert all(r["finished"] for r in records)
+    assert sum(server.received.values()) == len(ITEMS) and set(server.received.values()) == {1}
+    assert set(server.auth) == {f"Bearer {KEY}"}  # the key is sent, in the header
+    assert gen.stats["generated"] == len(ITEMS) and gen.stats["cached"] == 0
+    again = G.make_generator(spec(server, concurrency=1, timeout_s=1, retries=0), log=log, cache_path=str(cache))
+    assert again.generate(PROMPT, ITEMS) == [r["text"] for r in records[:-1]]  # how it runs: not in the key
+    assert sum(server.received.values()) == len(ITEMS) and again.stats["cached"] == len(ITEMS)
+    # what decides the answers is in the key: another temperature asks again
+    other = G.make_generator(spec(server, temperature=0.7), cache_path=str(cache))
+    other.generate(PROMPT, ITEMS[:1])
+    assert server.received[user_of(ITEMS[0])] == 2
+    assert G.spec_digest(spec(server)) != G.spec_digest(spec(server, temperature=0.7))
+    assert G.spec_digest(spec(server)) == G.spec_digest({**spec(server), "base_url": "http://elsewhere:1/v1"})
+
+
+def test_a_429_is_retried(server, tmp_path, log):
+    server.script = ["429", "503"]
+    gen = G.make_generator(spec(server, concurrency=1), log=log, cache_path=str(tmp_path / "c.jsonl"))
+    assert gen.generate(PROMPT, ITEMS[:1]) == [fuse(user_of(ITEMS[0]))]
+    assert server.received[user_of(ITEMS[0])] == 3 and gen.stats["retried"] == 2
+
+
+def test_500s_fail_naming_the_endpoint_and_status(server, tmp_path):
+    server.script = ["500"] * 3
+    cache = tmp_path / "c.jsonl"
+    gen = G.make_generator(spec(server, concurrency=1, retries=2), cache_path=str(cache), name="served")
+    with pytest.raises(G.EndpointError) as err:
+        gen.generate(PROMPT, ITEMS[:1])
+    assert f"{server.base_url}/chat/completions" in str(err.value) and "HTTP 500" in str(err.value)
+    assert "3 attempt(s)" in str(err.value) and "served" in str(err.value)
+    assert not cache.exists() or cache.read_text() == ""
+
+
+def test_a_client_error_is_not_retried(server, tmp_path):
+    server.script = ["401"]
+    gen = G.make_generator(spec(server, concurrency=1), cache_path=str(tmp_path / "c.jsonl"))
+    with pytest.raises(G.EndpointError, match="401.*not retried"):
+        gen.generate(PROMPT, ITEMS[:1])
+    assert sum(server.received.values()) == 1
+
+
+def test_a_timeout_is_retried_then_fails(server, tmp_path):
+    server.script = [("sleep", 2.0), ("sleep", 2.0)]
+    gen = G.make_generator(spec(server, concurrency=1, timeout_s=0.2, retries=1), cache_path=str(tmp_path / "c.jsonl"))
+    with pytest.raises(G.EndpointError, match="timeout_s=0.2") as err:
+        gen.generate(PROMPT, ITEMS[:1])
+    assert server.base_url in str(err.value)
+    server.script = [("sleep", 2.0)]  # once: the retry answers
+    assert gen.generate(PROMPT, ITEMS[:1]) == [fuse(user_of(ITEMS[0]))]
+
+
+def test_a_missing_key_variable_is_named(monkeypatch, server):
+    monkeypatch.delenv("FUSIONS_TEST_KEY")
+    problem = G.api_key_problem("served", spec(server))
+    assert "FUSIONS_TEST_KEY" in problem and "served" in problem
+    assert G.api_key_problem("served", {k: v for k, v in spec(server).items() if k != "api_key_env"}) is None
+    from workflow_scripts.settheory.probe import check
+    config = {"articles": {"a": {}}, "models": {},
+              "settheory": {"generators": {"served": spec(server)},
+                            "datasets": {"n": {"articles": "a", "generator": "served", "min_words": 4, "max_words": 60}},
+                            "filter": {"encoders": []}, "fixed_bounds": {}}}
+    problems = check(config)
+    assert len(problems) == 1 and "settheory.generators.served.api_key_env" in problems[0]
+    assert "FUSIONS_TEST_KEY" in problems[0]
+
+
+CHILD = """
+import json, sys
+from workflow_scripts import generator as G
+from workflow_scripts.common import setup_logging
+spec, items, prompt, cache = json.loads(sys.argv[1])
+G.make_generator(spec, log=setup_logging(None, "child"), cache_path=cache).generate(prompt, items)
+"""
+
+
+def test_a_killed_run_resumes_without_asking_twice(server, tmp_path):
+    cache = tmp_path / "gen.jsonl"
+    server.script = [None, None, None, "hang"]  # the 4th request never gets an answer
+    args = json.dumps([spec(server, concurrency=1), ITEMS, PROMPT, str(cache)])
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", CHILD, args], cwd=ROOT, env=env, stderr=subprocess.PIPE)
+    try:
+        assert server.hanging.wait(60), "the child never reached the 4th request"
+        lines = cache.read_text().splitlines()
+        assert len(lines) == 3  # every answer is in the cache as soon as it came
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    server.release.set()
+    time.sleep(0.05)
+    answered_before = dict(server.answered)
+    gen = G.make_generator(spec(server, concurrency=3), cache_path=str(cache))
+    texts = gen.generate(PROMPT, ITEMS)
+    assert texts == [fuse(user_of(it)) for it in ITEMS]
+    assert gen.stats["cached"] == 3 and gen.stats["generated"] == 3
+    assert sum(answered_before.values()) == 3 and set(server.answered.values()) == {1}  # none answered twice
+    # only the prompt cut off by the kill was sent again
+    assert sorted(server.received.values()) == [1] * 5 + [2]
