@@ -118,3 +118,25 @@ def test_overview_marks_cells_not_significantly_better_than_the_baseline():
              dict(probe="csc", model="same", column="no_statistic")]
     assert not_better_than_baseline(rows, diffs, models) == {("same", "csc_c_negation"), ("worse", "csc_c_negation")}
     assert not_better_than_baseline(rows, diffs, {m: ST for m in models}) == set()  # no baseline configured
+
+
+def test_report_shows_the_paired_differences_of_the_headline_figures_only(tmp_path):
+    """report.md's block lists the rows of the probe's headline statistics, with Holm's verdict
+    counted over the whole table."""
+    from workflow_scripts.report import differences_block
+    table = tmp_path / "csc_differences.csv"
+    pl.DataFrame({"probe": ["csc"] * 3, "dataset": ["pc_en", "pc_en", "pc_nl"],
+                  "statistic": ["negation/overlap", "fuzzing/overlap", "negation/overlap"],
+                  "model_a": ["minilm"] * 3, "model_b": ["form_only"] * 3,
+                  "value_a": [0.5, 0.6, 0.7], "value_b": [0.8, 0.6, 0.75], "difference": [-0.3, 0.0, -0.05],
+                  "ci_low": [-0.4, -0.1, -0.2], "ci_high": [-0.2, 0.1, 0.1], "p_value": [0.0, 1.0, 0.4],
+                  "p_holm": [0.0, 1.0, 0.8], "significant": [True, False, False],
+                  "better": ["minilm", "neither", "minilm"], "replicates": [200] * 3}).write_csv(table)
+    figures = [{"dataset": "pc_en", "statistic": "negation/overlap"},
+               {"dataset": "pc_nl", "statistic": "negation/overlap"}, {"dataset": "x", "statistic": None}]
+    lines = differences_block(str(table), figures)
+    body = [line for line in lines if line.startswith("| pc_")]
+    assert body == ["| pc_en | negation/overlap | minilm | form_only | -0.300 [-0.400, -0.200] | 0.000 | yes | minilm |",
+                    "| pc_nl | negation/overlap | minilm | form_only | -0.050 [-0.200, 0.100] | 0.800 | no | minilm |"]
+    assert any("all 3 comparisons" in line and "(1 significant)" in line for line in lines)
+    assert differences_block(str(table), [{"dataset": "pc_en", "statistic": "other"}]) == []

@@ -71,9 +71,40 @@ def first_screen_section(screen: dict) -> list[str]:
     return parts
 
 
-def probe_section(base: Path, section: dict) -> list[str]:
+def differences_block(path: str, figures: list[dict]) -> list[str]:
+    """The paired differences behind the probe's headline figures (the first screen's rows): one
+    line per compared pair, A - B with its paired 95% interval and Holm's verdict over the whole
+    table (tables/<probe>_differences.csv holds every statistic)."""
+    keys = {(f["dataset"], f["statistic"]) for f in figures if f.get("statistic")}
+    if not keys or not Path(path).exists():
+        return []
+    frame = pl.read_csv(path, infer_schema_length=None)
+    if not frame.height:
+        return []
+    rows = [r for r in frame.iter_rows(named=True) if (str(r["dataset"]), str(r["statistic"])) in keys]
+    if not rows:
+        return []
+    significant = int(frame["significant"].cast(pl.Boolean).sum())
+    lines = ["## Paired differences of the headline figures", "",
+             f"A - B on the same bootstrap resamples for both models (paired 95% interval); *significant*: "
+             f"the interval excludes 0 after Holm's correction over all {frame.height} comparisons of "
+             f"`{Path(path).name}` ({significant} significant).", "",
+             "| dataset | statistic | A | B | A - B [95% interval] | p (Holm) | significant | better |",
+             "|---|---|---|---|---|---|---|---|"]
+
+    def num(v, digits=3):
+        return "" if v is None or v != v else f"{float(v):.{digits}f}"
+    for r in rows:
+        lines.append(f"| {r['dataset']} | {r['statistic']} | {r['model_a']} | {r['model_b']} | "
+                     f"{num(r['difference'])} [{num(r['ci_low'])}, {num(r['ci_high'])}] | {num(r['p_holm'])} | "
+                     f"{'yes' if str(r['significant']).lower() == 'true' else 'no'} | {r.get('better') or ''} |")
+    return lines + [""]
+
+
+def probe_section(base: Path, section: dict, figures: list[dict] = ()) -> list[str]:
     """A probe's section: its title and summary (from its declaration), each of its tables as
-    Markdown under its caption, then its plots, then the papers' published figures."""
+    Markdown under its caption, then its plots, the paired differences of its headline figures,
+    then the papers' published figures."""
     parts = [f"# {section['title']}", "", section.get("summary", ""), ""]
     for table in section.get("tables", []):
         path = table["path"]
@@ -87,6 +118,8 @@ def probe_section(base: Path, section: dict) -> list[str]:
         parts += ["## Plots", ""]
         parts += [f"![{Path(plot).parent.name} / {Path(plot).stem}]({os.path.relpath(plot, base)})" for plot in plots]
         parts.append("")
+    if section.get("differences"):
+        parts += differences_block(section["differences"], list(figures))
     # the papers' own figures, labelled and apart from our tables (resources/published/<probe>.csv)
     return parts + (published.markdown(section["probe"]) if section.get("probe") else [])
 
@@ -114,12 +147,14 @@ def build(out: str, sections: list[dict], overview: str | None = None, lengths: 
     """report.md: the overview (the first screen's, where given), a section per probe that ran (in
     report order), the inputs."""
     base = Path(out).parent
-    if first_screen:
-        parts = first_screen_section(read_json(first_screen))
+    screen = read_json(first_screen) if first_screen else None
+    if screen:
+        parts = first_screen_section(screen)
     else:
         parts = overview_section(overview) if overview else []
     for section in sections:
-        parts += probe_section(base, section)
+        figures = [r for r in (screen or {}).get("rows", []) if r.get("probe") == section.get("probe")]
+        parts += probe_section(base, section, figures)
     parts += inputs_section(lengths, list(ingest))
     with atomic_path(out) as tmp:
         tmp.write_text("\n".join(parts) + "\n", encoding="utf-8")

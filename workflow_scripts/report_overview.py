@@ -105,6 +105,7 @@ def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min
             if r.get("interval") and r["interval"] not in notes:
                 notes.append(r["interval"])
         out_rows.append({"column": c["column"], "label": c["label"], "probe": c["probe"],
+                         "dataset": c.get("dataset"), "statistic": c.get("statistic"),
                          "lower_is_better": c["lower_is_better"],
                          "better": "lower" if c["lower_is_better"] else "higher",
                          "n": (None if not ns else str(min(ns)) if min(ns) == max(ns) else f"{min(ns)}-{max(ns)}"),
@@ -130,7 +131,9 @@ def overview_frame(rows: list[dict], models: dict[str, dict]) -> tuple[pl.DataFr
     columns: dict[str, dict] = {}
     cells: dict[tuple[str, str], dict] = {}
     for r in rows:
-        columns.setdefault(r["column"], {k: r[k] for k in ("column", "label", "probe", "lower_is_better")})
+        columns.setdefault(r["column"], {**{k: r[k] for k in ("column", "label", "probe", "lower_is_better")},
+                                         # the replicates' statistic behind the figure (differences tables)
+                                         "dataset": r.get("dataset"), "statistic": r.get("statistic")})
         cells[(r["model"], r["column"])] = r
     # models in config order; a model no probe scored (no row in any table) has no row
     seen = {r["model"] for r in rows}

@@ -104,7 +104,9 @@ class ReportPlan:
                 return f.read()
         return as_json([{"probe": p.name, "title": p.probe.title, "summary": p.probe.summary,
                          "tables": [{"path": t, "caption": caption(c)} for t, _, c in p.report_pages()],
-                         "plots": p.report_plots()} for p in self.plans])
+                         "plots": p.report_plots(),
+                         "differences": self.differences_table(p) if p.replicate_files() else None}
+                        for p in self.plans])
 
     def headline_options(self, wildcards=None) -> str:
         """Param: the options of the probes' headline extractors (retrieval's table k, ...)."""
