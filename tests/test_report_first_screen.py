@@ -179,7 +179,8 @@ def test_console_summary(screen, tmp_path):
     (tmp_path / "r" / "report" / "overview.json").write_text(json.dumps(screen))
     (tmp_path / "a.yaml").write_text("seed: 1\n")
     (tmp_path / "b.yaml").write_text(f"results: {tmp_path / 'r'}\n")
-    assert C.results_of([str(tmp_path / "a.yaml")]) == "results"
+    # a config without `results`: the study's own folder, results/<config name>/ (studies.results_folder)
+    assert C.results_of([str(tmp_path / "a.yaml")]) == "results/a"
     assert C.results_of([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]) == str(tmp_path / "r")
     assert C.main(["--configfile", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]) == 0
     assert C.main([str(tmp_path / "missing")]) == 1

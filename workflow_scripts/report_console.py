@@ -66,15 +66,10 @@ def summary(screen: dict, results: str, width: int = WIDTH) -> str:
 
 
 def results_of(configfiles: list[str]) -> str:
-    """The results folder the configs name (later files override earlier ones, as Snakemake merges
-    --configfile), `results` by default."""
-    import yaml
-    results = "results"
-    for path in configfiles:
-        with open(path, encoding="utf-8") as f:
-            config = yaml.safe_load(f) or {}
-        results = config.get("results", results)
-    return results
+    """The study's results folder from its config files: their `results`, else the study's own
+    folder (workflow_scripts/studies.py: results/<config name>/, results/ for config.yaml)."""
+    from workflow_scripts.studies import results_folder
+    return results_folder(list(configfiles))
 
 
 def main(argv: list[str] | None = None) -> int:
