@@ -184,3 +184,26 @@ def test_console_summary(screen, tmp_path):
     assert C.results_of([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]) == str(tmp_path / "r")
     assert C.main(["--configfile", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]) == 0
     assert C.main([str(tmp_path / "missing")]) == 1
+
+
+def test_cells_no_better_than_the_form_only_baseline_are_marked_b(tmp_path):
+    """A model whose paired difference with the surface-form baseline is not significant (Holm) gets
+    B on its cell in the first screen and its HTML; one significantly better does not; the baseline's
+    own cell never does."""
+    trip = write(tmp_path / "triplets_accuracy.csv", [
+        dict(dataset="d", model=m, n=500, accuracy=a, accuracy_ci_low=a - 0.05, accuracy_ci_high=a + 0.05)
+        for m, a in (("form", 0.5), ("good", 0.8), ("same", 0.52))])
+    diff = write(tmp_path / "triplets_differences.csv", [
+        dict(probe="triplets", dataset="d", statistic="accuracy", model_a=a, model_b="form", value_a=v, value_b=0.5,
+             difference=v - 0.5, ci_low=lo, ci_high=hi, p_value=p, p_holm=p, significant=s, better=a, replicates=1000)
+        for a, v, lo, hi, p, s in (("good", 0.8, 0.2, 0.4, 0.0, True), ("same", 0.52, -0.03, 0.07, 0.4, False))])
+    models = {"form": {"family": "surface_form"}, "good": {"family": "tfidf"}, "same": {"family": "tfidf"}}
+    O.build([trip], models, {}, str(tmp_path / "ov.csv"), None, str(tmp_path / "overview.json"),
+            min_n=100, demo=False, differences=[diff])
+    screen = json.loads((tmp_path / "overview.json").read_text())
+    cells = screen["rows"][0]["cells"]
+    assert {m: c["marks"] for m, c in cells.items()} == {"form": "", "good": "", "same": "B"}
+    assert screen["marks_used"] == ["B"] and "surface-form baseline" in screen["legend"]["B"]
+    P.first_screen(str(tmp_path / "overview.json"), str(tmp_path / "first_screen.rst"))
+    text = (tmp_path / "first_screen.rst").read_text()
+    assert "0.520 [0.470, 0.570] B" in text and "background:#e5e7eb" in text
