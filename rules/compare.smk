@@ -29,9 +29,14 @@ rule probe_differences:
         mem_mb=res("probe_differences", "mem_mb"),
         runtime=res("probe_differences", "runtime"),
     params:
-        # the families decide the baselines; nothing else of a model's entry matters here
+        # the families decide the baselines; nothing else of a model's entry matters here. Only the
+        # models that ran the probe: a model added for other probes leaves this table as it was
         models=lambda wc: as_json(
-            [[m, spec["family"]] for m, spec in config["models"].items()]
+            [
+                [m, spec["family"]]
+                for m, spec in config["models"].items()
+                if m in {p.model for p in COMPARED[wc.probe].pairs}
+            ]
         ),
         compare=lambda wc: as_json(config["compare"]),
     shell:

@@ -66,9 +66,11 @@ class DomainShiftPlan(ProbePlan):
                          "adaptation": self.study.adaptation(p.model), **self.pair_files(p)} for p in self.pairs])
 
     def models(self, wildcards=None) -> str:
-        """Every model of the study with its root base and how it was made (the side-by-side table)."""
+        """The models of the side-by-side table (those that run retrieval or domain shift) with their
+        root base and how each was made; a model of other probes only (an overlay's) changes nothing here."""
         return as_json([{"model": m, "root": self.study.root_base(m), "adaptation": self.study.adaptation(m)}
-                        for m in self.config["models"]])
+                        for m in self.config["models"]
+                        if self.study.runs_probe(m, "domain_shift") or self.study.runs_probe(m, "retrieval")])
 
     def plots_param(self, wildcards=None) -> str:
         return as_json(self.plot_entries)
