@@ -140,3 +140,16 @@ def test_report_shows_the_paired_differences_of_the_headline_figures_only(tmp_pa
                     "| pc_nl | negation/overlap | minilm | form_only | -0.050 [-0.200, 0.100] | 0.800 | no | minilm |"]
     assert any("all 3 comparisons" in line and "(1 significant)" in line for line in lines)
     assert differences_block(str(table), [{"dataset": "pc_en", "statistic": "other"}]) == []
+
+
+def test_a_difference_without_spread_gets_no_verdict():
+    """One item (every resample draws it): A - B is the same in every replicate; the percentile test
+    would say p = 0, but a bootstrap without spread says nothing, so p is undefined and the row is
+    not significant; identical models (0 in every replicate) keep p = 1."""
+    from workflow_scripts.differences import paired_difference
+    one = paired_difference(0.0, 0.634, np.zeros(200), np.full(200, 0.634))
+    assert np.isnan(one["p_value"]) and one["ci_low"] == one["ci_high"] == pytest.approx(-0.634)
+    same = paired_difference(0.5, 0.5, np.full(200, 0.5), np.full(200, 0.5))
+    assert same["p_value"] == 1.0
+    _, rejected = holm([one["p_value"], 0.001])
+    assert rejected == [False, True]

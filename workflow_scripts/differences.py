@@ -62,7 +62,9 @@ def paired_difference(point_a: float, point_b: float, reps_a: np.ndarray, reps_b
 
     reps_a[r] and reps_b[r] must come from the same item resample r. The p-value is
     min(1, 2 * min(share of replicate differences <= 0, share >= 0)), the percentile-bootstrap test
-    whose rejection at alpha matches the (1 - alpha) percentile interval excluding 0.
+    whose rejection at alpha matches the (1 - alpha) percentile interval excluding 0. A difference
+    that is the same nonzero value in every replicate (a single item) gets no p-value: a bootstrap
+    without spread cannot tell a real difference from one item's.
     """
     a = np.asarray(reps_a, dtype=np.float64)
     b = np.asarray(reps_b, dtype=np.float64)
@@ -72,6 +74,10 @@ def paired_difference(point_a: float, point_b: float, reps_a: np.ndarray, reps_b
     low, high, valid = percentile_interval(diff, level)
     finite = diff[np.isfinite(diff)]
     if valid == 0 or not np.isfinite(low):
+        p = float("nan")
+    elif np.ptp(finite) == 0 and finite[0] != 0:
+        # every resample gives the same nonzero difference (one item, or items that never vary): the
+        # bootstrap has no spread to test against, so no verdict (not "significant" with p = 0)
         p = float("nan")
     else:
         p = float(min(1.0, 2.0 * min(np.mean(finite <= 0), np.mean(finite >= 0))))
