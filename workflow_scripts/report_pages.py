@@ -360,8 +360,10 @@ def first_screen_html(screen: dict) -> str:
     if screen["demo"]:
         parts.append('<p style="border-left:4px solid #d97706;background:#fffbeb;padding:6px 10px;font-weight:600">'
                      f"{html.escape(screen['banner'])}</p>")
-    parts.append('<table class="overview" style="font-size:12px"><thead><tr>' + head + "</tr></thead><tbody>"
-                 + "".join(body) + "</tbody></table>")
+    # many models make the table wider than the text column: it scrolls within it instead of running
+    # under the report's workflow graph
+    parts.append('<div style="max-width:100%;overflow-x:auto"><table class="overview" style="font-size:12px">'
+                 "<thead><tr>" + head + "</tr></thead><tbody>" + "".join(body) + "</tbody></table></div>")
     legend = " &middot; ".join(f"<b>{k}</b> {html.escape(v)}" for k, v in screen["legend"].items())
     parts.append(f'<p style="font-size:12px">Each cell: the figure [its bootstrapped 95% interval] and its marks. '
                  f"<i>better</i>: which direction is better; <i>n</i>: the items behind the figure. Marks (tinted "
