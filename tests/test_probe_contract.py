@@ -56,7 +56,7 @@ def test_adding_a_probe_runs_no_existing_embedding_job(contract):
     assert not embed_scopes(jobs) & before
     rules = {r for r, _ in jobs} - {"all"}
     assert rules == {"triplets_build", "fit_tfidf", "embed", "triplets_score", "triplets_aggregate", "probe_differences",
-                     "report"}
+                     "disagreements", "report"}
     # then run it: the triplet outputs of the contract
     snakemake(run, write_config(run, contract["config"]))
     res = run / "results"

@@ -159,7 +159,8 @@ def test_adding_a_model_runs_only_its_jobs(workspace):
                                  "batch_size": 2}
     jobs = [j for j in planned_jobs(run, write_config(run, config)) if j[0] != "all"]
     rules = {r for r, _ in jobs}
-    assert rules == {"embed", "csc_score", "csc_plot", "csc_aggregate", "probe_differences", "report"}
+    assert rules == {"embed", "csc_score", "csc_plot", "csc_aggregate", "probe_differences", "disagreements",
+                     "report"}
     for rule, wc in jobs:
         if rule in ("embed", "csc_score", "csc_plot"):
             assert wc["model"] == "bert2", (rule, wc)
@@ -176,10 +177,13 @@ def test_adding_a_model_runs_only_its_jobs(workspace):
     assert as_set(planned_jobs(run, run / "config.yaml", overlays=[overlay])) == as_set(jobs)
     overlay.write_text(yaml.safe_dump({"models": {"bert2": {**config["models"]["bert2"], "corpora": ["mini_en"]}}}))
     jobs = [j for j in planned_jobs(run, run / "config.yaml", overlays=[overlay]) if j[0] != "all"]
-    assert {r for r, _ in jobs} == {"embed", "csc_score", "csc_plot", "csc_aggregate", "report"}
-    assert {(r, wc.get("model"), wc.get("scope", wc.get("corpus"))) for r, wc in jobs if r != "report" and
-            r != "csc_aggregate"} == {("embed", "bert2", "mini_en"), ("csc_score", "bert2", "mini_en"),
-                                      ("csc_plot", "bert2", "mini_en")}
+    assert {r for r, _ in jobs} == {"embed", "csc_score", "csc_plot", "csc_aggregate", "probe_differences",
+                                    "disagreements", "report"}
+    # the tables that list every model of the probe (aggregate, differences, the corpus's disagreements)
+    assert {(r, wc.get("model"), wc.get("scope", wc.get("corpus"))) for r, wc in jobs
+            if r not in ("report", "csc_aggregate", "probe_differences", "disagreements")} == {
+        ("embed", "bert2", "mini_en"), ("csc_score", "bert2", "mini_en"), ("csc_plot", "bert2", "mini_en")}
+    assert {wc.get("dataset") for r, wc in jobs if r == "disagreements"} == {"mini_en"}
 
 
 def test_changing_one_model_reruns_only_that_model(workspace):
@@ -195,7 +199,8 @@ def test_changing_one_model_reruns_only_that_model(workspace):
     # what they compute: precision reruns that model's jobs, and only those
     config["models"]["bert"]["precision"] = "bf16"
     jobs = [j for j in planned_jobs(run, write_config(run, config)) if j[0] != "all"]
-    assert {r for r, _ in jobs} == {"embed", "csc_score", "csc_plot", "csc_aggregate", "probe_differences", "report"}
+    assert {r for r, _ in jobs} == {"embed", "csc_score", "csc_plot", "csc_aggregate", "probe_differences", "disagreements",
+                     "report"}
     assert all(wc.get("model", "bert") == "bert" for _, wc in jobs)
     write_config(run, workspace["config"])
 
