@@ -281,14 +281,9 @@ def content_words(ws: list[str]) -> list[str]:
 
 
 def word_edits(x: list[str], y: list[str]) -> int:
-    """Levenshtein distance in words (insert, delete, substitute: 1 each)."""
-    prev = list(range(len(y) + 1))
-    for i, wx in enumerate(x, 1):
-        cur = [i]
-        for j, wy in enumerate(y, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (wx != wy)))
-        prev = cur
-    return prev[-1]
+    """Levenshtein distance in words (insert, delete, substitute: 1 each): NLTK's, on word lists."""
+    from nltk.metrics.distance import edit_distance
+    return edit_distance(x, y)
 
 
 def gate_measures(fusion: str, first: str, second: str) -> dict:

@@ -358,13 +358,9 @@ def _reporting_forms() -> frozenset[str]:
 
 # --- candidates per kind --------------------------------------------------------------------------
 def _word_distance(a: list[str], b: list[str]) -> int:
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        cur = [i]
-        for j, y in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
-        prev = cur
-    return prev[-1]
+    """Word-level Levenshtein distance: NLTK's edit distance on word lists."""
+    from nltk.metrics.distance import edit_distance
+    return edit_distance(a, b)
 
 
 _REFERENCE_NEGATION = re.compile("not|n't")  # the reference code's, unanchored on purpose
