@@ -57,3 +57,10 @@ def tiny_fasttext(path: Path, sentences=SENTENCES) -> Path:
     )
     subprocess.run([sys.executable, "-c", script, str(corpus), str(path)], check=True)
     return path
+
+
+def write_table(path: Path, rows: list[dict]) -> str:
+    """A small CSV table of hand-made rows (the report tests' inputs); returns its path."""
+    import polars as pl
+    pl.DataFrame(rows).write_csv(path)
+    return str(path)

@@ -13,12 +13,9 @@ import pytest
 from workflow_scripts import report_overview as O
 from workflow_scripts import report_pages as P
 
+from helpers import write_table as write
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def write(path: Path, rows: list[dict]) -> str:
-    pl.DataFrame(rows).write_csv(path)
-    return str(path)
 
 
 @pytest.fixture

@@ -16,12 +16,9 @@ from workflow_scripts import report_overview as O
 from workflow_scripts import report_pages as P
 from workflow_scripts.report_plan import shipped_only
 
+from helpers import write_table as write
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def write(path: Path, rows: list[dict]) -> str:
-    pl.DataFrame(rows).write_csv(path)
-    return str(path)
 
 
 @pytest.fixture
