@@ -1,5 +1,5 @@
 # `make run`: set up .venv (pinned, CPU torch) and run the default workflow offline.
-# `make test`: set up .venv and run the test suite.
+# `make test`: set up .venv and run the test suite's fast tier; `make test-all`: every test, the slow tier too.
 # `make report`: after a finished run, Snakemake's self-contained HTML report, <results>/report.html.
 # CONFIG=FILE (or CONFIG="base.yaml overlay.yaml"): run, report or dry-run that study instead of the
 # default one (config.yaml); its results go to its own folder (workflow_scripts/studies.py).
@@ -29,7 +29,7 @@ endif
 KILLS ?= 3
 PAIRS ?= 2560472
 
-.PHONY: setup setup-gpu run report test test-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
+.PHONY: setup setup-gpu run report test test-slow test-all test-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
 
 setup: $(VENV)/.installed
 
@@ -69,7 +69,15 @@ report: setup
 dry-run: setup
 	$(VENV)/bin/snakemake --dry-run --cores $(CORES) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
+# the fast tier (about ten minutes on 2 cores); tests marked `slow` (docs/testing.md) run in test-slow,
+# and both in test-all
 test: setup
+	$(VENV)/bin/python -m pytest -q -m "not slow" tests $(PYTEST_ARGS)
+
+test-slow: setup
+	$(VENV)/bin/python -m pytest -q -m slow tests $(PYTEST_ARGS)
+
+test-all: setup
 	$(VENV)/bin/python -m pytest -q tests $(PYTEST_ARGS)
 
 # a real single-node SLURM cluster (root: installs Debian's slurm packages), local vs SLURM results

@@ -54,6 +54,8 @@ def requires_shared(*paths: str):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: too slow for `make test`'s ten minutes; runs in `make test-slow` "
+                                       "and `make test-all` (docs/testing.md lists them)")
     config.addinivalue_line("markers", "requires_shared(*paths): reads ../shared/data/<path>; skipped without it, "
                                        "failed under CI=true")
 
