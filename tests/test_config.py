@@ -1105,6 +1105,18 @@ ST_DEC = ST_GEN + ("decoding",)
 ST_SET = ST + ("datasets", "news")
 ST_PROMPT = ST + ("prompts", "mine")
 ARTICLES = ("articles", "settheory_news")
+# config.yaml imports its news samples (`file:`); the cases on a built sample set or an article
+# collection start from the SmolLM2 study's built set `news` and its collection, added to the default
+STUDY_ST = yaml.safe_load((ROOT / "resources" / "configs" / "study_settheory.yaml").read_text())
+BUILT_NEWS = [(ARTICLES, STUDY_ST["articles"]["settheory_news"]), (ST_SET, STUDY_ST["settheory"]["datasets"]["news"])]
+
+
+def on_built_news(cases: list) -> list:
+    """The cases with BUILT_NEWS before the edits of each one that edits ST_SET or ARTICLES."""
+    touches = lambda path: path[:len(ST_SET)] == ST_SET or path[:len(ARTICLES)] == ARTICLES
+    return [(i, BUILT_NEWS + edits if any(touches(path) for path, _ in edits) else edits, f) for i, edits, f in cases]
+
+
 SCHEMA_CASES += [
     ('st_type', [(ST, [])],
      "config key `settheory`: [] is not of type 'object'; expected a mapping of keys to values"),
@@ -1554,6 +1566,7 @@ SCHEMA_CASES += [
 
 
 SCHEMA_CASES += ST_ISSUE27_CASES
+SCHEMA_CASES = on_built_news(SCHEMA_CASES)
 
 
 @pytest.mark.parametrize("edits,fragment", [pytest.param(e, f, id=i) for i, e, f in SCHEMA_CASES])
@@ -1831,6 +1844,9 @@ REFERENCE_CASES += [
      "config key `sources.s.where.evaluation`: 'evaluation' is a name, but a tsv source without `header: true` has "
      "none; expected a column index (0 = first)"),
 ]
+
+
+REFERENCE_CASES = on_built_news(REFERENCE_CASES)
 
 
 @pytest.mark.parametrize("edits,fragment", [pytest.param(e, f, id=i) for i, e, f in REFERENCE_CASES])
