@@ -105,9 +105,9 @@ def load_schema() -> dict:
     return schema
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=None)
 def _parsed_schema(text: str) -> dict:
-    return yaml.safe_load(text)  # pure-Python YAML: parsing costs more than reading and copying
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _expected(schema: dict) -> str:
