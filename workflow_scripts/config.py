@@ -128,10 +128,20 @@ def _expected(schema: dict) -> str:
         parts.append(f"of at least {schema['minLength']} character(s)")
     if "maximum" in schema:
         parts.append(f"<= {schema['maximum']}")
+    if "exclusiveMaximum" in schema:
+        parts.append(f"< {schema['exclusiveMaximum']}")
+    if "maxLength" in schema:
+        parts.append(f"of at most {schema['maxLength']} character(s)")
     if "pattern" in schema:
         parts.append(f"matching {schema['pattern']}")
     if "minItems" in schema:
         parts.append(f"with at least {schema['minItems']} item(s)")
+    if "maxItems" in schema:
+        parts.append(f"with at most {schema['maxItems']} item(s)")
+    if "minProperties" in schema:
+        parts.append(f"with at least {schema['minProperties']} key(s)")
+    if "maxProperties" in schema:
+        parts.append(f"with at most {schema['maxProperties']} key(s)")
     if schema.get("uniqueItems"):
         parts.append("without repeats")
     if "description" in schema:
