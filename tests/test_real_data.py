@@ -9,6 +9,9 @@ import pytest
 from conftest import shared_data
 from workflow_runner import snakemake, write_config
 
+# slow tier (make test-slow): MiniLM and TF-IDF over the real ParaCrawl and Tatoeba samples
+pytestmark = pytest.mark.slow
+
 # ParaCrawl is capped so that CI stays short; Tatoeba is used whole
 PC_CAP = 800
 

@@ -24,6 +24,9 @@ from helpers import EN, NL, TRIPLETS, tiny_bert
 from workflow_runner import ROOT, SNAKEMAKE, snakemake, write_config
 from workflow_scripts.report_pages import CATEGORIES
 
+# slow tier (make test-slow): a five-probe run, its HTML report and a headless Chromium
+pytestmark = pytest.mark.slow
+
 SCREENSHOTS = Path(os.environ.get("REPORT_SCREENSHOTS", ROOT / "results" / "report_screenshots"))
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 PROBES = ("csc", "triplets", "montague", "retrieval", "settheory")

@@ -24,6 +24,9 @@ import yaml
 from workflow_runner import ROOT, SNAKEMAKE, snakemake, write_config
 from workflow_scripts.probes import declarations
 
+# slow tier (make test-slow): six whole studies, each with its HTML report, about 4 minutes on 2 cores
+pytestmark = pytest.mark.slow
+
 CONFIGS = ROOT / "resources" / "configs"
 # the probes' report titles: report.md's section headings and the HTML report's categories (their
 # declarations' titles, checked against the published names so that a renamed title is noticed)

@@ -14,7 +14,8 @@ NLTK = SHARED / "data" / "nltk_data"
 PAPER_SIZES = {"negation_detection": 674, "negation_variants": 516, "clause_relatedness": 567,
                "argument_sensitivity": 445, "fixed_point_reorder": 623}
 
-pytestmark = requires_shared("sick/SICK.txt", "msrp/msr_paraphrase_train.txt", "nltk_data")
+# slow tier (make test-slow): the five datasets at the papers' sizes, scored with MiniLM
+pytestmark = [pytest.mark.slow, requires_shared("sick/SICK.txt", "msrp/msr_paraphrase_train.txt", "nltk_data")]
 
 
 def minilm_path():
