@@ -12,7 +12,10 @@ section). Each is run to the end with its results in a scratch folder, then:
   results/perturbations).
 
 The configs' relative paths (resources/...) are read through a `resources` link in the scratch
-working directory, as they are from the repository root. About 3-4 minutes for the six on 2 cores."""
+working directory, as they are from the repository root. The settheory study's SmolLM2 fusions are
+replayed from tests/data/generations/study_settheory.jsonl (tests/recorded_generations.py): the
+generator is never loaded, and test_runs_to_the_end fails when a fusion had to be generated. About
+3-4 minutes for the six on 2 cores."""
 import json
 import re
 import subprocess
@@ -21,6 +24,7 @@ import polars as pl
 import pytest
 import yaml
 
+import recorded_generations
 from workflow_runner import ROOT, SNAKEMAKE, snakemake, write_config
 from workflow_scripts.probes import declarations
 
@@ -36,6 +40,7 @@ assert TITLES == {"csc": "Concept Separation Curves", "triplets": "Sentence trip
                   "domain_shift": "Domain shift and adaptation"}
 PROBES = list(TITLES)
 WITHOUT_CORPORA = {"triplets", "montague", "retrieval", "settheory"}
+SETTHEORY_RECORDING = "study_settheory"  # tests/data/generations/<name>.jsonl
 SHARED_SECTIONS = ("sources", "corpora", "models", "resources", "articles", "adapt", "seed", "shard_rows",
                    "embedding_partitions", "results", "nltk_download")
 
@@ -57,6 +62,10 @@ def study(request, tmp_path_factory):
     run = tmp_path_factory.mktemp(f"study_{probe}")
     (run / "resources").symlink_to(ROOT / "resources")
     config["results"] = str(run / "results")
+    generation_cache = None
+    if probe == "settheory":
+        generation_cache = settheory_generation_cache(config, run / "generations")
+        recorded_generations.replay(SETTHEORY_RECORDING, generation_cache)
     cfg = write_config(run, config)
     dry = snakemake(run, cfg, "--dry-run", check=False)
     # the planned rules, as workflow_runner.planned_jobs reads them
@@ -67,7 +76,15 @@ def study(request, tmp_path_factory):
                               "--report", str(html), "--configfile", str(cfg)], capture_output=True, text=True)
               if proc.returncode == 0 else None)
     return {"probe": probe, "config": config, "run": run, "results": run / "results", "dry": dry, "jobs": jobs,
-            "proc": proc, "report_proc": report, "html": html}
+            "proc": proc, "report_proc": report, "html": html, "generation_cache": generation_cache}
+
+
+def settheory_generation_cache(config: dict, folder):
+    """The cache file of the study's one built sample set, in `folder` (settheory.generation_cache)."""
+    (dataset,) = config["settheory"]["datasets"].values()
+    name = dataset["generator"]
+    config["settheory"]["generation_cache"] = str(folder)
+    return recorded_generations.cache_file(folder, name, config["settheory"]["generators"][name])
 
 
 def failure(proc: subprocess.CompletedProcess) -> str:
@@ -115,7 +132,12 @@ def test_plans_no_job_of_another_probe(study):
 
 
 def test_runs_to_the_end(study):
+    """... and the settheory study without loading SmolLM2: every fusion from the recording."""
     needs_run(study)
+    if study["generation_cache"]:
+        (dataset,) = study["config"]["settheory"]["datasets"]
+        report = json.loads((study["results"] / "reports" / "settheory" / f"{dataset}.json").read_text())
+        recorded_generations.assert_all_replayed(SETTHEORY_RECORDING, report, study["generation_cache"])
 
 
 def test_report_md_has_only_its_probe_section(study):
