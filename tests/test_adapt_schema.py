@@ -1,8 +1,10 @@
 """One bad config per constraint of the `adapt` and `domain_shift` schemas (workflow_scripts/adapt/
 schema.yaml, workflow_scripts/domain_shift/schema.yaml), generated from the schemas themselves:
-each breaks exactly one constraint of the default config.yaml, and its message must name the key.
-tests/test_config.py adds ADAPT_SCHEMA_CASES to its SCHEMA_CASES, so that
-`test_every_schema_constraint_has_a_case` covers these sections too."""
+each breaks exactly one constraint of the default config.yaml with the adapt study's recipes
+(resources/configs/study_adapt.yaml; the default config has none), and its message must name the
+key. Every case's first edit sets those recipes, so that tests/test_config.py, which applies the
+edits to config.yaml, can add ADAPT_SCHEMA_CASES to its SCHEMA_CASES: `test_every_schema_constraint_has_a_case`
+covers these sections too."""
 import copy
 from pathlib import Path
 
@@ -12,7 +14,10 @@ import yaml
 from workflow_scripts.config import ConfigError, validate
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = yaml.safe_load((ROOT / "config.yaml").read_text())
+# the adapt study's recipes, on the default config: they train on and are evaluated by its sets
+RECIPES = yaml.safe_load((ROOT / "resources" / "configs" / "study_adapt.yaml").read_text())["adapt"]
+WITH_RECIPES = [(("adapt",), RECIPES)]
+DEFAULT = {**yaml.safe_load((ROOT / "config.yaml").read_text()), "adapt": RECIPES}
 CONSTRAINTS = {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern", "enum", "minItems",
                "uniqueItems", "minProperties", "minLength", "required", "oneOf", "not"}
 
@@ -189,7 +194,7 @@ def cases():
     for section in ("adapt", "domain_shift"):
         schema = _schema(section)
         walk(schema, (section,), section)
-    return out
+    return [(cid, WITH_RECIPES + edits, fragment) for cid, edits, fragment in out]
 
 
 ADAPT_SCHEMA_CASES = cases()
@@ -201,14 +206,14 @@ def _changed(edits):
         node = cfg
         for key in path[:-1]:
             node = node.setdefault(key, {})
-        node[path[-1]] = value
+        node[path[-1]] = copy.deepcopy(value)  # WITH_RECIPES is shared by every case
     return cfg
 
 
 def test_the_ft_negatives_enum_has_a_case():
     ids = {i: (e, f) for i, e, f in ADAPT_SCHEMA_CASES}
     edits, fragment = ids["adapt_recipes_entry_ft_negatives_enum"]
-    assert edits == [(("adapt", "recipes", "minilm_ft", "ft", "negatives"), "nope")]
+    assert edits == WITH_RECIPES + [(("adapt", "recipes", "minilm_ft", "ft", "negatives"), "nope")]
     with pytest.raises(ConfigError) as err:
         validate(_changed(edits))
     assert fragment in str(err.value) and "mined" in str(err.value)
@@ -224,7 +229,8 @@ def test_each_constraint_is_refused_naming_the_key(edits, fragment):
 
 
 # Cross-checks of config.py (_adapt_problems, workflow_scripts/adapt/models.py problems): added to
-# tests/test_config.py's REFERENCE_CASES. (id, edits, fragment) on config.yaml.
+# tests/test_config.py's REFERENCE_CASES. (id, edits, fragment) on config.yaml; the recipes are set
+# first (below the list).
 R_ = ("adapt", "recipes")
 _FT = DEFAULT["adapt"]["recipes"]["minilm_ft"]
 _DS = ("domain_shift", "datasets", "telecom_general")
@@ -266,6 +272,7 @@ ADAPT_REFERENCE_CASES = [
     ("domain_shift_column_of_a_set", [(_DS + ("specific",), [{"retrieval": "telecom_qa", "column": 1}])],
      "config key `domain_shift.datasets.telecom_general.specific.0.column`: only a file source has a column"),
 ]
+ADAPT_REFERENCE_CASES = [(cid, WITH_RECIPES + edits, fragment) for cid, edits, fragment in ADAPT_REFERENCE_CASES]
 
 
 @pytest.mark.parametrize("edits,fragment", [pytest.param(e, f, id=i) for i, e, f in ADAPT_REFERENCE_CASES[:3]])
