@@ -190,6 +190,8 @@ CONTEXTS = {
                                              "prompt": "fuse_fewshot", "windows_per_article": 2}},
     "a downloaded hf article collection": {
         ("articles", "cnn"): {"format": "hf", "url": "https://h/a.parquet", "sha256": "unpinned"}},
+    "the adapt study's recipes (PT, FT, PT-FT, a merge; config.yaml has none)": {
+        ("adapt",): yaml.safe_load((ROOT / "resources" / "configs" / "study_adapt.yaml").read_text())["adapt"]},
     "a recipe pre-trained on a corpus": {
         ("adapt", "recipes", "minilm_pt_corpus"): {"base": "minilm", "steps": ["pt"], "pt": {"corpus": "pc_en"},
                                                    "corpora": ["pc_en"], "probes": ["retrieval"]}},

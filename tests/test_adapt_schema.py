@@ -1,6 +1,6 @@
 """The cross-checks of the `adapt` and `domain_shift` sections (config.py, their declarations'
 `check`): one bad config each, whose message must name the key. tests/test_config.py runs them all
-(ADAPT_REFERENCE_CASES); here a sample. Their schemas' constraints are checked with every other
+(ADAPT_REFERENCE_CASES, each starting by adding the adapt study's recipes to config.yaml); here a sample. Their schemas' constraints are checked with every other
 schema's, on cases generated from the schemas (tests/schema_cases.py)."""
 import copy
 from pathlib import Path
@@ -11,7 +11,10 @@ import yaml
 from workflow_scripts.config import ConfigError, validate
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = yaml.safe_load((ROOT / "config.yaml").read_text())
+# the adapt study's recipes, on the default config (which has none): they train on and are evaluated by its sets
+RECIPES = yaml.safe_load((ROOT / "resources" / "configs" / "study_adapt.yaml").read_text())["adapt"]
+WITH_RECIPES = [(("adapt",), RECIPES)]
+DEFAULT = {**yaml.safe_load((ROOT / "config.yaml").read_text()), "adapt": RECIPES}
 
 
 def _changed(edits):
@@ -67,6 +70,10 @@ ADAPT_REFERENCE_CASES = [
     ("domain_shift_column_of_a_set", [(_DS + ("specific",), [{"retrieval": "telecom_qa", "column": 1}])],
      "config key `domain_shift.datasets.telecom_general.specific.0.column`: only a file source has a column"),
 ]
+
+
+# tests/test_config.py applies the edits to config.yaml: each case first adds the recipes
+ADAPT_REFERENCE_CASES = [(i, WITH_RECIPES + edits, fragment) for i, edits, fragment in ADAPT_REFERENCE_CASES]
 
 
 @pytest.mark.parametrize("edits,fragment", [pytest.param(e, f, id=i) for i, e, f in ADAPT_REFERENCE_CASES[:3]])

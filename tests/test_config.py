@@ -64,7 +64,7 @@ def test_default_configs_are_valid_and_get_defaults():
     assert cfg["csc"]["exact_kde_max_n"] == 20000
     assert cfg["csc"]["perturb"]["grammatical_negation"]["languages"] == ["en"]
     assert {s["max_chars"] for s in cfg["sources"].values()} == {10000}
-    for other in ("test_small.yaml", "full_paracrawl.yaml"):
+    for other in ("test_small.yaml", "full_paracrawl.yaml", "study_adapt.yaml", "study_montague_published.yaml"):
         validate(yaml.safe_load((ROOT / "resources" / "configs" / other).read_text()))
 
 
@@ -415,7 +415,7 @@ REFERENCE_CASES = [
      # every probe's datasets, sorted (several probes add theirs): the start of the list is enough
      "config key `models.minilm.datasets`: no probe dataset named 'sts' (configured: ['"),
     ("model_dataset_without_triplets", [(TRIPLETS, DELETE), (MONTAGUE, DELETE), (("retrieval",), DELETE), (ST, DELETE),
-                                        (("adapt",), DELETE), (("domain_shift",), DELETE),
+                                        (("domain_shift",), DELETE),
                                         (("models", "minilm_static", "datasets"), DELETE),
                                         (MINILM + ("datasets",), ["negation_detection"])],
      "config key `models.minilm.datasets`: no probe dataset named 'negation_detection' (configured: none)"),

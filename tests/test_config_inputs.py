@@ -144,11 +144,13 @@ def test_missing_transformer_model_folder_is_refused(tmp_path, monkeypatch):
 
 def test_adapted_models_and_the_default_config_validate(tmp_path, monkeypatch):
     """Adapted models are registered with their future path (results/models/<recipe>) after
-    validation (the adapt stage's `prepare`): the check does not take them for user models."""
+    validation (the adapt stage's `prepare`): the check does not take them for user models. The
+    recipes are the adapt study's (the default config has none)."""
     from workflow_scripts.adapt.models import register
     from workflow_scripts.config import model_path_problems
     monkeypatch.chdir(CHECKOUT)
-    config = register(validate(DEFAULT), str(tmp_path / "results"))
+    study = yaml.safe_load((CHECKOUT / "resources" / "configs" / "study_adapt.yaml").read_text())
+    config = register(validate(study), str(tmp_path / "results"))
     adapted = [name for name, spec in config["models"].items() if spec.get("adapted")]
     assert adapted and not any(os.path.exists(config["models"][name]["path"]) for name in adapted)
     assert model_path_problems(config) == []

@@ -12,8 +12,10 @@ from workflow_scripts.montague.phrases import (build, build_word_lists, generate
                                                strings_to_embed, word_lists, write_outputs)
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
+# the seed's full published lists: a study of their own (the default config keeps a few words of each type)
+CONFIG = yaml.safe_load((ROOT / "resources" / "configs" / "study_montague_published.yaml").read_text())
 EN = CONFIG["montague"]["datasets"]["modifiers_en"]
+DEFAULT_EN = yaml.safe_load((ROOT / "config.yaml").read_text())["montague"]["datasets"]["modifiers_en"]
 
 
 @pytest.fixture(scope="module")
@@ -81,13 +83,30 @@ def test_strings_cover_words_and_sub_phrases(published):
 
 
 def test_config_lists_are_the_published_csv():
-    """The default config carries the published lists; they equal adjectives.csv of the reference."""
+    """The published-lists study carries the published lists; they equal adjectives.csv of the reference."""
     path = shared_data("modifiers_consistency", "adjectives.csv")
     from_csv = read_word_csv(path)
     from_config = word_lists(EN)
     assert from_csv.as_dict() == from_config.as_dict()
     assert from_csv.types == ["intersective", "subsective", "plain", "privative", "ambiguous"]
     assert from_csv.problems == {}
+
+
+def test_default_lists_are_a_few_published_words_of_every_type(log_module):
+    """The default run's English lists: every published type, in the published order, each with a
+    few of its published adjectives (so every test key has items), and a few published nouns; small
+    enough for `make run` (1,350 phrases, not 44,652)."""
+    full, few = word_lists(EN), word_lists(DEFAULT_EN)
+    assert few.types == full.types
+    for kind in full.types:
+        mine = [a for a, t in zip(few.adjectives, few.adjective_types) if t == kind]
+        theirs = [a for a, t in zip(full.adjectives, full.adjective_types) if t == kind]
+        assert len(mine) >= 2 and [a for a in theirs if a in mine] == mine, kind
+    assert 2 <= len(few.nouns) < len(full.nouns) and [n for n in full.nouns if n in few.nouns] == few.nouns
+    _, phrases, _, report = build("en", DEFAULT_EN, log_module)
+    assert report["phrases"] == {"AN": 90, "AAN": 1_260, "total": 1_350}
+    keys = set(phrases.filter(pl.col("kind") == "AAN")["key"])
+    assert len(keys) == len(full.types) ** 2  # every (outer, inner) type pair of the AAN tests
 
 
 def test_our_dutch_list_reads_and_is_grammatical_in_form():

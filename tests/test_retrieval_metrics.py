@@ -1,6 +1,7 @@
 """Retrieval metrics by hand: binary NDCG, top-k accuracy, draws, COE/ROE, thresholds (and the
 reference's defects), isotropy (IsoScore against the package and the eigenvalue form; I1)."""
 import math
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -229,6 +230,46 @@ def test_isoscore_package_agrees_with_the_eigenvalue_form():
         assert isoscore_from_covariance(m.covariance()) == pytest.approx(want, abs=1e-6)
     assert isoscore_eigen(rng.standard_normal((20000, 5))) > 0.99
     assert isoscore_from_covariance(np.diag([1.0, 0, 0, 0])) == pytest.approx(0.0, abs=1e-12)
+
+
+def covariances(rng):
+    """(name, covariance) pairs of several kinds and sizes, for the IsoScore oracle."""
+    for d in (2, 5, 50, 384):
+        yield f"isotropic_{d}", np.eye(d) * rng.uniform(0.1, 3.0)
+        v = rng.standard_normal(d)
+        yield f"rank1_{d}", np.outer(v, v)
+        yield f"random_{d}", np.cov(rng.standard_normal((d + 10, d)) * np.geomspace(0.2, 5.0, d), rowvar=False)
+        yield f"spiked_{d}", np.diag(np.r_[100.0, np.ones(d - 1)])
+
+
+def test_numpy_isoscore_equals_the_package_formula():
+    """Our numpy IsoScore (no torch import in the isotropy job) against the package's IsoScore_cov,
+    the oracle: equal to 1e-12 on isotropic, rank-1 and random covariances; isotropic scores 1 and
+    rank-1 scores the package's floor (0 up to its float32 sqrt(d))."""
+    from IsoScore.IsoScore import IsoScore_cov
+    rng = np.random.default_rng(7)
+    for name, cov in covariances(rng):
+        ours, package = isoscore_from_covariance(cov), float(IsoScore_cov(cov))
+        assert ours == pytest.approx(package, abs=1e-12), name
+        if name.startswith("isotropic"):
+            assert ours == pytest.approx(1.0, abs=1e-12), name
+        if name.startswith("rank1"):
+            assert abs(ours) < 1e-6, name
+        if name.startswith("random"):
+            assert 1e-4 < ours < 0.99, name  # neither end: the comparison is not of two constants
+
+
+def test_isotropy_job_does_not_import_torch():
+    """The isotropy module's whole import (what `python -m workflow_scripts.retrieval.isotropy` loads)
+    and an IsoScore leave torch unimported: its import cost seconds per job."""
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np; from workflow_scripts.retrieval import isotropy as i; "
+            "i.isoscore_from_covariance(np.eye(3)); print(sorted(m for m in ('torch', 'transformers', "
+            "'sentence_transformers', 'IsoScore') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "[]", out.stdout
 
 
 def test_isoscore_needs_more_vectors_than_dimensions():

@@ -68,13 +68,14 @@ def test_registry_names_what_is_declared():
 
 def test_lineage_of_trained_models_matches_the_adapt_stage():
     """Domain shift reads a trained model's root base and steps from its registered entry (no import
-    of the adapt stage): the same answers as the stage's own recipes on the default config."""
+    of the adapt stage): the same answers as the stage's own recipes on the adapt study's config."""
     from pathlib import Path
 
     import yaml
 
     from workflow_scripts.adapt import models as adapt_models
-    config = validate(yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text()))
+    config = validate(yaml.safe_load((Path(__file__).resolve().parents[1] / "resources" / "configs"
+                                      / "study_adapt.yaml").read_text()))
     adapt_models.register(config, "res")
     s = Study(config, "res")
     recipes = adapt_models.order(config)

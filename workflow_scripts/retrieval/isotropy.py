@@ -4,8 +4,10 @@ re-measured after each transformation (methods.md §4; seed 003, Table III).
 Both scores are computed on unit vectors (what is searched), from streamed moments, so memory
 follows the dimension (d x d), not the corpus:
 - **IsoScore** (Rudman et al. 2022) depends only on the eigenvalues of the covariance of the points.
-  It is computed by the `IsoScore` package's `IsoScore_cov` on the covariance accumulated shard by
-  shard (tests check it against the eigenvalue form of methods.md and against the package's
+  It is computed from the covariance accumulated shard by shard, by `isoscore_from_covariance`: the
+  `IsoScore` package's `IsoScore_cov` formula in numpy, because the package imports torch, which
+  cost each isotropy job seconds of start-up for a few lines of arithmetic (tests check it against
+  `IsoScore_cov` to 1e-12, against the eigenvalue form of methods.md and against the package's
   `IsoScore(points)` on the points themselves). The reference passed the points as rows to the 1.0
   API, which expects columns, and crashed whenever N > d. The covariance of N points has rank at
   most N - 1, so IsoScore needs N > d: with fewer points the score is NaN, with a note.
@@ -83,9 +85,19 @@ class Moments:
 
 
 def isoscore_from_covariance(cov: np.ndarray) -> float:
-    """IsoScore of a distribution with this covariance, by the `IsoScore` package."""
-    from IsoScore.IsoScore import IsoScore_cov
-    return float(IsoScore_cov(np.asarray(cov, dtype=np.float64)))
+    """IsoScore of a distribution with this covariance: the `IsoScore` package's `IsoScore_cov` (2.0.1)
+    step by step, in numpy rather than torch, so that an isotropy job does not import torch (seconds
+    of start-up per job). The package takes sqrt(d) of an integer tensor, which torch computes in
+    float32: those float32 intermediates are kept, so that the scores agree to rounding (tested)."""
+    cov = np.asarray(cov, dtype=np.float64)
+    d = cov.shape[1]
+    sqrt_d = np.sqrt(np.float32(d))                               # float32, as in the package
+    singular_values = np.linalg.svd(cov, compute_uv=False)
+    normalised = singular_values * np.float64(sqrt_d) / np.linalg.norm(singular_values)
+    bound = np.sqrt(np.float32(2) * (np.float32(d) - sqrt_d))     # float32: bounds the defect to [0, 1]
+    defect = np.linalg.norm(normalised - 1.0) / np.float64(bound)
+    spread = np.float64(np.float32(d) - sqrt_d)
+    return float(((d - defect ** 2 * spread) ** 2 - d) / (d * (d - 1)))
 
 
 def i1_from_moments(m: Moments) -> float:
