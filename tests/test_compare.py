@@ -290,3 +290,30 @@ def test_the_default_b_reaches_holms_threshold_for_the_default_families():
         schema = yaml.safe_load(get(probe).schema_path.read_text(encoding="utf-8"))
         assert not b_too_small(config[probe]["bootstrap_b"], m), probe
         assert not b_too_small(schema["properties"]["bootstrap_b"]["default"], m), probe
+
+
+# ---- exact tests for right/wrong items ----------------------------------------------------------------
+
+def test_mcnemar_exact_on_a_hand_made_table():
+    """2 x 2 table of 40 items: both right 20, A right B wrong b = 9, A wrong B right c = 2, both wrong
+    9. McNemar uses the 11 discordant items: P(X <= 2 or X >= 9), X ~ Bin(11, 1/2) =
+    2 (1 + 11 + 55) / 2^11 = 134/2048 = 0.0654, scipy's exact binomial test."""
+    from scipy.stats import binomtest
+
+    from workflow_scripts.differences import mcnemar_exact
+    assert mcnemar_exact(9, 2) == pytest.approx(134 / 2048)
+    assert mcnemar_exact(9, 2) == pytest.approx(binomtest(9, 11, 0.5).pvalue)
+    assert mcnemar_exact(2, 9) == mcnemar_exact(9, 2)
+    # the issue's case: 23 triplets, SmolLM2 right on all, word overlap on none: p = 2 x 2^-23 = 2^-22
+    assert mcnemar_exact(23, 0) == pytest.approx(2.0 ** -22)
+    assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_clopper_pearson_at_the_bounds():
+    from workflow_scripts.differences import clopper_pearson
+    low, high = clopper_pearson(0, 445)
+    assert (round(low, 4), round(high, 4)) == (0.0, 0.0083)
+    low, high = clopper_pearson(445, 445)
+    assert (round(low, 4), round(high, 4)) == (0.9917, 1.0)
+    low, high = clopper_pearson(5, 10)
+    assert low == pytest.approx(0.187086, abs=1e-6) and high == pytest.approx(0.812914, abs=1e-6)

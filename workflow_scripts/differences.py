@@ -198,3 +198,30 @@ def adjust_families(p_values: list[float], families: list[str], exploratory: str
     for i, qi in zip(rest, q):
         adjusted[i], method[i] = qi, exploratory
     return adjusted, method, significant
+
+
+# --- Exact tests for right/wrong items (issue 32) ----------------------------------------------------
+# Where each item is right or wrong (triplets, retrieval hits, Montague shares) the exact tests need
+# no B: McNemar's on the discordant items for a paired difference (Dror et al. 2018), and the
+# Clopper-Pearson interval for a share, which stays informative at 0 or 1 where a bootstrap interval
+# has zero width.
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value: b items right under A and wrong under B, c the reverse; the
+    binomial test of b successes in b + c trials at probability 1/2 (items both get right or both
+    get wrong say nothing about the difference). 1.0 without discordant items."""
+    from scipy.stats import binomtest
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0: b = {b}, c = {c}")
+    if b + c == 0:
+        return 1.0
+    return float(binomtest(int(b), int(b + c), 0.5, alternative="two-sided").pvalue)
+
+
+def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of a share of k right out of n; (NaN, NaN) for n = 0."""
+    from scipy.stats import binomtest
+    if n == 0:
+        return float("nan"), float("nan")
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
