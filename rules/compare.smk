@@ -1,7 +1,9 @@
 # Shared stage: each probe's differences table (issue 26), the paired model comparisons of its
 # statistics, for every probe that ran and writes replicates files (ProbePlan.replicate_files):
-#   results/tables/<probe>_differences.csv   A - B with its paired 95% interval, p-value, Holm's
-#                                            correction over the table, the better model
+#   results/tables/<probe>_differences.csv   A - B with its paired 95% interval, p-value, its family
+#                                            (confirmatory: each model vs the surface-form baseline on
+#                                            a headline figure, Holm; exploratory: the rest, BH q),
+#                                            the better model
 # The pairs come from the config's `compare.against` (default: every model against the surface-form
 # baselines and against the first listed model). Code: workflow_scripts/compare.py, differences.py.
 COMPARED = {
@@ -39,6 +41,9 @@ rule probe_differences:
             ]
         ),
         compare=lambda wc: as_json(config["compare"]),
+        # which statistics are headline figures (retrieval's table k, ...): the confirmatory family
+        headline_options=lambda wc: as_json(COMPARED[wc.probe].headline_options()),
     shell:
         "python -m workflow_scripts.compare --probe {wildcards.probe:q} --replicates {input:q}"
-        " --models {params.models:q} --compare {params.compare:q} --out {output:q} > {log:q} 2>&1"
+        " --models {params.models:q} --compare {params.compare:q}"
+        " --headline-options {params.headline_options:q} --out {output:q} > {log:q} 2>&1"

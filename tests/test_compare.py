@@ -6,7 +6,8 @@ import pytest
 
 from workflow_scripts import compare
 from workflow_scripts.bootstrap import replicate_rows, write_replicates
-from workflow_scripts.differences import compared_pairs, holm
+from workflow_scripts.differences import (adjust_families, b_too_small, benjamini_hochberg, bootstrap_p_value,
+                                          compared_pairs, holm, paired_difference)
 
 ST, BOW = {"family": "sentence_transformers"}, {"family": "surface_form"}
 
@@ -51,9 +52,12 @@ def write(path, parts):
 def test_differences_table_by_hand(tmp_path):
     """Five replicates per model; m1 - bow is -0.2, -0.2, -0.35, -0.17, -0.45 replicate by replicate:
     sorted -0.45, -0.35, -0.2, -0.2, -0.17, the 2.5th percentile at rank 0.1 -> -0.45 + 0.1 x 0.10 =
-    -0.44, the 97.5th at rank 3.9 -> -0.2 + 0.9 x 0.03 = -0.173; all <= 0: p = 2 min(1, 0) = 0.
-    m2 - bow is 0.1, -0.1, 0.2, 0.05, -0.05: p = 2 min(2/5, 3/5) = 0.8. m2 - m1 is 0.3, 0.1,
-    0.55, 0.22, 0.4: p = 0. Holm over (0, 0.8, 0): 0, 0.8, 0. Lower overlap is better."""
+    -0.44, the 97.5th at rank 3.9 -> -0.2 + 0.9 x 0.03 = -0.173; all <= 0: k_le 5, k_ge 0,
+    p = 2 (1 + 0) / (5 + 1) = 1/3, never 0. m2 - bow is 0.1, -0.1, 0.2, 0.05, -0.05: k_le 2, k_ge 3,
+    p = min(1, 2 x 3/6) = 1. m2 - m1 is 0.3, 0.1, 0.55, 0.22, 0.4: p = 1/3. The two comparisons with
+    the baseline on CSC's headline overlap are the confirmatory family (m = 2): Holm 2/3, 1, neither
+    significant, and B = 5 cannot reach alpha/m = 0.025 (2/6 > 0.025). m2 - m1 is exploratory: BH q
+    of a family of one is its p, and no verdict. Lower overlap is better."""
     stat = "negation/overlap"
     bow = [0.7, 0.8, 0.75, 0.72, 0.9]
     m1 = [0.5, 0.6, 0.4, 0.55, 0.45]
@@ -65,19 +69,26 @@ def test_differences_table_by_hand(tmp_path):
     compare.build("csc", files, models, {"against": "default"}, str(out))
     table = pl.read_csv(out)
     assert table.columns == ["probe", "dataset", "statistic", "model_a", "model_b", "value_a", "value_b", "difference",
-                             "ci_low", "ci_high", "p_value", "p_holm", "significant", "better", "replicates"]
+                             "ci_low", "ci_high", "p_value", "family", "p_adjusted", "method", "significant",
+                             "b_too_small", "better", "replicates"]
     assert table.select("model_a", "model_b").rows() == [("m1", "bow"), ("m2", "bow"), ("m2", "m1")]
     first = table.row(0, named=True)
     assert (first["probe"], first["dataset"], first["statistic"]) == ("csc", "pc_en", stat)
     assert (first["value_a"], first["value_b"]) == (0.52, 0.76)
     assert first["difference"] == pytest.approx(0.52 - 0.76)
     assert (first["ci_low"], first["ci_high"]) == pytest.approx((-0.44, -0.173))
-    assert first["p_value"] == 0 and first["significant"] and first["better"] == "m1" and first["replicates"] == 5
+    assert first["p_value"] == pytest.approx(1 / 3) and first["better"] == "m1" and first["replicates"] == 5
+    assert (first["family"], first["method"], first["significant"], first["b_too_small"]) == (
+        "confirmatory", "holm", False, True)
+    assert first["p_adjusted"] == pytest.approx(2 / 3)
     second = table.row(1, named=True)
-    assert second["p_value"] == pytest.approx(0.8) and second["p_holm"] == pytest.approx(0.8)
+    assert second["p_value"] == pytest.approx(1.0) and second["p_adjusted"] == pytest.approx(1.0)
     assert not second["significant"] and second["better"] == "bow"  # 0.81 > 0.76: higher overlap is worse
     third = table.row(2, named=True)
-    assert third["p_value"] == 0 and third["better"] == "m1"
+    assert third["p_value"] == pytest.approx(1 / 3) and third["better"] == "m1"
+    assert (third["family"], third["method"], third["significant"], third["b_too_small"]) == (
+        "exploratory", "bh", None, None)
+    assert third["p_adjusted"] == pytest.approx(1 / 3)
 
 
 def test_an_identical_copy_differs_by_nothing_and_unknown_directions_name_no_model(tmp_path):
@@ -89,6 +100,8 @@ def test_an_identical_copy_differs_by_nothing_and_unknown_directions_name_no_mod
     assert table["statistic"].to_list() == ["accuracy", "mean_s_splus"]
     assert table["difference"].to_list() == [0.0, 0.0] and table["ci_low"].to_list() == [0.0, 0.0]
     assert table["p_value"].to_list() == [1.0, 1.0] and not table["significant"].any()
+    # no surface-form baseline: nothing is confirmatory, nothing decided
+    assert table["family"].to_list() == ["exploratory"] * 2 and table["significant"].null_count() == 2
     assert table["better"].to_list() == ["neither", None]  # the mean cosine has no direction
 
 
@@ -121,24 +134,30 @@ def test_overview_marks_cells_not_significantly_better_than_the_baseline():
 
 
 def test_report_shows_the_paired_differences_of_the_headline_figures_only(tmp_path):
-    """report.md's block lists the rows of the probe's headline statistics, with Holm's verdict
-    counted over the whole table."""
+    """report.md's block lists the rows of the probe's headline statistics, with their family, the
+    adjusted p and Holm's verdict on the confirmatory rows only; a family B cannot serve is named."""
     from workflow_scripts.report import differences_block
     table = tmp_path / "csc_differences.csv"
-    pl.DataFrame({"probe": ["csc"] * 3, "dataset": ["pc_en", "pc_en", "pc_nl"],
-                  "statistic": ["negation/overlap", "fuzzing/overlap", "negation/overlap"],
-                  "model_a": ["minilm"] * 3, "model_b": ["form_only"] * 3,
-                  "value_a": [0.5, 0.6, 0.7], "value_b": [0.8, 0.6, 0.75], "difference": [-0.3, 0.0, -0.05],
-                  "ci_low": [-0.4, -0.1, -0.2], "ci_high": [-0.2, 0.1, 0.1], "p_value": [0.0, 1.0, 0.4],
-                  "p_holm": [0.0, 1.0, 0.8], "significant": [True, False, False],
-                  "better": ["minilm", "neither", "minilm"], "replicates": [200] * 3}).write_csv(table)
+    pl.DataFrame({"probe": ["csc"] * 4, "dataset": ["pc_en", "pc_en", "pc_nl", "pc_nl"],
+                  "statistic": ["negation/overlap", "fuzzing/overlap", "negation/overlap", "negation/overlap"],
+                  "model_a": ["minilm", "minilm", "minilm", "mpnet"], "model_b": ["form_only"] * 3 + ["minilm"],
+                  "value_a": [0.5, 0.6, 0.7, 0.6], "value_b": [0.8, 0.6, 0.75, 0.7],
+                  "difference": [-0.3, 0.0, -0.05, -0.1],
+                  "ci_low": [-0.4, -0.1, -0.2, -0.2], "ci_high": [-0.2, 0.1, 0.1, 0.0],
+                  "p_value": [0.01, 1.0, 0.4, 0.04], "family": ["confirmatory"] * 3 + ["exploratory"],
+                  "p_adjusted": [0.03, 1.0, 0.8, 0.04], "method": ["holm"] * 3 + ["bh"],
+                  "significant": [True, False, False, None], "b_too_small": [True, True, True, None],
+                  "better": ["minilm", "neither", "minilm", "mpnet"], "replicates": [200] * 4}).write_csv(table)
     figures = [{"dataset": "pc_en", "statistic": "negation/overlap"},
                {"dataset": "pc_nl", "statistic": "negation/overlap"}, {"dataset": "x", "statistic": None}]
     lines = differences_block(str(table), figures)
     body = [line for line in lines if line.startswith("| pc_")]
-    assert body == ["| pc_en | negation/overlap | minilm | form_only | -0.300 [-0.400, -0.200] | 0.000 | yes | minilm |",
-                    "| pc_nl | negation/overlap | minilm | form_only | -0.050 [-0.200, 0.100] | 0.800 | no | minilm |"]
-    assert any("all 3 comparisons" in line and "(1 significant)" in line for line in lines)
+    assert body == [
+        "| pc_en | negation/overlap | minilm | form_only | -0.300 [-0.400, -0.200] | 0.010 | confirmatory | 0.030 (holm) | yes | minilm |",
+        "| pc_nl | negation/overlap | minilm | form_only | -0.050 [-0.200, 0.100] | 0.400 | confirmatory | 0.800 (holm) | no | minilm |",
+        "| pc_nl | negation/overlap | mpnet | minilm | -0.100 [-0.200, 0.000] | 0.040 | exploratory | 0.040 (bh) |  | mpnet |"]
+    assert any("3 comparisons, Holm" in line and "(1 significant)" in line and "(4 in all)" in line for line in lines)
+    assert any(line.startswith("**B too small for this family**") and "m = 3" in line for line in lines)
     assert differences_block(str(table), [{"dataset": "pc_en", "statistic": "other"}]) == []
 
 
@@ -153,3 +172,148 @@ def test_a_difference_without_spread_gets_no_verdict():
     assert same["p_value"] == 1.0
     _, rejected = holm([one["p_value"], 0.001])
     assert rejected == [False, True]
+
+
+# ---- issue 32: p never 0, families, B large enough ---------------------------------------------------
+
+def test_the_bootstrap_p_value_is_never_zero():
+    """B = 999 replicate differences, all > 0: k_le = 0, k_ge = 999, so
+    p = 2 min(1, 1000) / 1000 = 2/1000, the smallest p with B = 999 (today: 0)."""
+    diff = np.linspace(0.01, 0.5, 999)
+    assert bootstrap_p_value(diff) == pytest.approx(2 / 1000)
+    d = paired_difference(0.7, 0.2, diff + 0.2, np.full(999, 0.2))
+    assert d["p_value"] == pytest.approx(2 / 1000) and d["replicates"] == 999
+    # 9 replicates, one <= 0 and eight > 0: 2 min(1 + 1, 1 + 8) / 10 = 0.4; NaN replicates do not count
+    mixed = np.array([-0.1, *np.linspace(0.1, 0.8, 8), np.nan])
+    assert bootstrap_p_value(mixed) == pytest.approx(0.4)
+    assert bootstrap_p_value(np.zeros(10)) == 1.0  # no difference at all: capped at 1
+
+
+def test_holm_within_a_four_row_confirmatory_family_by_hand():
+    """Confirmatory p 0.01, 0.02, 0.03, 0.5 (m = 4): Holm's thresholds 0.05/4 = 0.0125, 0.05/3 =
+    0.0167, ...: 0.01 <= 0.0125 is rejected, 0.02 > 0.0167 stops the step-down, so only the first
+    row is significant; adjusted 4 x 0.01 = 0.04, 3 x 0.02 = 0.06, 2 x 0.03 = 0.06, 0.5. The
+    exploratory rows do not enter the family: their p 0.001, 0.04, 0.2, 0.9 get BH q
+    (m = 4: min over the larger ranks of p (4 / rank)) 0.004, 0.08, 0.2667, 0.9 and no verdict.
+    Over the whole table (today) the exploratory 0.001 would take the family's first place and
+    the confirmatory 0.01 would need 0.05/7."""
+    p = [0.01, 0.001, 0.02, 0.04, 0.03, 0.2, 0.5, 0.9]
+    families = ["confirmatory", "exploratory"] * 4
+    adjusted, method, significant = adjust_families(p, families)
+    assert significant == [True, None, False, None, False, None, False, None]
+    assert method == ["holm", "bh"] * 4
+    assert adjusted[0::2] == pytest.approx([0.04, 0.06, 0.06, 0.5])
+    assert adjusted[1::2] == pytest.approx([0.004, 0.08, 0.8 / 3, 0.9])
+    assert benjamini_hochberg([0.9, float("nan"), 0.001]) == pytest.approx([0.9, np.nan, 0.002], nan_ok=True)
+    adjusted, method, _ = adjust_families(p, families, exploratory="none")
+    assert method[1::2] == ["none"] * 4 and all(np.isnan(adjusted[1::2]))
+    with pytest.raises(ValueError, match="compare.error_rate.exploratory"):
+        adjust_families(p, families, exploratory="fdr")
+
+
+def test_the_confirmatory_family_is_each_model_vs_the_baseline_on_the_headline_statistics(tmp_path):
+    """Triplets: accuracy is the headline figure, the mean cosines are not. a beats the baseline in
+    every one of 999 replicates (p = 2/1000), b does not; the family is (a, bow) and (b, bow) on
+    accuracy: m = 2, Holm 0.004 <= 0.05, a significant. (b, a) on accuracy and every mean-cosine
+    row are exploratory. `whole_table` puts every row in one family."""
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0.4, 0.6, 999)
+    reps = {"a": base + rng.uniform(0.01, 0.1, 999), "b": base + rng.normal(0, 0.05, 999), "bow": base}
+    parts = [replicate_rows("triplets", "d", stat, m, float(v.mean()), v) for m, v in reps.items()
+             for stat in ("accuracy", "mean_s_splus")]
+    models = {"a": ST, "b": ST, "bow": BOW}
+    path = write(tmp_path / "r.parquet", parts)
+    table = compare.build("triplets", [path], models, {}, str(tmp_path / "t.csv"))
+    rows = {(r["statistic"], r["model_a"], r["model_b"]): r for r in table.iter_rows(named=True)}
+    assert {k for k, r in rows.items() if r["family"] == "confirmatory"} == {("accuracy", "a", "bow"),
+                                                                           ("accuracy", "b", "bow")}
+    first = rows[("accuracy", "a", "bow")]
+    assert first["p_value"] == pytest.approx(2 / 1000) and first["p_adjusted"] == pytest.approx(4 / 1000)
+    assert first["significant"] and first["b_too_small"] is False and first["method"] == "holm"
+    assert all(r["significant"] is None and r["method"] == "bh" for r in rows.values() if r["family"] == "exploratory")
+    whole = compare.build("triplets", [path], models, {"family": "whole_table", "error_rate": {"exploratory": "none"}},
+                          str(tmp_path / "w.csv"))
+    assert set(whole["family"]) == {"confirmatory"} and set(whole["method"]) == {"holm"}
+
+
+def test_b_too_small_for_the_family():
+    """Smallest p 2/(B + 1) against Holm's first threshold alpha/m: at B = 200 it is 0.00995, so a
+    family of 5 (0.01) can be served, one of 6 (0.0083) cannot; B = 2m/alpha - 1 is the least."""
+    assert not b_too_small(200, 5) and b_too_small(200, 6)
+    assert not b_too_small(2 * 40 / 0.05 - 1, 40) and b_too_small(2 * 40 / 0.05 - 2, 40)
+    assert not b_too_small(200, 0)
+
+
+def test_headline_statistics_follow_the_declarations_and_options():
+    from workflow_scripts.probes import headline_statistics
+    assert headline_statistics("retrieval", {"retrieval_k": 10}) == ("accuracy@10", "ndcg@10")
+    assert headline_statistics("settheory", {"settheory_measure": "dot"}) == ("c1/dot/T,T", "c3/dot/T,T")
+    assert headline_statistics("triplets") == ("accuracy",)
+    assert headline_statistics("domain_shift") == ("overlap/within_specific/between",)
+    assert "single/AN/intersective" in headline_statistics("montague")
+    assert headline_statistics("csc") == ("*/overlap",)  # no declaration: the statistics with a direction
+
+
+def test_only_the_confirmatory_family_decides_the_b_mark():
+    """An exploratory row that says `significant` (a table written with another family) is no verdict:
+    the cell it alone compares with the baseline is marked B."""
+    from workflow_scripts.report_overview import not_better_than_baseline
+    models = {"good": ST, "bow": BOW}
+    diffs = pl.DataFrame([dict(probe="csc", dataset="c", statistic="negation/overlap", model_a="good", model_b="bow",
+                               family="exploratory", significant=True, better="good")])
+    rows = [dict(probe="csc", dataset="c", statistic="negation/overlap", model="good", column="csc_c_negation")]
+    assert not_better_than_baseline(rows, diffs, models) == {("good", "csc_c_negation")}
+    confirmed = diffs.with_columns(pl.lit("confirmatory").alias("family"))
+    assert not_better_than_baseline(rows, confirmed, models) == set()
+
+
+def test_the_default_b_reaches_holms_threshold_for_the_default_families():
+    """The default run's confirmatory families (each model vs form_only on the headline figures):
+    CSC 3 models (tfidf, tfidf_paper, minilm) x 7 overlaps (negation on 5 corpora, grammatical
+    negation on the 2 English ones) = 21, so B >= 2 x 21 / 0.05 - 1 = 839; domain shift 6 models
+    (tfidf, minilm, 4 adapt recipes) x 1 dataset = 6, B >= 239. At B = 200 neither is reachable."""
+    import yaml
+
+    from workflow_scripts.probes import get
+    root = get("csc").schema_path.parents[2]
+    config = yaml.safe_load((root / "config.yaml").read_text(encoding="utf-8"))
+
+    def runs(spec: dict, probe: str) -> bool:
+        return spec.get("family") != "surface_form" and probe in spec.get("probes", [probe])
+    models = dict(config["models"], **config["adapt"]["recipes"])
+    csc_models = [m for m, s in config["models"].items() if runs(s, "csc")]
+    english = [c for c, s in config["corpora"].items() if s["language"] in config["csc"]["perturb"]["grammatical_negation"]["languages"]]
+    m_csc = len(csc_models) * (len(config["corpora"]) + len(english))
+    m_domain = len([m for m, s in models.items() if runs(s, "domain_shift")]) * len(config["domain_shift"]["datasets"])
+    assert (m_csc, m_domain) == (21, 6)
+    for probe, m in (("csc", m_csc), ("domain_shift", m_domain)):
+        schema = yaml.safe_load(get(probe).schema_path.read_text(encoding="utf-8"))
+        assert not b_too_small(config[probe]["bootstrap_b"], m), probe
+        assert not b_too_small(schema["properties"]["bootstrap_b"]["default"], m), probe
+
+
+# ---- exact tests for right/wrong items ----------------------------------------------------------------
+
+def test_mcnemar_exact_on_a_hand_made_table():
+    """2 x 2 table of 40 items: both right 20, A right B wrong b = 9, A wrong B right c = 2, both wrong
+    9. McNemar uses the 11 discordant items: P(X <= 2 or X >= 9), X ~ Bin(11, 1/2) =
+    2 (1 + 11 + 55) / 2^11 = 134/2048 = 0.0654, scipy's exact binomial test."""
+    from scipy.stats import binomtest
+
+    from workflow_scripts.differences import mcnemar_exact
+    assert mcnemar_exact(9, 2) == pytest.approx(134 / 2048)
+    assert mcnemar_exact(9, 2) == pytest.approx(binomtest(9, 11, 0.5).pvalue)
+    assert mcnemar_exact(2, 9) == mcnemar_exact(9, 2)
+    # the issue's case: 23 triplets, SmolLM2 right on all, word overlap on none: p = 2 x 2^-23 = 2^-22
+    assert mcnemar_exact(23, 0) == pytest.approx(2.0 ** -22)
+    assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_clopper_pearson_at_the_bounds():
+    from workflow_scripts.differences import clopper_pearson
+    low, high = clopper_pearson(0, 445)
+    assert (round(low, 4), round(high, 4)) == (0.0, 0.0083)
+    low, high = clopper_pearson(445, 445)
+    assert (round(low, 4), round(high, 4)) == (0.9917, 1.0)
+    low, high = clopper_pearson(5, 10)
+    assert low == pytest.approx(0.187086, abs=1e-6) and high == pytest.approx(0.812914, abs=1e-6)

@@ -1,4 +1,4 @@
-"""Shared stage: a probe's differences table, the paired model comparisons of its statistics (issue 26).
+"""Shared stage: a probe's differences table, the paired model comparisons of its statistics (issues 26, 32).
 
 Input: the probe's replicates files (bootstrap.write_replicates; ProbePlan.replicate_files), where a
 statistic's B replicates of every model come from the same item resamples (bootstrap.paired_rng).
@@ -8,9 +8,23 @@ surface-form baselines and against the first listed model), and each pair A, B g
 
   value_a, value_b    the two point estimates (the probe's own tables show them too)
   difference          value_a - value_b
-  ci_low, ci_high     the paired 95% percentile interval of the replicate differences
-  p_value             two-sided bootstrap p-value (differences.paired_difference)
-  p_holm, significant Holm's step-down correction over all comparisons of the table, alpha 0.05
+  ci_low, ci_high     the paired 95% percentile interval of the replicate differences (unadjusted)
+  p_value             two-sided bootstrap p-value, never 0: at least 2 / (B + 1)
+                      (differences.bootstrap_p_value)
+  family              `confirmatory`: a model against a surface-form baseline on one of the probe's
+                      headline statistics (probes.headline_statistics; `compare.family:
+                      headline_vs_baseline`), the comparisons behind the first screen's B mark; or
+                      `exploratory`: every other row (other statistics, every k and
+                      transformation, pairs of models). `compare.family: whole_table` makes
+                      every row confirmatory.
+  p_adjusted, method  `holm`: Holm's step-down p within the probe's confirmatory family;
+                      `bh`: the Benjamini-Hochberg q over the table's exploratory rows;
+                      `none`: no adjustment (p_adjusted empty) (`compare.error_rate.exploratory`)
+  significant         confirmatory rows only: Holm rejects at alpha 0.05; empty on exploratory
+                      rows, which are reported, not decided
+  b_too_small         confirmatory rows only: B cannot reach Holm's first threshold, the smallest
+                      p 2 / (B + 1) > alpha / m (m the family's size), so nothing in the family
+                      can be significant; raise the probe's bootstrap_b
   better              the model that is better by the point estimates, given the statistic's
                       direction (the probe's `directions`); empty where the statistic has no
                       direction or the difference is undefined, `neither` on a tie. Read it with
@@ -21,7 +35,7 @@ surface-form baselines and against the first listed model), and each pair A, B g
 Output: <results>/tables/<probe>_differences.csv (a header only where nothing is compared).
 
 Usage: python -m workflow_scripts.compare --probe P --replicates R.parquet ... --models JSON
-           --compare JSON --out tables/P_differences.csv
+           --compare JSON [--headline-options JSON] --out tables/P_differences.csv
 """
 from __future__ import annotations
 
@@ -35,13 +49,15 @@ import polars as pl
 
 from workflow_scripts.bootstrap import LEVEL
 from workflow_scripts.common import atomic_path
-from workflow_scripts.differences import compared_pairs, holm, paired_difference
+from workflow_scripts.differences import (CONFIRMATORY, adjust_families, b_too_small, compared_pairs, family_of,
+                                          paired_difference)
 
 ALPHA = 1.0 - LEVEL
 SCHEMA = {"probe": pl.String, "dataset": pl.String, "statistic": pl.String, "model_a": pl.String,
           "model_b": pl.String, "value_a": pl.Float64, "value_b": pl.Float64, "difference": pl.Float64,
-          "ci_low": pl.Float64, "ci_high": pl.Float64, "p_value": pl.Float64, "p_holm": pl.Float64,
-          "significant": pl.Boolean, "better": pl.String, "replicates": pl.Int64}
+          "ci_low": pl.Float64, "ci_high": pl.Float64, "p_value": pl.Float64, "family": pl.String,
+          "p_adjusted": pl.Float64, "method": pl.String, "significant": pl.Boolean, "b_too_small": pl.Boolean,
+          "better": pl.String, "replicates": pl.Int64}
 
 
 def direction(directions: tuple, statistic: str) -> str | None:
@@ -72,10 +88,14 @@ def read_replicates(paths: list[str]) -> pl.DataFrame:
 
 
 def differences(replicates: pl.DataFrame, probe: str, models: dict[str, dict], compare: dict | None,
-                directions: tuple = ()) -> pl.DataFrame:
+                directions: tuple = (), headline: tuple = ()) -> pl.DataFrame:
     """The differences table of one probe from its replicate rows (all models, all datasets).
-    `models`: name -> config entry (its `family` decides the baselines), in config order. Rows:
+    `models`: name -> config entry (its `family` decides the baselines), in config order;
+    `headline`: fnmatch patterns of the headline statistics (the confirmatory family). Rows:
     datasets and statistics in the order the replicates give them, then the pairs' order."""
+    compare = compare or {}
+    family = compare.get("family", "headline_vs_baseline")
+    exploratory = (compare.get("error_rate") or {}).get("exploratory", "bh")
     rows = []
     own = replicates.filter(pl.col("probe") == probe)
     keys = own.select("dataset", "statistic").unique(maintain_order=True).rows()
@@ -100,21 +120,28 @@ def differences(replicates: pl.DataFrame, probe: str, models: dict[str, dict], c
             rows.append({"probe": probe, "dataset": dataset, "statistic": statistic, "model_a": a, "model_b": b,
                          "value_a": point_a, "value_b": point_b, "difference": d["difference"],
                          "ci_low": d["ci_low"], "ci_high": d["ci_high"], "p_value": d["p_value"],
+                         "family": family_of(statistic, a, b, models, headline, family),
                          "better": better_of(a, b, d["difference"], way), "replicates": d["replicates"]})
-    adjusted, rejected = holm([r["p_value"] for r in rows], ALPHA)
-    for r, p, sig in zip(rows, adjusted, rejected):
-        r["p_holm"], r["significant"] = p, sig
+    adjusted, method, significant = adjust_families([r["p_value"] for r in rows], [r["family"] for r in rows],
+                                                    exploratory, ALPHA)
+    # Holm's m: the confirmatory rows with a p-value (an undefined one is not in the family)
+    m = sum(1 for r in rows if r["family"] == CONFIRMATORY and np.isfinite(r["p_value"]))
+    for r, p, how, sig in zip(rows, adjusted, method, significant):
+        r["p_adjusted"], r["method"], r["significant"] = p, how, sig
+        r["b_too_small"] = b_too_small(r["replicates"], m, ALPHA) if r["family"] == CONFIRMATORY else None
     return pl.DataFrame(rows, schema=SCHEMA, orient="row") if rows else pl.DataFrame(schema=SCHEMA)
 
 
 def build(probe: str, paths: list[str], models: dict[str, dict], compare: dict | None, out: str,
-          directions: tuple | None = None) -> pl.DataFrame:
-    """Read the replicates files, compare, write the table; the directions default to the probe's
+          directions: tuple | None = None, headline_options: dict | None = None) -> pl.DataFrame:
+    """Read the replicates files, compare, write the table; the directions and the headline
+    statistics (given the headline options, e.g. retrieval's table k) come from the probe's
     declaration."""
+    from workflow_scripts.probes import get, headline_statistics
     if directions is None:
-        from workflow_scripts.probes import get
         directions = get(probe).directions
-    table = differences(read_replicates(paths), probe, models, compare, directions)
+    headline = headline_statistics(probe, headline_options)
+    table = differences(read_replicates(paths), probe, models, compare, directions, headline)
     with atomic_path(out) as tmp:
         table.write_csv(tmp)
     return table
@@ -126,12 +153,25 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--replicates", nargs="*", default=[])
     ap.add_argument("--models", required=True, help="JSON: [[model, family], ...] in config order")
     ap.add_argument("--compare", default="{}", help="JSON: the config's `compare` section")
+    ap.add_argument("--headline-options", default="{}",
+                    help="JSON: the probes' headline options (retrieval_k, settheory_measure): which statistics are headline")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     models = {name: {"family": family} for name, family in json.loads(a.models)}
-    table = build(a.probe, a.replicates, models, json.loads(a.compare), a.out)
-    print(f"{a.probe}: {table.height} comparisons, {int(table['significant'].sum()) if table.height else 0} "
-          f"significant after Holm's correction (alpha {ALPHA:.2f})")
+    table = build(a.probe, a.replicates, models, json.loads(a.compare), a.out,
+                  headline_options=json.loads(a.headline_options))
+    print(summary(a.probe, table))
+
+
+def summary(probe: str, table: pl.DataFrame) -> str:
+    """One line: the family sizes, what Holm rejects, and whether B can reach its threshold."""
+    confirmatory = table.filter(pl.col("family") == CONFIRMATORY) if table.height else table
+    line = (f"{probe}: {table.height} comparisons; confirmatory family {confirmatory.height} "
+            f"({int(confirmatory['significant'].sum()) if confirmatory.height else 0} significant, Holm, "
+            f"alpha {ALPHA:.2f}), {table.height - confirmatory.height} exploratory")
+    if confirmatory.height and confirmatory["b_too_small"].any():
+        line += ("; B too small for this family: smallest p 2/(B+1) > alpha/m, raise the probe's bootstrap_b")
+    return line
 
 
 if __name__ == "__main__":

@@ -56,13 +56,32 @@ def compared_pairs(models: dict[str, dict], compare: dict | None) -> list[tuple[
     return pairs
 
 
+def bootstrap_p_value(differences: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of "no difference" from B replicate differences (NaN ignored):
+    min(1, 2 * min((1 + k_le) / (B + 1), (1 + k_ge) / (B + 1))), k_le and k_ge the replicates <= 0
+    and >= 0 (Davison & Hinkley 1997; Phipson & Smyth 2010). The observed sample counts as one of
+    the B + 1 draws, so p is never 0: with every replicate on one side it is 2 / (B + 1), the
+    smallest p a family can reach with B replicates."""
+    d = np.asarray(differences, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    if not len(d):
+        return float("nan")
+    b = len(d)
+    tail = min(1 + int(np.sum(d <= 0)), 1 + int(np.sum(d >= 0))) / (b + 1)
+    return float(min(1.0, 2.0 * tail))
+
+
+def smallest_p_value(replicates: int) -> float:
+    """The smallest p-value `bootstrap_p_value` can give with this many replicates: 2 / (B + 1)."""
+    return 2.0 / (replicates + 1) if replicates > 0 else float("nan")
+
+
 def paired_difference(point_a: float, point_b: float, reps_a: np.ndarray, reps_b: np.ndarray,
                       level: float = LEVEL) -> dict:
     """A - B with its paired percentile interval and a two-sided bootstrap p-value.
 
     reps_a[r] and reps_b[r] must come from the same item resample r. The p-value is
-    min(1, 2 * min(share of replicate differences <= 0, share >= 0)), the percentile-bootstrap test
-    whose rejection at alpha matches the (1 - alpha) percentile interval excluding 0. A difference
+    `bootstrap_p_value` of the replicate differences: never 0, at least 2 / (B + 1). A difference
     that is the same nonzero value in every replicate (a single item) gets no p-value: a bootstrap
     without spread cannot tell a real difference from one item's.
     """
@@ -80,7 +99,7 @@ def paired_difference(point_a: float, point_b: float, reps_a: np.ndarray, reps_b
         # bootstrap has no spread to test against, so no verdict (not "significant" with p = 0)
         p = float("nan")
     else:
-        p = float(min(1.0, 2.0 * min(np.mean(finite <= 0), np.mean(finite >= 0))))
+        p = bootstrap_p_value(finite)
     return {"difference": float(point_a - point_b), "ci_low": low, "ci_high": high,
             "replicates": int(valid), "p_value": p}
 
@@ -99,3 +118,110 @@ def holm(p_values: list[float], alpha: float = 1.0 - LEVEL) -> tuple[list[float]
         adjusted[i] = running
     rejected = [bool(np.isfinite(x) and x <= alpha) for x in adjusted]
     return adjusted.tolist(), rejected
+
+
+def benjamini_hochberg(p_values: list[float]) -> list[float]:
+    """Benjamini-Hochberg q-values (false discovery rate), in the input order, by scipy's
+    `false_discovery_control`. NaN p-values are left out (q NaN), as in `holm`."""
+    from scipy.stats import false_discovery_control
+
+    p = np.asarray(p_values, dtype=np.float64)
+    q = np.full(len(p), np.nan)
+    defined = np.isfinite(p)
+    if defined.any():
+        q[defined] = false_discovery_control(p[defined], method="bh")
+    return q.tolist()
+
+
+# --- Families (issue 32) ---------------------------------------------------------------------------
+# A correction is only as meaningful as its family: the comparisons behind one decision. The
+# decision the workflow makes (mark B on the first screen) is "is this model better than the
+# surface-form baseline on this headline figure", so that is the confirmatory family, one per
+# probe, corrected with Holm. Every other row (other statistics, every k, transformation, pairs
+# between models) is exploratory: its raw p with a Benjamini-Hochberg q, never a verdict.
+CONFIRMATORY, EXPLORATORY = "confirmatory", "exploratory"
+FAMILIES = ("headline_vs_baseline", "whole_table")
+CONFIRMATORY_RATES = ("holm",)
+EXPLORATORY_RATES = ("bh", "none")
+
+
+def is_baseline_pair(model_a: str, model_b: str, models: dict[str, dict]) -> bool:
+    """Whether exactly one of the two models is a surface-form baseline (a model vs the baseline)."""
+    base_a = (models.get(model_a) or {}).get("family") == SURFACE_FAMILY
+    base_b = (models.get(model_b) or {}).get("family") == SURFACE_FAMILY
+    return base_a != base_b
+
+
+def is_headline(statistic: str, headline: tuple[str, ...]) -> bool:
+    """Whether a replicates statistic is one of the probe's headline figures (fnmatch patterns,
+    probes.headline_statistics)."""
+    import fnmatch
+    return any(fnmatch.fnmatchcase(statistic, pattern) for pattern in headline)
+
+
+def family_of(statistic: str, model_a: str, model_b: str, models: dict[str, dict], headline: tuple[str, ...],
+              family: str = "headline_vs_baseline") -> str:
+    """CONFIRMATORY or EXPLORATORY for one compared pair on one statistic. `family`:
+    "headline_vs_baseline" (a model against a surface-form baseline on a headline statistic is
+    confirmatory) or "whole_table" (every row is; the strictest, as before issue 32)."""
+    if family == "whole_table":
+        return CONFIRMATORY
+    if family != "headline_vs_baseline":
+        raise ValueError(f"compare.family: {family!r} is not one of {', '.join(FAMILIES)}")
+    confirmatory = is_headline(statistic, headline) and is_baseline_pair(model_a, model_b, models)
+    return CONFIRMATORY if confirmatory else EXPLORATORY
+
+
+def b_too_small(replicates: int, family_size: int, alpha: float = 1.0 - LEVEL) -> bool:
+    """Whether B replicates cannot reach Holm's first threshold alpha / m in a family of m: the
+    smallest p, 2 / (B + 1), is above it, so no row of the family can be significant."""
+    return family_size > 0 and smallest_p_value(replicates) > alpha / family_size
+
+
+def adjust_families(p_values: list[float], families: list[str], exploratory: str = "bh",
+                    alpha: float = 1.0 - LEVEL) -> tuple[list[float], list[str], list[bool | None]]:
+    """(p_adjusted, method, significant) per row: Holm within the confirmatory rows (significant
+    True/False), and for the exploratory rows the BH q ("bh") or nothing ("none"), with no
+    significance flag (None): exploratory rows are reported, not decided."""
+    if exploratory not in EXPLORATORY_RATES:
+        raise ValueError(f"compare.error_rate.exploratory: {exploratory!r} is not one of {', '.join(EXPLORATORY_RATES)}")
+    n = len(p_values)
+    adjusted: list[float] = [float("nan")] * n
+    method: list[str] = [""] * n
+    significant: list[bool | None] = [None] * n
+    confirmatory = [i for i in range(n) if families[i] == CONFIRMATORY]
+    held, rejected = holm([p_values[i] for i in confirmatory], alpha)
+    for i, p, sig in zip(confirmatory, held, rejected):
+        adjusted[i], method[i], significant[i] = p, "holm", sig
+    rest = [i for i in range(n) if families[i] != CONFIRMATORY]
+    q = benjamini_hochberg([p_values[i] for i in rest]) if exploratory == "bh" else [float("nan")] * len(rest)
+    for i, qi in zip(rest, q):
+        adjusted[i], method[i] = qi, exploratory
+    return adjusted, method, significant
+
+
+# --- Exact tests for right/wrong items (issue 32) ----------------------------------------------------
+# Where each item is right or wrong (triplets, retrieval hits, Montague shares) the exact tests need
+# no B: McNemar's on the discordant items for a paired difference (Dror et al. 2018), and the
+# Clopper-Pearson interval for a share, which stays informative at 0 or 1 where a bootstrap interval
+# has zero width.
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value: b items right under A and wrong under B, c the reverse; the
+    binomial test of b successes in b + c trials at probability 1/2 (items both get right or both
+    get wrong say nothing about the difference). 1.0 without discordant items."""
+    from scipy.stats import binomtest
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0: b = {b}, c = {c}")
+    if b + c == 0:
+        return 1.0
+    return float(binomtest(int(b), int(b + c), 0.5, alternative="two-sided").pvalue)
+
+
+def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of a share of k right out of n; (NaN, NaN) for n = 0."""
+    from scipy.stats import binomtest
+    if n == 0:
+        return float("nan"), float("nan")
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)

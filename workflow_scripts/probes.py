@@ -44,6 +44,11 @@ class Headline:
     lower_is_better: bool = False
     # the statistic's range: a figure at either end is marked on the overview (a ceiling or floor)
     bounds: tuple = (0.0, 1.0)
+    # the statistics of the probe's replicates files behind this figure (the `statistic` the extractor
+    # puts on its rows): fnmatch patterns, or a function of the options giving them. They make the
+    # confirmatory family of the differences table (each model vs the surface-form baseline on them).
+    # None: the probe's `directions` patterns (every statistic with a better side)
+    statistics: tuple | Callable[[dict], tuple] | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,20 @@ def default_resources() -> dict[str, dict]:
     """rule -> {threads, mem_mb, runtime} of every declared rule."""
     return {rule: {"threads": r.threads, "mem_mb": r.mem_mb, "runtime": r.runtime}
             for p in declarations() for rule, r in p.rules.items()}
+
+
+def headline_statistics(probe: str, options: dict | None = None) -> tuple[str, ...]:
+    """The fnmatch patterns of a probe's headline statistics (its Headlines' `statistics`), given the
+    headline options (retrieval's table k, set theory's measure): the confirmatory family of its
+    differences table compares each model with the surface-form baseline on these."""
+    declared = get(probe)
+    out: list[str] = []
+    for h in declared.headlines:
+        if h.statistics is None:
+            out += [pattern for pattern, _ in declared.directions]
+        else:
+            out += h.statistics(options or {}) if callable(h.statistics) else h.statistics
+    return tuple(dict.fromkeys(out))
 
 
 # ---- helpers for the probes' headline extractors ----

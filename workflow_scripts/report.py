@@ -73,8 +73,9 @@ def first_screen_section(screen: dict) -> list[str]:
 
 def differences_block(path: str, figures: list[dict]) -> list[str]:
     """The paired differences behind the probe's headline figures (the first screen's rows): one
-    line per compared pair, A - B with its paired 95% interval and Holm's verdict over the whole
-    table (tables/<probe>_differences.csv holds every statistic)."""
+    line per compared pair, A - B with its paired 95% interval (unadjusted), its family, the
+    adjusted p (Holm within the confirmatory family, BH q for exploratory rows) and, for
+    confirmatory rows, Holm's verdict (tables/<probe>_differences.csv holds every statistic)."""
     keys = {(f["dataset"], f["statistic"]) for f in figures if f.get("statistic")}
     if not keys or not Path(path).exists():
         return []
@@ -84,20 +85,30 @@ def differences_block(path: str, figures: list[dict]) -> list[str]:
     rows = [r for r in frame.iter_rows(named=True) if (str(r["dataset"]), str(r["statistic"])) in keys]
     if not rows:
         return []
-    significant = int(frame["significant"].cast(pl.Boolean).sum())
+    confirmatory = [r for r in frame.iter_rows(named=True) if r.get("family") == "confirmatory"]
+    significant = sum(1 for r in confirmatory if str(r["significant"]).lower() == "true")
     lines = ["## Paired differences of the headline figures", "",
-             f"A - B on the same bootstrap resamples for both models (paired 95% interval); *significant*: "
-             f"the interval excludes 0 after Holm's correction over all {frame.height} comparisons of "
-             f"`{Path(path).name}` ({significant} significant).", "",
-             "| dataset | statistic | A | B | A - B [95% interval] | p (Holm) | significant | better |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"A - B on the same bootstrap resamples for both models (paired 95% interval, not adjusted). "
+             f"*Confirmatory*: each model against the surface-form baseline on a headline figure, the "
+             f"family behind the mark B: {len(confirmatory)} comparisons, Holm's correction, alpha 0.05 "
+             f"({significant} significant). *Exploratory*: every other comparison of "
+             f"`{Path(path).name}` ({frame.height} in all), with the Benjamini-Hochberg q and no verdict.", ""]
+    if any(str(r.get("b_too_small")).lower() == "true" for r in confirmatory):
+        lines += ["**B too small for this family**: the smallest bootstrap p, 2/(B+1), is above alpha/m "
+                  f"(m = {sum(1 for r in confirmatory if r['p_value'] is not None and r['p_value'] == r['p_value'])}), so no comparison can be "
+                  "significant; raise the probe's `bootstrap_b`.", ""]
+    lines += ["| dataset | statistic | A | B | A - B [95% interval] | p | family | p adjusted | significant | better |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
 
     def num(v, digits=3):
         return "" if v is None or v != v else f"{float(v):.{digits}f}"
     for r in rows:
+        verdict = ("" if r.get("family") != "confirmatory"
+                   else "yes" if str(r["significant"]).lower() == "true" else "no")
+        adjusted = f"{num(r['p_adjusted'])} ({r['method']})" if num(r["p_adjusted"]) else ""
         lines.append(f"| {r['dataset']} | {r['statistic']} | {r['model_a']} | {r['model_b']} | "
-                     f"{num(r['difference'])} [{num(r['ci_low'])}, {num(r['ci_high'])}] | {num(r['p_holm'])} | "
-                     f"{'yes' if str(r['significant']).lower() == 'true' else 'no'} | {r.get('better') or ''} |")
+                     f"{num(r['difference'])} [{num(r['ci_low'])}, {num(r['ci_high'])}] | {num(r['p_value'])} | "
+                     f"{r.get('family') or ''} | {adjusted} | {verdict} | {r.get('better') or ''} |")
     return lines + [""]
 
 

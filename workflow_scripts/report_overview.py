@@ -35,7 +35,8 @@ MARKS = {
     "Z": "interval of zero width: the resamples never differ, so it says nothing about uncertainty",
     "N": "n below report.min_n ({min_n}): too few items behind the figure for a conclusion",
     "C": "at the ceiling or floor of the statistic's range: the probe cannot tell models apart there",
-    "B": "not significantly better than the surface-form baseline (paired difference, Holm; tables/<probe>_differences.csv)",
+    "B": "not significantly better than the surface-form baseline (paired difference, Holm within the probe's "
+         "confirmatory family: each model vs the baseline on the headline figures; tables/<probe>_differences.csv)",
 }
 DEMO_BANNER = ("Demo inputs: every input of this run is a small sample shipped in the workflow's resources/ "
                "folder. These numbers check that the workflow runs end to end; they are not for conclusions "
@@ -153,20 +154,25 @@ def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models
     """(model, column) of the headline cells that are not significantly better than a surface-form
     baseline (family differences.SURFACE_FAMILY) they were compared with in the differences tables
     (rules/compare.smk): no comparison with that baseline on the cell's (probe, dataset, statistic)
-    is significant (Holm) with this model the better one. A headline row links to the tables through
-    its `dataset` and `statistic` (the probes' extractors add them); cells without them, cells of the
-    baselines themselves and cells never compared with a baseline are not marked."""
-    from workflow_scripts.differences import SURFACE_FAMILY
+    is significant (Holm within the probe's confirmatory family) with this model the better one.
+    Only confirmatory rows decide (issue 32): a comparison the table files as exploratory is never a
+    verdict, so a cell compared with the baseline only in exploratory rows is marked (not shown to
+    be better). A headline row links to the tables through its `dataset` and `statistic` (the
+    probes' extractors add them); cells without them, cells of the baselines themselves and cells
+    never compared with a baseline are not marked."""
+    from workflow_scripts.differences import CONFIRMATORY, SURFACE_FAMILY
 
     baselines = {m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY}
     if not baselines or not differences.height:
         return set()
     verdicts: dict[tuple, list[bool]] = {}
     for d in differences.iter_rows(named=True):
+        # a table written before families (no `family` column): every row was in Holm's family
+        confirmatory = d.get("family", CONFIRMATORY) == CONFIRMATORY
         for model, base in ((d["model_a"], d["model_b"]), (d["model_b"], d["model_a"])):
             if base in baselines and model not in baselines:
                 key = (d["probe"], d["dataset"], d["statistic"], model)
-                verdicts.setdefault(key, []).append(bool(d["significant"]) and d["better"] == model)
+                verdicts.setdefault(key, []).append(confirmatory and bool(d["significant"]) and d["better"] == model)
     marked = set()
     for r in rows:
         if r.get("statistic") is None:

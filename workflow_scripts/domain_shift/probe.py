@@ -52,6 +52,7 @@ PROBE = Probe(
             ("domain_shift_adaptation.csv", "Tables", "domain_shift_adaptation.rst"),
             ("domain_shift_correlations.csv", "Tables", "domain_shift_correlations.rst")),
     # lower overlap: the model sets the domain's texts apart from general ones (the adaptation's aim)
-    headlines=(Headline("domain_shift.csv", overlap_headlines, lower_is_better=True),),
+    headlines=(Headline("domain_shift.csv", overlap_headlines, lower_is_better=True,
+                        statistics=("overlap/within_specific/between",)),),
     directions=(("overlap/*", "lower"),),
 )

@@ -41,8 +41,11 @@ PROBE = Probe(
     tables=(("montague_single.csv", "Tables", "montague_single.rst"),
             ("montague_pair.csv", "Tables", "montague_pair.rst"),
             ("montague_nonsubsective.csv", "Tables", "montague_nonsubsective.rst")),
-    headlines=(Headline("montague_single.csv", consistency_headlines("single", "intersective", kind="AN")),
-               Headline("montague_pair.csv", consistency_headlines("pair", "intersective|privative")),
-               Headline("montague_nonsubsective.csv", consistency_headlines("nonsubsective", "privative"))),
+    headlines=(Headline("montague_single.csv", consistency_headlines("single", "intersective", kind="AN"),
+                        statistics=("single/AN/intersective",)),
+               Headline("montague_pair.csv", consistency_headlines("pair", "intersective|privative"),
+                        statistics=("pair/pair/intersective|privative",)),
+               Headline("montague_nonsubsective.csv", consistency_headlines("nonsubsective", "privative"),
+                        statistics=("nonsubsective/AN/privative",))),
     directions=(("*", "higher"),),  # consistency and the mean of noun means: shares that pass
 )

@@ -78,6 +78,12 @@ def draws_cover_the_set(r: dict) -> bool:
         return False
 
 
+def accuracy_statistics(options: dict) -> tuple[str, ...]:
+    """The replicates' statistics of the headline figures: accuracy and NDCG at the table k."""
+    k = int(options.get("retrieval_k", 5))
+    return (f"accuracy@{k}", f"ndcg@{k}")
+
+
 def accuracy_headlines(frame, options: dict) -> list[dict]:
     """Retrieval accuracy@k and NDCG@k per set, at the probe's table k: the mean over the paper's
     draws with their interval, or, where the draws cover the whole set, the full-data figure with its
@@ -124,6 +130,6 @@ PROBE = Probe(
     + (("retrieval_isotropy.csv", "Tables", "retrieval_isotropy.rst"),
        ("retrieval_correlations.csv", "Tables", "retrieval_correlations.rst"),
        ("retrieval_accuracy.csv", "Tables", "retrieval_accuracy.rst")),
-    headlines=(Headline("retrieval_accuracy.csv", accuracy_headlines),),
+    headlines=(Headline("retrieval_accuracy.csv", accuracy_headlines, statistics=accuracy_statistics),),
     directions=(("*accuracy@*", "higher"), ("*ndcg@*", "higher")),
 )

@@ -58,6 +58,12 @@ def check(config: dict) -> list[str]:
     return problems
 
 
+def share_statistics(options: dict) -> tuple[str, ...]:
+    """The replicates' statistics of the headline figures: C1 and C3 of (T,T) under the headline measure."""
+    measure = options.get("settheory_measure", "cosine")
+    return (f"c1/{measure}/T,T", f"c3/{measure}/T,T")
+
+
 def share_headlines(frame, options: dict) -> list[dict]:
     """Set-theoretic C1 and C3 shares of the (T,T) case per sample set, under the headline measure."""
     import polars as pl
@@ -92,7 +98,7 @@ PROBE = Probe(
        ("settheory_histograms.csv", "Tables", "settheory_histograms.rst")),
     # a page per sample set: 20 accepted and 10 rejected fusions beside their inputs (the quality gate)
     dataset_tables=(("settheory_fusions_{dataset}.csv", "settheory_fusions.rst"),),
-    headlines=(Headline("settheory_shares.csv", share_headlines),),
+    headlines=(Headline("settheory_shares.csv", share_headlines, statistics=share_statistics),),
     # the (T,T) shares: fusions whose embedding satisfies the criterion; the other cases describe
     directions=(("c1/*/T,T", "higher"), ("c3/*/T,T", "higher")),
 )
