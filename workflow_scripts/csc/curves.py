@@ -40,7 +40,7 @@ from workflow_scripts.bootstrap import paired_rng, percentile_interval, replicat
 from workflow_scripts.common import atomic_path, read_json, setup_logging, write_json
 from workflow_scripts.density import (PAPER_GRID_STEP, Moments, Window, bandwidth, exact_density, make_grid,
                                       normalise, overlap, undefined_reason)
-from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN
+from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN, surface_form_tokenizer
 from workflow_scripts.shards import read_parquet
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
@@ -90,8 +90,10 @@ def model_settings(spec: dict | None) -> str:
     if spec["family"] == "hashing":
         return "hashing stand-in, not a language model"
     if spec["family"] == "surface_form":
-        lo, hi = spec.get("ngram_range") or ([1, 1] if spec.get("features", "words") == "words" else [3, 3])
-        return f"surface form: {spec.get('features', 'words')} {lo}-{hi}-grams, Ochiai coefficient"
+        tokenizer = surface_form_tokenizer(spec)
+        lo, hi = spec.get("ngram_range") or ([3, 3] if tokenizer == "char_ngrams" else [1, 1])
+        unit = {"words": "words", "treebank": "treebank words", "char_ngrams": "char_ngrams"}[tokenizer]
+        return f"surface form: {unit} {lo}-{hi}-grams, Ochiai coefficient"
     return f"{spec['family']} {spec.get('precision', 'fp32')}"
 
 
