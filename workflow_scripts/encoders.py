@@ -444,6 +444,7 @@ TREEBANK_CLITICS = frozenset({"n't", "'s", "'m", "'d", "'ll", "'re", "'ve"})
 # the Treebank cuts "can't" into ca + n't, "won't" into wo + n't: give the verb back its own form, so
 # that "can't" shares `can` with "can" (as `is` in "isn't" does with "is")
 TREEBANK_STEMS = {"ca": "can", "wo": "will", "sha": "shall"}
+INNER_PERIOD = re.compile(r"\.(\s)")
 
 
 def surface_form_tokenizer(spec: dict) -> str:
@@ -457,7 +458,9 @@ def treebank_words(tokenizer, text: str, pattern: re.Pattern) -> list[str]:
     """Words of a text under the Treebank rule: contractions split as the Penn Treebank does ("isn't"
     -> is + n't), clitics kept whole, and every other token cut into the runs of `pattern` (so that
     punctuation, which the Treebank keeps as tokens, counts as in the `words` rule: not at all)."""
-    tokens = tokenizer.tokenize(text)
+    # the Treebank expects one sentence: it splits only the final period, and a contraction glued to
+    # an inner one ("isn't. She") stays whole; punctuation is dropped below, so cutting it off is free
+    tokens = tokenizer.tokenize(INNER_PERIOD.sub(r" .\1", text))
     out = []
     for i, token in enumerate(tokens):
         if token.lower() in TREEBANK_CLITICS:
