@@ -405,6 +405,12 @@ REFERENCE_CASES = [
      "config key `csc.grid_step`: 0.003 does not divide 2; expected a step that divides 2"),
     ("surface_keys_other_family", [(MINILM + ("features",), "words")],
      "config key `models.minilm.features`: read by family surface_form only, not 'sentence_transformers'"),
+    ("surface_tokenizer_other_family", [(MINILM + ("tokenizer",), "treebank")],
+     "config key `models.minilm.tokenizer`: read by family surface_form only, not 'sentence_transformers'"),
+    ("surface_features_contradict_tokenizer",
+     [(("models", "f"), {"family": "surface_form", "tokenizer": "treebank", "features": "char_ngrams"})],
+     "config key `models.f.features`: 'char_ngrams' contradicts `tokenizer: treebank`, which makes words features; "
+     "drop `features`"),
     ("surface_ngram_range_backwards", [(("models", "f"), {"family": "surface_form", "ngram_range": [5, 3]})],
      "config key `models.f.ngram_range`: [5, 3] runs backwards; expected [min_n, max_n] with min_n <= max_n"),
     ("preset_other_family", [(MINILM + ("preset",), "paper")],
@@ -484,6 +490,18 @@ REFERENCE_CASES = [
     ("r_table_k_not_a_k", [(RET + ("table_k",), 7)],
      "config key `retrieval.table_k`: 7 is not among the k of `retrieval.k` (5, 10, 15"),
 ]
+
+
+def test_surface_form_tokenizer_and_the_older_features_key_are_accepted():
+    entries = {"older_words": {"features": "words"}, "older_trigrams": {"features": "char_ngrams"},
+               "treebank": {"tokenizer": "treebank"}, "treebank_words": {"tokenizer": "treebank", "features": "words"},
+               "trigrams_twice": {"tokenizer": "char_ngrams", "features": "char_ngrams"}}
+    validate(changed([(("models", f"form_{name}"), {"family": "surface_form", **entry})
+                      for name, entry in entries.items()]))
+
+
+def test_the_default_surface_form_baseline_splits_contractions_treebank_style():
+    assert validate(changed([]))["models"]["form_only"]["tokenizer"] == "treebank"
 
 
 def test_tfidf_paper_preset_sets_the_papers_settings():

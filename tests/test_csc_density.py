@@ -222,7 +222,7 @@ def test_identical_copies_of_a_model_get_identical_intervals_and_replicates(tmp_
             reps: dict = {}
             (row,), _, _ = analyse(p, "c", model, log, exact_max_n=50, bootstrap_b=40, bootstrap_groups=groups,
                                    seed=3, replicates_out=reps)
-            out[model] = row, reps["negation"]
+            out[model] = row, reps["negation/overlap"]
         (a, ra), (b, rb) = out["minilm"], out["minilm_copy"]
         assert a.pop("model") == "minilm" and b.pop("model") == "minilm_copy"
         assert a == pytest.approx(b, abs=1e-12) and a["overlap_ci_low"] < a["overlap_ci_high"]
@@ -245,7 +245,7 @@ def test_groups_built_block_by_block_give_the_same_replicates(tmp_path, log, mon
     blocks: dict = {}
     rows_b, _, details_b = analyse(path, "c", "m", log, exact_max_n=5, bootstrap_b=20, seed=2, replicates_out=blocks)
     assert details_b["bootstrap"]["groups"] == 40
-    assert blocks["negation"][1] == pytest.approx(whole["negation"][1], abs=1e-9)
+    assert blocks["negation/overlap"][1] == pytest.approx(whole["negation/overlap"][1], abs=1e-9)
     assert rows_b[0]["overlap"] == pytest.approx(rows[0]["overlap"], abs=1e-12)
 
 
@@ -300,3 +300,92 @@ def test_aggregate_of_no_summaries_writes_header_only_tables(tmp_path):
           "--corpora", "c", "--models", "m"])
     assert (tmp_path / "o.csv").read_text().startswith("corpus,model,condition,overlap")
     assert (tmp_path / "t.csv").read_text().strip() == "condition,model,c,model_settings"
+
+
+# ---- the direction of the separation: signed gap and AUC beside the overlap (issue 32, point 4) ----
+
+def two_curves(tmp_path, fuzz_mean: float, neg_mean: float, sentences: int = 40, seed: int = 5):
+    rng = np.random.default_rng(seed)
+    fuzz = {i: list(rng.normal(fuzz_mean, 0.02, 3)) for i in range(1, sentences + 1)}
+    neg = {i: list(rng.normal(neg_mean, 0.02, 2)) for i in range(1, sentences + 1)}
+    return write_sims(tmp_path / "s.parquet", fuzz, neg), fuzz, neg
+
+
+def test_negated_variants_closer_than_fuzzed_ones_separate_the_wrong_way(tmp_path, log):
+    """Negations that leave the sentence *closer* to the original than fuzzing: the curves separate
+    (low overlap) but the wrong way round, which only the sign says."""
+    path, fuzz, neg = two_curves(tmp_path, fuzz_mean=0.90, neg_mean=0.96)
+    (row,), _, _ = analyse(path, "c", "m", log, bootstrap_b=50)
+    assert row["overlap"] < 0.5  # the unsigned overlap alone would call this a good separation
+    assert row["direction_ok"] is False
+    assert row["gap"] < 0 and row["gap_ci_high"] < 0
+    assert row["auc"] < 0.5 and row["auc_ci_high"] < 0.5
+    mean = lambda d: np.mean(np.concatenate(list(d.values())))  # noqa: E731
+    assert row["gap"] == pytest.approx(mean(fuzz) - mean(neg), abs=1e-12)
+    assert row["mean_fuzzed"] == pytest.approx(mean(fuzz), abs=1e-12)
+
+
+def test_negated_variants_pushed_away_separate_the_right_way(tmp_path, log):
+    path, _, _ = two_curves(tmp_path, fuzz_mean=0.96, neg_mean=0.90)
+    (row,), _, _ = analyse(path, "c", "m", log, bootstrap_b=50)
+    assert row["direction_ok"] is True
+    assert row["gap"] > 0 and row["gap_ci_low"] > 0
+    assert row["auc"] > 0.5 and row["auc_ci_low"] > 0.5
+
+
+def test_auc_is_the_share_of_fuzzed_negated_pairs_in_order_counted_by_hand(tmp_path, log):
+    # fuzzed 0.9, 0.8, 0.7 vs negated 0.8, 0.6: 0.9 beats both (2), 0.8 ties 0.8 (1/2) and beats 0.6
+    # (1), 0.7 beats 0.6 (1): 4.5 of 6 pairs
+    path = write_sims(tmp_path / "s.parquet", {1: [0.9, 0.8], 2: [0.7]}, {1: [0.8], 2: [0.6]})
+    (row,), _, details = analyse(path, "c", "m", log, bootstrap_b=0)
+    assert row["auc"] == pytest.approx(4.5 / 6, abs=1e-12)
+    assert details["auc_methods"] == {"negation": "exact"}
+    assert row["gap"] == pytest.approx(0.8 - 0.7, abs=1e-12)
+
+
+def test_auc_of_masses_is_mannwhitneyu_and_each_replicate_that_of_its_resample(tmp_path, log, monkeypatch):
+    """Unit masses give scipy's U / (n1 n2), ties included; each replicate's AUC and gap are those of
+    the explicit resample (the drawn sentences' variants repeated), over the overlap's paired stream."""
+    from scipy.stats import mannwhitneyu
+    import workflow_scripts.csc.curves as csc
+    rng = np.random.default_rng(3)
+    f, n = np.round(rng.normal(0.9, 0.03, 40), 2), np.round(rng.normal(0.88, 0.03, 30), 2)  # rounded: ties
+    f.sort(), n.sort()
+    assert csc.auc_of_masses(f, np.ones(40), n, np.ones(30))[0] == pytest.approx(
+        mannwhitneyu(f, n).statistic / (40 * 30), abs=1e-12)
+    fuzz = {i: list(np.round(rng.normal(0.9, 0.03, 3), 2)) for i in range(1, 26)}
+    neg = {i: list(np.round(rng.normal(0.88, 0.03, 2), 2)) for i in range(1, 26)}
+    reps: dict = {}
+    analyse(write_sims(tmp_path / "s.parquet", fuzz, neg), "c", "m", log, bootstrap_b=4, seed=7, replicates_out=reps)
+    weights = csc.resample_counts(csc.paired_rng(7, "csc", "c", "negation/overlap"), 4, 25)
+    ids = sorted(fuzz)
+    for b in range(4):
+        rf = np.concatenate([np.repeat(fuzz[i], weights[b, g]) for g, i in enumerate(ids)])
+        rn = np.concatenate([np.repeat(neg[i], weights[b, g]) for g, i in enumerate(ids)])
+        assert reps["negation/auc"][1][b] == pytest.approx(mannwhitneyu(rf, rn).statistic / (len(rf) * len(rn)),
+                                                           abs=1e-12)
+        assert reps["negation/gap"][1][b] == pytest.approx(rf.mean() - rn.mean(), abs=1e-12)
+
+
+def test_auc_from_the_fine_grid_histograms_agrees_with_the_exact_one(tmp_path, log):
+    """Above exact_kde_max_n the similarities are not held: the AUC is read from the curves' fine-grid
+    histograms, within 1e-3 of the exact one here (the samples overlap over many node spacings)."""
+    path, _, _ = two_curves(tmp_path, fuzz_mean=0.93, neg_mean=0.92, sentences=400)
+    (exact,), _, d_exact = analyse(path, "c", "m", log, bootstrap_b=20)
+    (binned,), _, d_binned = analyse(path, "c", "m", log, exact_max_n=50, bootstrap_b=20)
+    assert d_exact["auc_methods"] == {"negation": "exact"} and d_binned["auc_methods"] == {"negation": "binned"}
+    assert binned["auc"] == pytest.approx(exact["auc"], abs=1e-3)
+    assert binned["auc_ci_low"] == pytest.approx(exact["auc_ci_low"], abs=2e-3)
+    assert binned["gap"] == pytest.approx(exact["gap"], abs=1e-12)  # the gap is exact at any scale
+
+
+def test_overlap_table_has_the_sign_beside_the_overlap_and_table3_keeps_its_layout(tmp_path, log):
+    import json
+    from workflow_scripts.csc.curves import aggregate
+    path, _, _ = two_curves(tmp_path, fuzz_mean=0.90, neg_mean=0.96)
+    rows, _, _ = analyse(path, "c", "m", log, bootstrap_b=20)
+    (tmp_path / "summary.json").write_text(json.dumps({"rows": rows}))
+    table = aggregate([str(tmp_path / "summary.json")], str(tmp_path / "o.csv"), str(tmp_path / "t.csv"))
+    assert {"gap", "gap_ci_low", "gap_ci_high", "auc", "auc_ci_low", "auc_ci_high", "direction_ok"} <= set(table.columns)
+    assert table["direction_ok"].to_list() == [False]
+    assert (tmp_path / "t.csv").read_text().splitlines()[0] == "condition,model,c,model_settings"

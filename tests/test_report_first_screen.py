@@ -204,3 +204,33 @@ def test_cells_no_better_than_the_form_only_baseline_are_marked_b(tmp_path):
     P.first_screen(str(tmp_path / "overview.json"), str(tmp_path / "first_screen.rst"))
     text = (tmp_path / "first_screen.rst").read_text()
     assert "0.520 [0.470, 0.570] B" in text and "background:#e5e7eb" in text
+
+
+def test_csc_overlap_that_separates_the_wrong_way_is_marked_w_and_never_better_than_the_baseline(tmp_path):
+    """Issue 32, point 4: `wrong` has the lowest overlap and a paired difference with the baseline
+    that is significant in its favour, but its negated variants sit closer to the originals than its
+    fuzzed ones (direction_ok false): W, and B whatever the difference says; `right` is better."""
+    csc = write(tmp_path / "csc_overlap.csv", [
+        dict(corpus="c", model=m, condition="negation", overlap=o, overlap_ci_low=o - 0.05, overlap_ci_high=o + 0.05,
+             n_fuzzed=300, n_negated=200, gap=g, auc=a, direction_ok=g > 0)
+        for m, o, g, a in (("form", 0.8, 0.01, 0.55), ("wrong", 0.26, -0.013, 0.31), ("right", 0.4, 0.05, 0.8))])
+    diff = write(tmp_path / "csc_differences.csv", [
+        dict(probe="csc", dataset="c", statistic="negation/overlap", model_a=a, model_b="form", value_a=v, value_b=0.8,
+             difference=v - 0.8, ci_low=v - 0.85, ci_high=v - 0.75, p_value=0.001, p_holm=0.002, significant=True,
+             better=a, replicates=1000)
+        for a, v in (("wrong", 0.26), ("right", 0.4))])
+    models = {"form": {"family": "surface_form"}, "wrong": {"family": "tfidf"}, "right": {"family": "sentence_transformers"}}
+    O.build([csc], models, {}, str(tmp_path / "ov.csv"), None, str(tmp_path / "overview.json"),
+            min_n=100, demo=False, differences=[diff])
+    screen = json.loads((tmp_path / "overview.json").read_text())
+    cells = screen["rows"][0]["cells"]
+    assert {m: c["marks"] for m, c in cells.items()} == {"form": "", "wrong": "WB", "right": ""}
+    assert screen["marks_used"] == ["W", "B"] and "wrong direction" in screen["legend"]["W"]
+    text = C.summary(screen, "results")
+    assert "0.260 [0.210, 0.310] WB" in text and "W: separates in the wrong direction" in text
+    P.first_screen(str(tmp_path / "overview.json"), str(tmp_path / "first_screen.rst"))
+    assert "0.260 [0.210, 0.310] WB" in (tmp_path / "first_screen.rst").read_text()
+    # without a differences table (or a comparison) the wrong-way cell is still never better
+    O.build([csc], models, {}, str(tmp_path / "ov2.csv"), None, str(tmp_path / "overview2.json"), min_n=100)
+    cells = json.loads((tmp_path / "overview2.json").read_text())["rows"][0]["cells"]
+    assert cells["wrong"]["marks"] == "WB" and cells["right"]["marks"] == ""

@@ -17,6 +17,7 @@ from workflow_scripts.vector_store import VectorStore
 LOG = logging.getLogger("test")
 WORDS = {"family": "surface_form"}
 TRIGRAMS = {"family": "surface_form", "features": "char_ngrams", "ngram_range": [3, 3]}
+TREEBANK = {"family": "surface_form", "tokenizer": "treebank"}
 
 
 def cosine(spec: dict, a: str, b: str, others: tuple = ()) -> float:
@@ -100,3 +101,51 @@ def test_a_text_outside_the_indexed_set_is_refused():
     enc.index([["the cat"]])
     with pytest.raises(ValueError, match="outside the indexed text set"):
         enc.encode_batch(["the dog"])
+
+
+# ---- tokenizer: words | treebank | char_ngrams (issue 32, point 5) ---------------------------------
+
+NEGATED, ORIGINAL = "The man isn't running", "The man is running"
+
+
+def test_treebank_keeps_the_verb_of_a_contracted_negation():
+    # words: {the, man, isn, t, running}; treebank: {the, man, is, n't, running}
+    assert SurfaceFormEncoder(WORDS).features(NEGATED) == {"the", "man", "isn", "t", "running"}
+    assert SurfaceFormEncoder(TREEBANK).features(NEGATED) == {"the", "man", "is", "n't", "running"}
+
+
+def test_treebank_cosine_of_a_negation_and_its_original_is_the_ochiai_coefficient_by_hand():
+    # {the, man, is, n't, running} vs {the, man, is, running}: 4 shared of 5 and 4
+    treebank = cosine(TREEBANK, NEGATED, ORIGINAL)
+    assert treebank == pytest.approx(4 / math.sqrt(5 * 4))
+    # the words rule loses `is` ({the, man, isn, t, running}): 3 shared
+    words = cosine(WORDS, NEGATED, ORIGINAL)
+    assert words == pytest.approx(3 / math.sqrt(5 * 4))
+    assert treebank > words
+
+
+@pytest.mark.parametrize("text,expected", [
+    # the Treebank's ca/wo/sha before n't are given back their verb
+    pytest.param("He can't swim", {"he", "can", "n't", "swim"}, id="cant"),
+    pytest.param("It won't rain", {"it", "will", "n't", "rain"}, id="wont"),
+    pytest.param("She doesn't like it", {"she", "does", "n't", "like", "it"}, id="do_support"),
+    # other clitics stay whole; punctuation counts as under the words rule: not at all
+    pytest.param("I'm here, \"aren't\" we?", {"i", "'m", "here", "are", "n't", "we"}, id="clitics_and_punctuation"),
+    # a sentence-internal period does not glue to its word (the Treebank splits only the final one)
+    pytest.param("He isn't. She is.", {"he", "is", "n't", "she"}, id="inner_period"),
+])
+def test_treebank_words(text, expected):
+    assert SurfaceFormEncoder(TREEBANK).features(text) == expected
+
+
+def test_older_features_key_names_the_tokenizer_of_the_same_name():
+    assert SurfaceFormEncoder(TRIGRAMS).features("abcd") == {"abc", "bcd"}
+    assert SurfaceFormEncoder({"family": "surface_form", "tokenizer": "char_ngrams"}).features("abcd") == {"abc", "bcd"}
+    assert SurfaceFormEncoder({"family": "surface_form", "features": "words"}).features(NEGATED) == \
+        SurfaceFormEncoder(WORDS).features(NEGATED)
+
+
+def test_treebank_needs_no_nltk_data(monkeypatch, tmp_path):
+    import nltk
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])  # an empty data path: nothing to find
+    assert SurfaceFormEncoder(TREEBANK).features("Isn't it?") == {"is", "n't", "it"}

@@ -293,18 +293,26 @@ def _apply_presets(config: dict) -> dict:
     return config
 
 
-SURFACE_FORM_KEYS = ("features", "ngram_range")  # what only family surface_form reads
+SURFACE_FORM_KEYS = ("tokenizer", "features", "ngram_range")  # what only family surface_form reads
+# `features` is the older key: `words` and `char_ngrams` name the tokenizers of the same name, and
+# word features are cut by either word tokenizer
+FEATURES_OF_TOKENIZER = {"words": "words", "treebank": "words", "char_ngrams": "char_ngrams"}
 
 
 def _surface_form_problems(models: dict) -> list[str]:
-    """What the schema cannot say about the surface-form options: they belong to that family, and
-    an n-gram range runs from small to large."""
+    """What the schema cannot say about the surface-form options: they belong to that family, an
+    older `features` agrees with `tokenizer`, and an n-gram range runs from small to large."""
     problems = []
     for name, m in models.items():
         for key in SURFACE_FORM_KEYS:
             if key in m and m["family"] != "surface_form":
                 problems.append(f"config key `models.{name}.{key}`: read by family surface_form only, "
                                 f"not {m['family']!r}; drop it or set `family: surface_form`")
+        tokenizer, features = m.get("tokenizer"), m.get("features")
+        if tokenizer and features and FEATURES_OF_TOKENIZER.get(tokenizer) != features:
+            problems.append(f"config key `models.{name}.features`: {features!r} contradicts `tokenizer: "
+                            f"{tokenizer}`, which makes {FEATURES_OF_TOKENIZER.get(tokenizer)} features; "
+                            "drop `features` (`tokenizer` replaces it)")
         lo_hi = m.get("ngram_range")
         if lo_hi and lo_hi[0] > lo_hi[1]:
             problems.append(f"config key `models.{name}.ngram_range`: {lo_hi!r} runs backwards; expected "

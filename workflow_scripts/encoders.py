@@ -34,7 +34,7 @@ BUNDLED_MODELS = {
 FAMILY_MODULES = {"sentence_transformers": ("torch", "transformers", "sentence_transformers"),
                   "transformers": ("torch", "transformers"), "tfidf": ("sklearn",), "hashing": ("sklearn",),
                   "fasttext": ("fasttext",), "word_vectors": ("gensim",), "precomputed": ("pyarrow",),
-                  "surface_form": ("scipy",)}
+                  "surface_form": ("scipy", "nltk")}  # nltk: the treebank tokenizer
 LOG = logging.getLogger("embed")  # the job's log (setup_logging names it so)
 
 
@@ -438,10 +438,48 @@ class PrecomputedEncoder:
         return out
 
 
+SURFACE_FORM_TOKENIZERS = ("words", "treebank", "char_ngrams")
+# the Penn Treebank's clitics, kept whole (TreebankWordTokenizer's CONTRACTIONS and ENDING_QUOTES)
+TREEBANK_CLITICS = frozenset({"n't", "'s", "'m", "'d", "'ll", "'re", "'ve"})
+# the Treebank cuts "can't" into ca + n't, "won't" into wo + n't: give the verb back its own form, so
+# that "can't" shares `can` with "can" (as `is` in "isn't" does with "is")
+TREEBANK_STEMS = {"ca": "can", "wo": "will", "sha": "shall"}
+INNER_PERIOD = re.compile(r"\.(\s)")
+
+
+def surface_form_tokenizer(spec: dict) -> str:
+    """The surface-form tokenizer of a model entry: `tokenizer`, else the older `features` key
+    (words | char_ngrams, which name the tokenizer of the same name), else `words`. The config
+    check (config._surface_form_problems) refuses a `features` that contradicts `tokenizer`."""
+    return spec.get("tokenizer") or spec.get("features") or "words"
+
+
+def treebank_words(tokenizer, text: str, pattern: re.Pattern) -> list[str]:
+    """Words of a text under the Treebank rule: contractions split as the Penn Treebank does ("isn't"
+    -> is + n't), clitics kept whole, and every other token cut into the runs of `pattern` (so that
+    punctuation, which the Treebank keeps as tokens, counts as in the `words` rule: not at all)."""
+    # the Treebank expects one sentence: it splits only the final period, and a contraction glued to
+    # an inner one ("isn't. She") stays whole; punctuation is dropped below, so cutting it off is free
+    tokens = tokenizer.tokenize(INNER_PERIOD.sub(r" .\1", text))
+    out = []
+    for i, token in enumerate(tokens):
+        if token.lower() in TREEBANK_CLITICS:
+            out.append(token)
+        elif i + 1 < len(tokens) and tokens[i + 1].lower() == "n't" and token.lower() in TREEBANK_STEMS:
+            stem = TREEBANK_STEMS[token.lower()]
+            out.append(stem.upper() if token.isupper() else stem.capitalize() if token[0].isupper() else stem)
+        else:
+            out += pattern.findall(token)
+    return out
+
+
 class SurfaceFormEncoder:
     """The surface-form yardstick, NOT a language model: a text is the SET of its features (word
-    n-grams by `token_pattern`, or character n-grams of the whitespace-normalised text; lower-cased
-    by default), as a binary vector scaled to unit length. The cosine of two texts is then the
+    n-grams, or character n-grams of the whitespace-normalised text; lower-cased by default), as a
+    binary vector scaled to unit length. `tokenizer` says how words are cut: `words` takes the runs
+    of `token_pattern` (so "isn't" -> isn + t), `treebank` first splits contractions as the Penn
+    Treebank does (NLTK's TreebankWordTokenizer: "isn't" -> is + n't, "don't" -> do + n't) and then
+    takes the runs of `token_pattern` in every other token; see surface_form_tokenizer. The cosine of two texts is then the
     Ochiai coefficient |A & B| / sqrt(|A| |B|), whatever other texts are embedded: nothing is fitted
     or downloaded. Repeated features count once (a set). A text without features (empty, or only
     punctuation for words) is a zero vector: its cosines are undefined (NaN), as for other families.
@@ -455,21 +493,29 @@ class SurfaceFormEncoder:
     hashes collide (about n^2 / 2^65 for n distinct features: 3e-6 for ten million)."""
 
     def __init__(self, spec: dict):
-        self.kind = spec.get("features", "words")
+        self.tokenizer = surface_form_tokenizer(spec)
+        self.kind = "char_ngrams" if self.tokenizer == "char_ngrams" else "words"
         default = [1, 1] if self.kind == "words" else [3, 3]
         self.min_n, self.max_n = spec.get("ngram_range") or default
         self.lowercase = spec.get("lowercase", True)
         self.pattern = re.compile(spec.get("token_pattern", DEFAULT_TOKEN_PATTERN))
         self.columns = np.empty(0, np.uint64)
         self.dim = 0
-        self.origin = (f"surface form ({'word' if self.kind == 'words' else 'character'} {self.min_n}-{self.max_n}-grams"
+        self.treebank = None
+        if self.tokenizer == "treebank":
+            from nltk.tokenize import TreebankWordTokenizer  # rules only: no NLTK data is read
+            self.treebank = TreebankWordTokenizer()
+        unit = {"words": "word", "treebank": "Treebank-tokenized word", "char_ngrams": "character"}[self.tokenizer]
+        self.origin = (f"surface form ({unit} {self.min_n}-{self.max_n}-grams"
                        f"{', lower-cased' if self.lowercase else ''}; binary unit vectors, cosine = Ochiai "
                        "coefficient; not a language model)")
 
     def features(self, text: str) -> set[str]:
         if self.lowercase:
             text = text.lower()
-        if self.kind == "words":
+        if self.treebank is not None:
+            units, sep = treebank_words(self.treebank, text, self.pattern), " "
+        elif self.kind == "words":
             units, sep = self.pattern.findall(text), " "
         else:
             units, sep = " ".join(text.split()), ""

@@ -10,7 +10,8 @@ The first screen (report/overview.json, read by report.md, the HTML report's fir
 console summary `python -m workflow_scripts.report_console`): a row per headline figure with which
 direction is better and its n (the items behind the figure, from the probe's table), a cell per
 model, and marks on the cells that must not be read as findings (MARKS): an interval of zero width,
-an n below `report.min_n`, a figure at the ceiling or floor of its statistic's range. `demo`: every
+an n below `report.min_n`, a figure at the ceiling or floor of its statistic's range, a CSC overlap
+that separates in the wrong direction, a figure not significantly better than the baseline. `demo`: every
 input of the run is one of the small samples shipped under the workflow's resources/.
 
 Usage: python -m workflow_scripts.report_overview --tables T.csv ... --models JSON --options JSON
@@ -35,9 +36,13 @@ MARKS = {
     "Z": "interval of zero width: the resamples never differ, so it says nothing about uncertainty",
     "N": "n below report.min_n ({min_n}): too few items behind the figure for a conclusion",
     "C": "at the ceiling or floor of the statistic's range: the probe cannot tell models apart there",
+    "W": "separates in the wrong direction (CSC): the negated variants are on average no farther from the original "
+         "than the fuzzed ones (gap = mean fuzzed - mean negated similarity <= 0, AUC <= 0.5 or near it; "
+         "tables/csc_overlap.csv), so a low overlap is no credit; never counted better than the baseline",
     "B": "not significantly better than the surface-form baseline (paired difference, Holm within the probe's "
          "confirmatory family: each model vs the baseline on the headline figures; tables/<probe>_differences.csv)",
 }
+MARK_ORDER = "ZNCWB"
 DEMO_BANNER = ("Demo inputs: every input of this run is a small sample shipped in the workflow's resources/ "
                "folder. These numbers check that the workflow runs end to end; they are not for conclusions "
                "about the models. Run your own data (README, 'Your own corpus') for figures to report.")
@@ -99,6 +104,8 @@ def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min
                 continue
             row_cells[m] = {k: r.get(k) for k in ("value", "ci_low", "ci_high", "n")}
             row_cells[m]["marks"] = marks(r["value"], r["ci_low"], r["ci_high"], r.get("n"), r["bounds"], min_n)
+            if r.get("wrong_direction"):
+                row_cells[m]["marks"] += "W"
             if (m, c["column"]) in baseline_marked:
                 row_cells[m]["marks"] += "B"
             if r.get("n") is not None:
@@ -111,7 +118,7 @@ def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min
                          "better": "lower" if c["lower_is_better"] else "higher",
                          "n": (None if not ns else str(min(ns)) if min(ns) == max(ns) else f"{min(ns)}-{max(ns)}"),
                          "interval": "; ".join(notes), "cells": row_cells})
-    used = sorted({ch for r in out_rows for cell in r["cells"].values() for ch in cell["marks"]}, key="ZNCB".index)
+    used = sorted({ch for r in out_rows for cell in r["cells"].values() for ch in cell["marks"]}, key=MARK_ORDER.index)
     return {"demo": demo, "banner": DEMO_BANNER if demo else "", "min_n": min_n, "models": models, "rows": out_rows,
             "legend": {k: v.format(min_n=min_n) for k, v in MARKS.items()}, "marks_used": used}
 
@@ -159,12 +166,18 @@ def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models
     verdict, so a cell compared with the baseline only in exploratory rows is marked (not shown to
     be better). A headline row links to the tables through its `dataset` and `statistic` (the
     probes' extractors add them); cells without them, cells of the baselines themselves and cells
-    never compared with a baseline are not marked."""
+    never compared with a baseline are not marked, except a cell that separates in the wrong
+    direction (`wrong_direction`, mark W), which is always marked when the run has a baseline."""
     from workflow_scripts.differences import CONFIRMATORY, SURFACE_FAMILY
 
     baselines = {m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY}
-    if not baselines or not differences.height:
+    if not baselines:
         return set()
+    # a figure that separates in the wrong direction (W) is never better than the baseline, whatever
+    # the paired difference of its unsigned statistic says
+    wrong_way = {(r["model"], r["column"]) for r in rows if r.get("wrong_direction") and r["model"] not in baselines}
+    if not differences.height:
+        return wrong_way
     verdicts: dict[tuple, list[bool]] = {}
     for d in differences.iter_rows(named=True):
         # a table written before families (no `family` column): every row was in Holm's family
@@ -173,7 +186,7 @@ def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models
             if base in baselines and model not in baselines:
                 key = (d["probe"], d["dataset"], d["statistic"], model)
                 verdicts.setdefault(key, []).append(confirmatory and bool(d["significant"]) and d["better"] == model)
-    marked = set()
+    marked = set(wrong_way)
     for r in rows:
         if r.get("statistic") is None:
             continue

@@ -332,8 +332,10 @@ def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, st
 
 
 # ---- the first screen: the model-by-probe overview, before everything else ----
-# cells not to be read as findings (Z, N, C) in amber; B (no better than the form-only baseline) in grey
-MARK_STYLE = {"Z": "background:#fde68a", "N": "background:#fde68a", "C": "background:#fde68a", "B": "background:#e5e7eb"}
+# cells not to be read as findings (Z, N, C) in amber; W (CSC separates the wrong way) in red; B (no
+# better than the form-only baseline) in grey
+MARK_STYLE = {"Z": "background:#fde68a", "N": "background:#fde68a", "C": "background:#fde68a", "W": "background:#fecaca",
+              "B": "background:#e5e7eb"}
 
 
 def first_screen_html(screen: dict) -> str:
@@ -353,7 +355,10 @@ def first_screen_html(screen: dict) -> str:
             cell = r["cells"].get(m)
             marks = (cell or {}).get("marks", "")
             tip = "; ".join(screen["legend"][k] for k in marks)
-            style = f' style="{MARK_STYLE.get(marks[0], MARK_STYLE["Z"])}" title="{html.escape(tip)}"' if marks else ""
+            style = ""
+            if marks:
+                tint = MARK_STYLE["W"] if "W" in marks else MARK_STYLE.get(marks[0], MARK_STYLE["Z"])  # W outranks B
+                style = f' style="{tint}" title="{html.escape(tip)}"'
             cells.append(f"<td class=\"num\"{style}>{html.escape(cell_text(cell))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     parts = []

@@ -21,11 +21,20 @@ statistic here is a function of per-group histograms and moments, so one pass bu
 replicate is a weighted sum of groups (with as many groups as sentences this is the plain
 bootstrap). Each replicate recomputes its bandwidths, densities and overlap; the 95% percentile
 interval of the replicate overlaps is reported.
+
+Direction (issue 32): the overlap is unsigned, so a model whose negated variants stay *closer* to the
+original than the fuzzed ones can separate the curves as well as one that pushes the negations
+away. Beside it: the signed gap, mean(fuzzed) - mean(negated similarity) (exact, from the group
+moments), and AUC = P(fuzzed similarity > negated similarity), ties counted 1/2 (the Mann-Whitney U
+over n_fuzzed x n_negated: scipy's `mannwhitneyu` where the similarities are held, else from the
+fine-grid histograms, see auc_of_masses), each with its interval over the same resamples as the
+overlap; `direction_ok` is false where the gap is <= 0 (the first screen marks it W).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -40,7 +49,7 @@ from workflow_scripts.bootstrap import paired_rng, percentile_interval, replicat
 from workflow_scripts.common import atomic_path, read_json, setup_logging, write_json
 from workflow_scripts.density import (PAPER_GRID_STEP, Moments, Window, bandwidth, exact_density, make_grid,
                                       normalise, overlap, undefined_reason)
-from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN
+from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN, surface_form_tokenizer
 from workflow_scripts.shards import read_parquet
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
@@ -90,8 +99,10 @@ def model_settings(spec: dict | None) -> str:
     if spec["family"] == "hashing":
         return "hashing stand-in, not a language model"
     if spec["family"] == "surface_form":
-        lo, hi = spec.get("ngram_range") or ([1, 1] if spec.get("features", "words") == "words" else [3, 3])
-        return f"surface form: {spec.get('features', 'words')} {lo}-{hi}-grams, Ochiai coefficient"
+        tokenizer = surface_form_tokenizer(spec)
+        lo, hi = spec.get("ngram_range") or ([3, 3] if tokenizer == "char_ngrams" else [1, 1])
+        unit = {"words": "words", "treebank": "treebank words", "char_ngrams": "char_ngrams"}[tokenizer]
+        return f"surface form: {unit} {lo}-{hi}-grams, Ochiai coefficient"
     return f"{spec['family']} {spec.get('precision', 'fp32')}"
 
 
@@ -140,6 +151,54 @@ def _curve_plan(moments: dict, weights: dict, conditions: list[str], grid_step: 
     return plan
 
 
+def auc_of_masses(pos_fuzz: np.ndarray, mass_fuzz: np.ndarray, pos_neg: np.ndarray,
+                  mass_neg: np.ndarray) -> np.ndarray:
+    """P(fuzzed > negated), ties counted 1/2, of point masses: `pos_*` ascending positions (values
+    or fine-grid nodes), `mass_*` (replicates, positions) weights. With unit masses at the raw
+    similarities it is scipy's mannwhitneyu U / (n_fuzzed n_negated) (tested); with resample counts
+    it is that of the resample; with linear-binning weights at the fine-grid nodes it differs from
+    the exact AUC only where the two samples lie within a node spacing of each other."""
+    mass_fuzz, mass_neg = np.atleast_2d(mass_fuzz), np.atleast_2d(mass_neg)
+    cum = np.concatenate([np.zeros((len(mass_neg), 1)), np.cumsum(mass_neg, axis=1)], axis=1)
+    left, right = np.searchsorted(pos_neg, pos_fuzz, "left"), np.searchsorted(pos_neg, pos_fuzz, "right")
+    below, tied = cum[:, left], cum[:, right] - cum[:, left]
+    total = mass_fuzz.sum(axis=1) * mass_neg.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (mass_fuzz * (below + 0.5 * tied)).sum(axis=1) / total, np.nan)
+
+
+AUC_CHUNK_CELLS = 1 << 23  # replicates x similarities per chunk of resampled AUCs (64 MB of float64)
+
+
+def _exact_auc(fuzz: np.ndarray, fuzz_groups: np.ndarray, neg: np.ndarray, neg_groups: np.ndarray,
+               weights: np.ndarray | None) -> tuple[float, np.ndarray]:
+    """The AUC of the held similarities (scipy's Mann-Whitney U) and of each resample (rows of
+    `weights`: draw counts per group, so every similarity weighs its sentence's count)."""
+    from scipy.stats import mannwhitneyu
+    point = float(mannwhitneyu(fuzz, neg, method="asymptotic").statistic / (len(fuzz) * len(neg)))
+    if weights is None or not len(weights):
+        return point, np.empty(0)
+    order_f, order_n = np.argsort(fuzz, kind="stable"), np.argsort(neg, kind="stable")
+    fuzz, fuzz_groups, neg, neg_groups = fuzz[order_f], fuzz_groups[order_f], neg[order_n], neg_groups[order_n]
+    chunk = max(1, AUC_CHUNK_CELLS // (len(fuzz) + len(neg)))
+    reps = [auc_of_masses(fuzz, weights[lo:lo + chunk][:, fuzz_groups].astype(np.float64), neg,
+                          weights[lo:lo + chunk][:, neg_groups].astype(np.float64))
+            for lo in range(0, len(weights), chunk)]
+    return point, np.concatenate(reps)
+
+
+def _binned_auc(fuzz_window: "Window", fuzz_hists: np.ndarray, neg_window: "Window",
+                neg_hists: np.ndarray) -> np.ndarray:
+    """AUC of fine-grid histograms (rows: the full sample or the replicates); the two windows' nodes
+    placed on one integer lattice (both are multiples of grid_step / lcm of the refinements), so
+    that nodes at the same place tie exactly."""
+    lattice = math.lcm(fuzz_window.refine, neg_window.refine)
+
+    def nodes(w: "Window") -> np.ndarray:
+        return w.lo * lattice + np.arange(w.nodes, dtype=np.int64) * (lattice // w.refine)
+    return auc_of_masses(nodes(fuzz_window), fuzz_hists, nodes(neg_window), neg_hists)
+
+
 def _batches(sims_path, columns):
     return pq.ParquetFile(sims_path).iter_batches(READ_BATCH, columns=columns)
 
@@ -164,6 +223,7 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
     # pass 1: counts, extremes and moments per group; raw values while few enough for the exact KDE
     moments = {k: Moments(groups.count) for k in KINDS}
     raw: dict[str, list | None] = {k: [] for k in KINDS}
+    raw_groups: dict[str, list] = {k: [] for k in KINDS}  # each held similarity's group (resampled AUCs)
     dropped = {k: 0 for k in KINDS}
     low, high = {k: np.inf for k in KINDS}, {k: -np.inf for k in KINDS}
     for batch in _batches(sims_path, ["original_id", "kind", "similarity"]):
@@ -181,8 +241,9 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
             low[k], high[k] = min(low[k], float(v.min())), max(high[k], float(v.max()))
             if raw[k] is not None:
                 raw[k].append(v)
+                raw_groups[k].append(group_col[sel][finite])
                 if moments[k].n.sum() > exact_max_n:
-                    raw[k] = None  # too many for the exact KDE; stop holding them
+                    raw[k], raw_groups[k] = None, []  # too many for the exact KDE; stop holding them
 
     conditions = [c for c in NEGATIVE_CONDITIONS if moments[c].n.sum() or dropped[c]]  # e.g. no grammatical NL
     # paired across models (issue 26): the counts come from a stream that names no model, over
@@ -236,6 +297,7 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
             curves[k], methods[k] = normalise(windows[k].density(totals[k], e["n"], e["bw"], points)), "binned"
 
     rows = []
+    auc_methods = {}
     for cond in conditions:
         notes = [f"{'fuzzed' if k == 'fuzz' else 'negated'}: {plan[k]['reason']}"
                  for k in ("fuzz", cond) if plan[k]["reason"]]
@@ -250,18 +312,55 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
                     g = normalise(windows[cond].density(hn[b], ng["n"][b], ng["bw"][b], points))
                     replicate_overlaps[b] = overlap(f, g)
         ci_low, ci_high, valid = percentile_interval(replicate_overlaps) if bootstrap_b else (np.nan, np.nan, 0)
+        # the sign of the separation: the gap from the group moments, the AUC from the held
+        # similarities or the fine-grid histograms; both over the overlap's resamples (paired)
+        _, mean_fuzz, _ = moments["fuzz"].total()
+        _, mean_neg, _ = moments[cond].total()
+        defined = plan["fuzz"]["n"] > 0 and plan[cond]["n"] > 0
+        gap = mean_fuzz - mean_neg if defined else float("nan")
+        replicate_gaps = np.full(bootstrap_b, np.nan)
+        if defined and bootstrap_b:
+            rf, mf, _ = moments["fuzz"].weighted(weights[cond])
+            rn, mn, _ = moments[cond].weighted(weights[cond])
+            replicate_gaps = np.where((rf > 0) & (rn > 0), mf - mn, np.nan)
+        auc, replicate_aucs, auc_methods[cond] = float("nan"), np.full(bootstrap_b, np.nan), "undefined"
+        if defined and raw["fuzz"] is not None and raw[cond] is not None:
+            auc, reps = _exact_auc(np.concatenate(raw["fuzz"]), np.concatenate(raw_groups["fuzz"]),
+                                   np.concatenate(raw[cond]), np.concatenate(raw_groups[cond]),
+                                   weights[cond] if bootstrap_b else None)
+            replicate_aucs[:len(reps)], auc_methods[cond] = reps, "exact"
+        elif defined and "fuzz" in binned_kinds and cond in binned_kinds:
+            auc = float(_binned_auc(windows["fuzz"], totals["fuzz"], windows[cond], totals[cond])[0])
+            if bootstrap_b:
+                replicate_aucs = _binned_auc(windows["fuzz"], replicate_hists[("fuzz", cond)], windows[cond],
+                                             replicate_hists[(cond, cond)])
+            auc_methods[cond] = "binned"
+        auc_note = ("auc undefined: above exact_kde_max_n it is read from the curves' histograms, and a curve is "
+                    "undefined" if defined and auc_methods[cond] == "undefined" else "")
+        gap_low, gap_high, _ = percentile_interval(replicate_gaps) if bootstrap_b else (np.nan, np.nan, 0)
+        auc_low, auc_high, _ = percentile_interval(replicate_aucs) if bootstrap_b else (np.nan, np.nan, 0)
         if replicates_out is not None:
-            replicates_out[cond] = (value, replicate_overlaps)
+            replicates_out[f"{cond}/overlap"] = (value, replicate_overlaps)
+            replicates_out[f"{cond}/gap"] = (gap, replicate_gaps)
+            replicates_out[f"{cond}/auc"] = (auc, replicate_aucs)
         if bootstrap_b and not notes and valid < bootstrap_b:
             notes.append(f"{bootstrap_b - valid} of {bootstrap_b} bootstrap replicates undefined")
+        notes += [auc_note] if auc_note else []
         rows.append({"corpus": corpus, "model": model, "condition": cond, "overlap": value,
                      "n_fuzzed": plan["fuzz"]["n"], "n_negated": plan[cond]["n"],
                      "n_dropped": dropped[cond], "kde": "+".join(sorted({methods["fuzz"], methods[cond]})),
-                     "overlap_ci_low": ci_low, "overlap_ci_high": ci_high, "bootstrap_b": bootstrap_b,
+                     "overlap_ci_low": ci_low, "overlap_ci_high": ci_high,
+                     "mean_fuzzed": mean_fuzz if defined else float("nan"),
+                     "mean_negated": mean_neg if defined else float("nan"),
+                     "gap": gap, "gap_ci_low": gap_low, "gap_ci_high": gap_high,
+                     "auc": auc, "auc_ci_low": auc_low, "auc_ci_high": auc_high,
+                     # None where undefined: a table cell that is neither true nor false
+                     "direction_ok": bool(gap > 0) if np.isfinite(gap) else None, "bootstrap_b": bootstrap_b,
                      "n_dropped_fuzzed": dropped["fuzz"], "grid_step": grid_step,
                      "model_settings": model_settings(model_spec), "note": "; ".join(notes)})
     details = {"kde_methods": methods, "bandwidths": {k: plan[k]["bw"] for k in KINDS},
                "counts": {k: plan[k]["n"] for k in KINDS}, "dropped_nan": dropped,
+               "auc_methods": auc_methods,
                "grid": {"step": grid_step, "points": points},
                "fine_grids": {k: {"lo": w.lo, "hi": w.hi, "refine": w.refine} for k, w in windows.items()},
                "bootstrap": {"replicates": bootstrap_b, "seed": seed, "groups": groups.count,
@@ -296,8 +395,8 @@ def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exa
                                         bootstrap_groups, seed, model_spec, replicates)
     # the paired replicates behind the overlap intervals, for the differences table (compare.py)
     write_replicates(out / "replicates.parquet",
-                     [replicate_rows("csc", corpus, f"{cond}/overlap", model, value, reps)
-                      for cond, (value, reps) in replicates.items()])
+                     [replicate_rows("csc", corpus, statistic, model, value, reps)
+                      for statistic, (value, reps) in replicates.items()])
     with atomic_path(out / "curves.parquet") as tmp:
         pl.DataFrame({"similarity": curves["grid"], **{f"density_{k}": curves[k] for k in KINDS}}).write_parquet(tmp)
     summary = {"corpus": corpus, "model": model, "rows": rows, **details,
@@ -308,8 +407,9 @@ def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exa
     log.info("%s/%s: scored in %.1f s; densities and %d bootstrap replicates in %.1f s", corpus, model,
              scored - started, bootstrap_b, time.perf_counter() - scored)
     for r in rows:
-        log.info("%s/%s %s: overlap %.4f [%.4f, %.4f] (fuzzed %d, negated %d, dropped %d+%d, %s KDE)%s", corpus, model,
-                 r["condition"], r["overlap"], r["overlap_ci_low"], r["overlap_ci_high"], r["n_fuzzed"],
+        log.info("%s/%s %s: overlap %.4f [%.4f, %.4f], gap %.4f, AUC %.4f%s (fuzzed %d, negated %d, dropped %d+%d, "
+                 "%s KDE)%s", corpus, model, r["condition"], r["overlap"], r["overlap_ci_low"], r["overlap_ci_high"],
+                 r["gap"], r["auc"], "" if r["direction_ok"] is not False else " WRONG DIRECTION", r["n_fuzzed"],
                  r["n_negated"], r["n_dropped_fuzzed"], r["n_dropped"], r["kde"],
                  f" note: {r['note']}" if r["note"] else "")
     return summary
@@ -383,7 +483,11 @@ def plot(curves_path: str, summary_path: str, out_png: str, out_svg: str) -> Non
 
 OVERLAP_SCHEMA = {"corpus": pl.String, "model": pl.String, "condition": pl.String, "overlap": pl.Float64,
                   "n_fuzzed": pl.Int64, "n_negated": pl.Int64, "n_dropped": pl.Int64, "kde": pl.String,
-                  "overlap_ci_low": pl.Float64, "overlap_ci_high": pl.Float64, "bootstrap_b": pl.Int64,
+                  "overlap_ci_low": pl.Float64, "overlap_ci_high": pl.Float64,
+                  "mean_fuzzed": pl.Float64, "mean_negated": pl.Float64,
+                  "gap": pl.Float64, "gap_ci_low": pl.Float64, "gap_ci_high": pl.Float64,
+                  "auc": pl.Float64, "auc_ci_low": pl.Float64, "auc_ci_high": pl.Float64,
+                  "direction_ok": pl.Boolean, "bootstrap_b": pl.Int64,
                   "n_dropped_fuzzed": pl.Int64, "grid_step": pl.Float64, "model_settings": pl.String,
                   "note": pl.String}
 
@@ -410,7 +514,8 @@ def aggregate(summary_paths: list[str], out_csv: str, out_table3: str | None = N
               corpora: list[str] | None = None, models: list[str] | None = None) -> pl.DataFrame:
     rows = [r for p in summary_paths for r in read_json(p)["rows"]]
     table = pl.DataFrame(rows, schema=OVERLAP_SCHEMA).sort("corpus", "model", "condition")
-    table = table.with_columns(pl.col("overlap", "overlap_ci_low", "overlap_ci_high").round(6))
+    table = table.with_columns(pl.col("overlap", "overlap_ci_low", "overlap_ci_high", "mean_fuzzed", "mean_negated",
+                                      "gap", "gap_ci_low", "gap_ci_high", "auc", "auc_ci_low", "auc_ci_high").round(6))
     with atomic_path(out_csv) as tmp:
         table.write_csv(tmp)
     if out_table3:

@@ -34,6 +34,10 @@ def overlap_headlines(frame, options: dict) -> list[dict]:
                         n=smallest("n_fuzzed", "n_negated"))  # the smaller of the two similarity sets
     for row, r in zip(out, frame.iter_rows(named=True)):  # the statistic in the replicates (differences table)
         row.update(dataset=r["corpus"], statistic=f"{r['condition']}/overlap")
+        # the overlap is unsigned: where the negated variants sit no farther from the original than
+        # the fuzzed ones (gap <= 0), a low overlap separates the wrong way (first screen: W, never
+        # better than the baseline); tables written before the gap existed have no such column
+        row["wrong_direction"] = r.get("direction_ok") is False
     return out
 
 
@@ -43,8 +47,11 @@ PROBE = Probe(
     order=10,
     plan="workflow_scripts.csc.plan:CscPlan",
     summary="Overlap of the normalised densities of fuzzed and negated similarities (equation 2; lower = the "
-            "model separates meaning from surface form better), with its bootstrapped 95% interval (original "
-            "sentences resampled, their variants with them).",
+            "two curves are better separated), with its bootstrapped 95% interval (original sentences resampled, "
+            "their variants with them). The overlap has no sign: the gap (mean fuzzed minus mean negated "
+            "similarity) and AUC = P(fuzzed > negated) beside it say which way the curves separate; only a "
+            "positive gap (negations pushed farther from the original than fuzzing) is separation of meaning "
+            "from surface form, and a gap <= 0 is marked W.",
     needs_corpora=True,
     rules={
         "perturb": Resources(threads=1, mem_mb=3000, runtime=240, heavy=True),
@@ -62,6 +69,8 @@ PROBE = Probe(
                             "English grammatical negation by rules only (sentences that need tags are counted, "
                             "not negated)")),
     tables=(("csc_table3.csv", "Tables", "csc_table3.rst"), ("csc_overlap.csv", "Tables", "csc_overlap.rst")),
-    headlines=(Headline("csc_overlap.csv", overlap_headlines, lower_is_better=True),),
-    directions=(("*/overlap", "lower"),),
+    headlines=(Headline("csc_overlap.csv", overlap_headlines, lower_is_better=True,
+                       statistics=("*/overlap",)),),  # gap and AUC: exploratory rows, not verdicts
+    # gap = mean fuzzed - mean negated similarity, auc = P(fuzzed > negated): higher separates more
+    directions=(("*/overlap", "lower"), ("*/gap", "higher"), ("*/auc", "higher")),
 )
