@@ -1,11 +1,14 @@
 """Compare two results directories file by file (logs, benchmark timings and the run lock aside).
 
-Usage: python tests/compare_results.py RESULTS_A RESULTS_B [--timings-aside]     (exit 1 when they differ)
+Usage: python tests/compare_results.py RESULTS_A RESULTS_B [--timings-aside] [--common]   (exit 1 when they differ)
 
 --timings-aside: JSON files are compared without their timing fields (keys naming seconds, peak
 memory or speeds: a job's report and a trained model's manifest record how long they took), a
 trained model's README without its "Training: N seconds" line, and the provenance's tree digests of
 trained model folders (they cover those files) without their value. Everything else stays byte for byte.
+
+--common: compare only the files both directories have (after a config moved some inputs or models
+out, "what stays"), list every one that differs, and name the files only one of them has.
 """
 from __future__ import annotations
 
@@ -48,11 +51,16 @@ def normalised(path: Path, data: bytes, root: Path) -> bytes:
     return data
 
 
-def compare(a: Path, b: Path, timings_aside: bool = False) -> tuple[bool, str]:
+def compare(a: Path, b: Path, timings_aside: bool = False, common: bool = False) -> tuple[bool, str]:
     fa, fb = result_files(a), result_files(b)
     if not fa:
         return False, f"{a} holds no result files"
-    if fa != fb:
+    only = ""
+    if common:
+        only = (f"{len(fa - fb)} files only in {a.name}, {len(fb - fa)} only in {b.name} (set aside: "
+                f"{sorted(map(str, fa - fb))}, {sorted(map(str, fb - fa))}); ")
+        fa = fb = fa & fb
+    elif fa != fb:
         return False, (f"different file sets: only in {a.name}: {sorted(map(str, fa - fb))[:10]}, "
                        f"only in {b.name}: {sorted(map(str, fb - fa))[:10]}")
     differ = []
@@ -67,12 +75,14 @@ def compare(a: Path, b: Path, timings_aside: bool = False) -> tuple[bool, str]:
             if not same:
                 differ.append(str(p))
     if differ:
-        return False, f"{len(differ)} of {len(fa)} result files differ: {differ[:10]}"
-    return True, f"all {len(fa)} result files byte-identical" + (" (timing fields aside)" if timings_aside else "")
+        return False, only + f"{len(differ)} of {len(fa)} result files differ: {differ if common else differ[:10]}"
+    return True, only + (f"all {len(fa)} {'common ' if common else ''}result files byte-identical"
+                         + (" (timing fields aside)" if timings_aside else ""))
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--timings-aside"]
-    same, message = compare(Path(args[0]), Path(args[1]), timings_aside="--timings-aside" in sys.argv)
+    args = [a for a in sys.argv[1:] if a not in ("--timings-aside", "--common")]
+    same, message = compare(Path(args[0]), Path(args[1]), timings_aside="--timings-aside" in sys.argv,
+                            common="--common" in sys.argv)
     print(message)
     sys.exit(0 if same else 1)
