@@ -23,7 +23,7 @@ def _changed(edits):
         node = cfg
         for key in path[:-1]:
             node = node.setdefault(key, {})
-        node[path[-1]] = value
+        node[path[-1]] = copy.deepcopy(value)  # a shared value (the recipes) is never edited in place
     return cfg
 
 

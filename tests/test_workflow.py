@@ -76,8 +76,11 @@ def test_outputs_and_invariants(workspace):
     # the paired comparisons (issue 26): no surface-form baseline here, so every model against the first listed
     diffs = pl.read_csv(res / "tables" / "csc_differences.csv")
     overlaps = {(r["corpus"], r["model"], r["condition"]): r["overlap"] for r in table.iter_rows(named=True)}
-    assert set(diffs["model_b"]) == {"tfidf"} and diffs.height == sum(m != "tfidf" for _, m, _ in overlaps)
-    for d in diffs.iter_rows(named=True):
+    overlap_diffs = diffs.filter(pl.col("statistic").str.ends_with("/overlap"))
+    assert set(diffs["model_b"]) == {"tfidf"} and overlap_diffs.height == sum(m != "tfidf" for _, m, _ in overlaps)
+    # the signed gap and the AUC beside each overlap (issue 32) are compared on the same resamples too
+    assert diffs.height == 3 * overlap_diffs.height
+    for d in overlap_diffs.iter_rows(named=True):
         a = overlaps[(d["dataset"], d["model_a"], d["statistic"].removesuffix("/overlap"))]
         assert d["value_a"] == pytest.approx(a, abs=1e-5, nan_ok=True)
     for row in table.iter_rows(named=True):
@@ -92,7 +95,7 @@ def test_outputs_and_invariants(workspace):
         assert row["n_dropped_fuzzed"] == count["fuzz"][1]
         finite = sims["similarity"].drop_nans()
         assert finite.is_between(-1, 1).all()
-        assert row["bootstrap_b"] == 200 and row["grid_step"] == 0.001
+        assert row["bootstrap_b"] == 1000 and row["grid_step"] == 0.001  # the schema defaults
         if not row["note"]:  # no undefined curve, no undefined replicates
             assert row["overlap_ci_low"] <= row["overlap"] <= row["overlap_ci_high"]
     # the paper preset cannot tokenise "i x y" / "x y z": its 3 fuzzed and 3 negated variants are NaN, counted once
