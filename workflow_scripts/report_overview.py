@@ -8,8 +8,9 @@ ci_high). rules/report.smk passes the tables of the probes that ran.
 
 The first screen (report/overview.json, read by report.md, the HTML report's first page and the
 console summary `python -m workflow_scripts.report_console`): a row per headline figure with which
-direction is better and its n (the items behind the figure, from the probe's table), a cell per
-model, and marks on the cells that must not be read as findings (MARKS): an interval of zero width,
+direction is better (or none, where the probe claims no better side: no verdict) and its n (the
+independent units behind the figure, the ones its bootstrap resamples, from the probe's table) with
+its unit, a cell per model, and marks on the cells that must not be read as findings (MARKS): an interval of zero width,
 an n below `report.min_n`, a figure at the ceiling or floor of its statistic's range, a CSC overlap
 that separates in the wrong direction, a figure not significantly better than the baseline. `demo`: every
 input of the run is one of the small samples shipped under the workflow's resources/.

@@ -50,7 +50,7 @@ PROBE = Probe(
     plan="workflow_scripts.csc.plan:CscPlan",
     summary="Overlap of the normalised densities of fuzzed and negated similarities (equation 2; lower = the "
             "two curves are better separated), with its bootstrapped 95% interval (original sentences resampled, "
-            "their variants with them). The overlap has no sign: the gap (mean fuzzed minus mean negated "
+            "their variants with them; n counts those sentences, not the variants). The overlap has no sign: the gap (mean fuzzed minus mean negated "
             "similarity) and AUC = P(fuzzed > negated) beside it say which way the curves separate; only a "
             "positive gap (negations pushed farther from the original than fuzzing) is separation of meaning "
             "from surface form, and a gap <= 0 is marked W.",
