@@ -15,7 +15,7 @@ import os
 import sys
 import textwrap
 
-from workflow_scripts.report_overview import cell_text
+from workflow_scripts.report_overview import cell_text, n_text
 
 WIDTH = 132  # a wide terminal line; wider blocks are split by models
 

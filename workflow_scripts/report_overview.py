@@ -42,7 +42,7 @@ MARKS = {
          "tables/csc_overlap.csv), so a low overlap is no credit; never counted better than the baseline",
     "B": "not significantly better than the surface-form baseline (paired difference; its p-value adjusted with Holm "
          "within the probe's confirmatory family, each model vs the baseline on the headline figures, the interval "
-         "not adjusted; tables/<probe>_differences.csv). A figure whose probe declares no better side (better: none) "
+         "not adjusted; tables/<probe>_differences.csv). A figure whose probe declares no better side (no direction) "
          "gets no verdict and no B",
 }
 MARK_ORDER = "ZNCWB"
