@@ -35,7 +35,7 @@ ROW = ("model", "column", "label", "value", "ci_low", "ci_high")
 # the marks of the first screen, with what each means (the legend)
 MARKS = {
     "Z": "interval of zero width: the resamples never differ, so it says nothing about uncertainty",
-    "N": "n below report.min_n ({min_n}): too few items behind the figure for a conclusion",
+    "N": "n below report.min_n ({min_n}): too few independent units behind the figure for a conclusion",
     "C": "at the ceiling or floor of the statistic's range: the probe cannot tell models apart there",
     "W": "separates in the wrong direction (CSC): the negated variants are on average no farther from the original "
          "than the fuzzed ones (gap = mean fuzzed - mean negated similarity <= 0, AUC <= 0.5 or near it; "
