@@ -199,7 +199,7 @@ def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models
         return set()
     # a figure whose probe declares no better side has no verdict: never marked, whatever its
     # (exploratory) comparisons say
-    rows = [r for r in rows if r.get("lower_is_better") is not None]
+    rows = [r for r in rows if r.get("lower_is_better", False) is not None]
     # a figure that separates in the wrong direction (W) is never better than the baseline, whatever
     # the paired difference of its unsigned statistic says
     wrong_way = {(r["model"], r["column"]) for r in rows if r.get("wrong_direction") and r["model"] not in baselines}
