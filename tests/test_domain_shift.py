@@ -143,6 +143,7 @@ def test_the_overlap_has_no_declared_better_side_so_no_verdict_and_no_b_mark(tmp
     significant (old: `lower`, and B on `same`)."""
     from helpers import write_table
     from workflow_scripts import report as M
+    from workflow_scripts import report_console as C
     from workflow_scripts import report_overview as O
     from workflow_scripts.probes import get, headline_statistics
 
@@ -159,10 +160,11 @@ def test_the_overlap_has_no_declared_better_side_so_no_verdict_and_no_b_mark(tmp
         for a, v, p, family, sig in (("same", 0.55, 0.6, "confirmatory", False),
                                      ("apart", 0.2, 0.001, "exploratory", None))])
     models = {"form": {"family": "surface_form"}, "same": {"family": "tfidf"}, "apart": {"family": "tfidf"}}
-    O.build([table], models, {}, str(tmp_path / "ov.csv"), None, str(tmp_path / "overview.json"), min_n=100,
-            differences=[diff])
+    O.build([table], models, {}, str(tmp_path / "ov.csv"), str(tmp_path / "ov.png"), str(tmp_path / "overview.json"),
+            min_n=100, differences=[diff])
     screen = json.loads((tmp_path / "overview.json").read_text())
     (row,) = screen["rows"]
     assert row["better"] == "none" and (row["n"], row["unit"]) == ("150", "texts")
     assert {m: c["marks"] for m, c in row["cells"].items()} == {"form": "", "same": "", "apart": ""}
     assert "| domain_shift_d_spec_between | no direction | 150 texts |" in "\n".join(M.first_screen_section(screen))
+    assert "domain shift d overlap spec/between" in C.summary(screen, "results") and (tmp_path / "ov.png").exists()
