@@ -389,3 +389,26 @@ def test_overlap_table_has_the_sign_beside_the_overlap_and_table3_keeps_its_layo
     assert {"gap", "gap_ci_low", "gap_ci_high", "auc", "auc_ci_low", "auc_ci_high", "direction_ok"} <= set(table.columns)
     assert table["direction_ok"].to_list() == [False]
     assert (tmp_path / "t.csv").read_text().splitlines()[0] == "condition,model,c,model_settings"
+
+
+def test_n_counts_the_sentences_the_bootstrap_resamples_not_their_variants(tmp_path, log):
+    """Issue 32, point 6: 3 sentences x 3 fuzzed and 3 negated variants. The bootstrap resamples the
+    sentences (their variants with them), so the table's and the first screen's n is 3 sentences,
+    not the 9 variants per curve; hashed into 2 groups, n counts the groups and says so."""
+    import polars as pl
+    from workflow_scripts.csc.probe import overlap_headlines
+
+    fuzz = {1: [0.99, 0.97, 0.95], 2: [0.98, 0.96, 0.94], 3: [0.97, 0.95, 0.93]}
+    neg = {1: [0.80, 0.75, 0.70], 2: [0.85, 0.78, 0.72], 3: [0.82, 0.77, 0.74]}
+    path = write_sims(tmp_path / "s.parquet", fuzz, neg)
+    (row,), _, details = analyse(path, "c", "m", log, bootstrap_b=20)
+    assert (row["n_fuzzed"], row["n_negated"]) == (9, 9)
+    assert (row["n_units"], row["unit"]) == (3, "sentences") and details["units"]["fuzz"] == 3
+    (screen_row,) = overlap_headlines(pl.DataFrame([row]), {})
+    assert (screen_row["n"], screen_row["unit"]) == (3, "sentences")
+    # a sentence without a negated variant is not behind the negated curve: the smaller count
+    (fewer,), _, _ = analyse(write_sims(tmp_path / "f.parquet", fuzz, {1: neg[1], 2: neg[2]}), "c", "m", log,
+                             bootstrap_b=20)
+    assert fewer["n_units"] == 2
+    (grouped,), _, _ = analyse(path, "c", "m", log, bootstrap_b=20, bootstrap_groups=2)
+    assert (grouped["unit"], grouped["n_units"]) == ("sentence groups", 2)  # ids 1, 2, 3 mod 2

@@ -9,8 +9,8 @@ from workflow_scripts import probes
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "workflow_scripts").glob("*/README.md"))]
-TOPICS = ["models", "corpora", "results", "architecture", "adding-a-probe", "clusters", "recovery", "reproducibility",
-          "testing", "timings"]
+TOPICS = ["models", "corpora", "results", "verdicts", "architecture", "adding-a-probe", "clusters", "recovery",
+          "reproducibility", "testing", "timings"]
 PENDING: set[str] = set()  # files a page may link before they exist (none now)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
@@ -65,3 +65,21 @@ def test_probe_page_has_the_sections(name):
     have = anchors(page)
     for section in ("method", "outputs", "deviations-from-the-paper", "published-figures"):
         assert any(a.startswith(section) for a in have), f"{page.relative_to(ROOT)} lacks a `{section}` section"
+
+
+def test_the_readme_legend_names_every_mark_and_links_how_to_read_a_verdict():
+    """The README's legend of the first screen's marks names each one (B too, the verdict itself) and
+    links the page that explains verdicts; that page explains every mark and the verdicts' words."""
+    from workflow_scripts.report_overview import MARKS
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    legend = text[text.index("`make run` ends by printing the overview"):]
+    legend = legend[:legend.index("\n\n")]
+    assert all(f"**{mark}**" in legend for mark in MARKS), "the README's legend omits a mark"
+    assert "(docs/verdicts.md)" in legend
+    page = (ROOT / "docs" / "verdicts.md").read_text(encoding="utf-8")
+    assert all(f"| **{mark}** |" in page for mark in MARKS)
+    for words in ("better", "no difference", "worse", "wrong direction", "Holm", "Benjamini", "2/(B + 1)",
+                  "McNemar", "Clopper", "What n counts"):
+        assert words in page, words
+    results = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert "(verdicts.md)" in results

@@ -134,3 +134,37 @@ def test_side_by_side_table_and_correlations_across_models(tmp_path):
     assert row["n_points"] == 4 and row["points"] == "base; ft; pt; ptft"
     iso_row = corr.filter(pl.col("y") == "i1").row(0, named=True)  # no isotropy table: undefined, said so
     assert np.isnan(iso_row["pearson"]) and iso_row["note"]
+
+
+def test_the_overlap_has_no_declared_better_side_so_no_verdict_and_no_b_mark(tmp_path):
+    """Issue 32, point 7: "lower is better" would be our choice, not the seed's claim. The headline
+    declares no direction, is in no confirmatory family, and its first-screen row says `none` and
+    marks no cell B, even where the paired difference with the surface-form baseline is not
+    significant (old: `lower`, and B on `same`)."""
+    from helpers import write_table
+    from workflow_scripts import report as M
+    from workflow_scripts import report_console as C
+    from workflow_scripts import report_overview as O
+    from workflow_scripts.probes import get, headline_statistics
+
+    assert [h.lower_is_better for h in get("domain_shift").headlines] == [None]
+    assert headline_statistics("domain_shift") == () and get("domain_shift").directions == ()
+    table = write_table(tmp_path / "domain_shift.csv", [
+        dict(dataset="d", model=m, a="within_specific", b="between", overlap=o, overlap_ci_low=o - 0.1,
+             overlap_ci_high=o + 0.1, n_specific=150, n_agnostic=200)
+        for m, o in (("form", 0.6), ("same", 0.55), ("apart", 0.2))])
+    diff = write_table(tmp_path / "domain_shift_differences.csv", [
+        dict(probe="domain_shift", dataset="d", statistic="overlap/within_specific/between", model_a=a,
+             model_b="form", value_a=v, value_b=0.6, difference=v - 0.6, ci_low=v - 0.7, ci_high=v - 0.5,
+             p_value=p, family=family, p_adjusted=p, method="holm", significant=sig, better="", replicates=1000)
+        for a, v, p, family, sig in (("same", 0.55, 0.6, "confirmatory", False),
+                                     ("apart", 0.2, 0.001, "exploratory", None))])
+    models = {"form": {"family": "surface_form"}, "same": {"family": "tfidf"}, "apart": {"family": "tfidf"}}
+    O.build([table], models, {}, str(tmp_path / "ov.csv"), str(tmp_path / "ov.png"), str(tmp_path / "overview.json"),
+            min_n=100, differences=[diff])
+    screen = json.loads((tmp_path / "overview.json").read_text())
+    (row,) = screen["rows"]
+    assert row["better"] == "none" and (row["n"], row["unit"]) == ("150", "texts")
+    assert {m: c["marks"] for m, c in row["cells"].items()} == {"form": "", "same": "", "apart": ""}
+    assert "| domain_shift_d_spec_between | no direction | 150 texts |" in "\n".join(M.first_screen_section(screen))
+    assert "domain shift d overlap spec/between" in C.summary(screen, "results") and (tmp_path / "ov.png").exists()

@@ -23,14 +23,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def screen(tmp_path):
-    """Three probes' tables: CSC (lower = better; n = the smaller similarity set), triplets (one model
+    """Three probes' tables: CSC (lower = better; n = the sentences behind the smaller curve), triplets (one model
     at the ceiling with a zero-width interval on 23 triplets), retrieval (draws of 100 from 36 questions:
     every draw is the whole set)."""
     csc = write(tmp_path / "csc_overlap.csv", [
         dict(corpus="c", model="m", condition="negation", overlap=0.25, overlap_ci_low=0.2, overlap_ci_high=0.3,
-             n_fuzzed=1210, n_negated=262),
+             n_fuzzed=1210, n_negated=262, n_units=120, unit="sentences"),
         dict(corpus="c", model="t", condition="negation", overlap=0.0, overlap_ci_low=0.0, overlap_ci_high=0.04,
-             n_fuzzed=1210, n_negated=250)])
+             n_fuzzed=1210, n_negated=250, n_units=110, unit="sentences")])
     trip = write(tmp_path / "triplets_accuracy.csv", [
         dict(dataset="d", model="m", n=23, accuracy=1.0, accuracy_ci_low=1.0, accuracy_ci_high=1.0),
         dict(dataset="d", model="t", n=23, accuracy=0.5, accuracy_ci_low=0.3, accuracy_ci_high=0.7)])
@@ -57,16 +57,19 @@ def test_every_row_says_its_direction_and_n(screen):
                                                       "retrieval_qa_ndcg@5"]
     assert all(r["better"] in ("lower", "higher") and r["n"] for r in screen["rows"])
     assert rows["csc_c_negation"]["better"] == "lower" and rows["triplets_d"]["better"] == "higher"
-    # n per row: the items behind the figure; different per model: the range
-    assert rows["csc_c_negation"]["n"] == "250-262" and rows["triplets_d"]["n"] == "23"
+    # n per row: the units the figure's bootstrap resamples, named (CSC: sentences, not the variants
+    # nested in them); different per model: the range
+    assert rows["csc_c_negation"]["n"] == "110-120" and rows["triplets_d"]["n"] == "23"
     assert rows["retrieval_qa_acc@5"]["n"] == "36"
+    assert [rows[c]["unit"] for c in ("csc_c_negation", "triplets_d", "retrieval_qa_acc@5")] == [
+        "sentences", "triplets", "questions"]
     assert [m["stand_in"] for m in screen["models"]] == [False, True]
 
 
 def test_marks_zero_width_low_n_and_ceiling(screen):
     rows = rows_of(screen)
     cell = lambda column, model: rows[column]["cells"][model]["marks"]  # noqa: E731
-    assert cell("csc_c_negation", "m") == ""           # n 262, interval with width, inside (0, 1)
+    assert cell("csc_c_negation", "m") == ""           # n 120, interval with width, inside (0, 1)
     assert cell("csc_c_negation", "t") == "C"          # 0.0: at the floor of the overlap's range
     assert cell("triplets_d", "m") == "ZNC"            # 1.0 [1.0, 1.0] on 23 triplets
     assert cell("triplets_d", "t") == "N"              # 23 < min_n 100
@@ -88,7 +91,8 @@ def test_retrieval_interval_has_width_where_the_draws_cover_the_set(screen):
     assert "Z" not in acc["marks"] and acc["ci_high"] - acc["ci_low"] > 0
     assert rows["retrieval_qa_ndcg@5"]["cells"]["m"]["ci_low"] == 0.85
     assert rows["retrieval_qa_acc@5"]["interval"].startswith("classic bootstrap over all 36 questions")
-    # draws smaller than the set: the paper's draws' interval, no note
+    # draws smaller than the set: the paper's draws' interval, named for what it is (issue 32, point 7):
+    # the spread of figures on subsamples, not a confidence interval for the figure on all questions
     from workflow_scripts.retrieval.probe import accuracy_headlines
     frame = pl.DataFrame([dict(set="qa", model="m", k=5, accuracy=0.8, accuracy_ci_low=0.7, accuracy_ci_high=0.9,
                                ndcg=0.6, ndcg_ci_low=0.5, ndcg_ci_high=0.7, accuracy_full=0.81,
@@ -96,15 +100,19 @@ def test_retrieval_interval_has_width_where_the_draws_cover_the_set(screen):
                                ndcg_full_ci_low=0.4, ndcg_full_ci_high=0.8, n_queries=36, draw_size=20,
                                draw_replace=False)])
     acc = accuracy_headlines(frame, {"retrieval_k": 5})[0]
-    assert (acc["value"], acc["ci_low"], acc["interval"], acc["n"]) == (0.8, 0.7, "", 36)
+    assert (acc["value"], acc["ci_low"], acc["n"]) == (0.8, 0.7, 36)
+    assert acc["interval"].startswith("spread of the draws of questions (2.5th-97.5th percentile")
+    assert "not a confidence interval for the figure on all 36 questions" in acc["interval"]
+    frame = frame.with_columns(draws=pl.lit(100))
+    assert accuracy_headlines(frame, {"retrieval_k": 5})[0]["interval"].startswith("spread of 100 draws of 20 questions")
 
 
 def test_markdown_and_html_first_screen(screen, tmp_path):
     md = "\n".join(M.first_screen_section(screen))
     assert md.startswith("# Overview: every model, every probe") and "Demo inputs" not in md
     assert "| figure | better | n | m | t (stand-in) |" in md
-    assert "| triplets_d | \u2191 higher | 23 | 1.000 [1.000, 1.000] ZNC | 0.500 [0.300, 0.700] N |" in md
-    assert "| csc_c_negation | \u2193 lower | 250-262 |" in md and "**Z** interval of zero width" in md
+    assert "| triplets_d | \u2191 higher | 23 triplets | 1.000 [1.000, 1.000] ZNC | 0.500 [0.300, 0.700] N |" in md
+    assert "| csc_c_negation | \u2193 lower | 110-120 sentences |" in md and "**Z** interval of zero width" in md
     assert "`retrieval_qa_acc@5`: classic bootstrap over all 36 questions" in md
     demo = {**screen, "demo": True, "banner": O.DEMO_BANNER}
     md = "\n".join(M.first_screen_section(demo))
@@ -234,3 +242,16 @@ def test_csc_overlap_that_separates_the_wrong_way_is_marked_w_and_never_better_t
     O.build([csc], models, {}, str(tmp_path / "ov2.csv"), None, str(tmp_path / "overview2.json"), min_n=100)
     cells = json.loads((tmp_path / "overview2.json").read_text())["rows"][0]["cells"]
     assert cells["wrong"]["marks"] == "WB" and cells["right"]["marks"] == ""
+
+
+def test_the_differences_block_says_holm_adjusts_the_p_values_not_the_intervals(tmp_path):
+    """Issue 32, point 7: the intervals beside the differences are the unadjusted paired intervals;
+    only the p-values are Holm-adjusted, so the report must not read an interval as the verdict."""
+    diff = write(tmp_path / "csc_differences.csv", [
+        dict(probe="csc", dataset="c", statistic="negation/overlap", model_a="m", model_b="form", value_a=0.5,
+             value_b=0.8, difference=-0.3, ci_low=-0.4, ci_high=-0.2, p_value=0.03, family="confirmatory",
+             p_adjusted=0.09, method="holm", significant=False, b_too_small=False, better="m", replicates=1000)])
+    text = "\n".join(M.differences_block(diff, [{"dataset": "c", "statistic": "negation/overlap"}]))
+    assert "Holm's correction of their p-values" in text and "Only the p-values are adjusted" in text
+    assert "| A - B [95% interval, unadjusted] |" in text
+    assert "an interval that excludes 0 is not by itself a significant difference" in text

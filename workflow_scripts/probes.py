@@ -41,7 +41,12 @@ class Headline:
     value, ci_low, ci_high. Nothing is recomputed."""
     table: str
     extract: Callable
-    lower_is_better: bool = False
+    # which side is better; None: the probe states no better side (e.g. domain shift, where "lower"
+    # would be our choice, not the seed's claim): the figure is shown but gets no verdict (no B mark)
+    lower_is_better: bool | None = False
+    # what the figure's n counts, the independent unit its bootstrap resamples (plural noun, e.g.
+    # "questions"); an extractor's row may name its own (CSC: sentences, or hashed groups of them)
+    unit: str = ""
     # the statistic's range: a figure at either end is marked on the overview (a ceiling or floor)
     bounds: tuple = (0.0, 1.0)
     # the statistics of the probe's replicates files behind this figure (the `statistic` the extractor
@@ -179,16 +184,25 @@ def number(v) -> float | None:
 
 def headline_rows(frame, column: Callable[[dict], str], label: Callable[[dict], str], value: str, low: str,
                   high: str, n: str | Callable[[dict], object] | None = None,
-                  interval: Callable[[dict], str] | None = None) -> list[dict]:
+                  interval: Callable[[dict], str] | None = None,
+                  unit: Callable[[dict], str] | None = None) -> list[dict]:
     """Overview rows (model, column, label, value, ci_low, ci_high, n, interval) from a probe table's
-    rows. `n`: the column (or a function of the row) giving the items behind the figure (None where
-    the table has no such column); `interval`: which interval it is, where not the probe's usual one."""
+    rows. `n`: the column (or a function of the row) giving the independent units behind the figure,
+    the ones its bootstrap resamples (None where the table has no such column); `interval`: which
+    interval it is, where not the probe's usual one; `unit`: what n counts, where the row decides it
+    (otherwise the Headline's `unit`)."""
     def count(r: dict):
         x = number(n(r) if callable(n) else r.get(n)) if n is not None else None
         return None if x is None else int(x)
-    return [{"model": r["model"], "column": column(r), "label": label(r), "value": number(r[value]),
-             "ci_low": number(r[low]), "ci_high": number(r[high]), "n": count(r),
-             "interval": interval(r) if interval else ""} for r in frame.iter_rows(named=True)]
+    out = []
+    for r in frame.iter_rows(named=True):
+        row = {"model": r["model"], "column": column(r), "label": label(r), "value": number(r[value]),
+               "ci_low": number(r[low]), "ci_high": number(r[high]), "n": count(r),
+               "interval": interval(r) if interval else ""}
+        if unit is not None and unit(r):
+            row["unit"] = unit(r)
+        out.append(row)
+    return out
 
 
 def smallest(*columns: str) -> Callable[[dict], object]:

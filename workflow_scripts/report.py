@@ -49,11 +49,11 @@ def first_screen_section(screen: dict) -> list[str]:
     """The model-by-probe overview from report/overview.json (report_overview.first_screen): the demo
     banner where the run is on the shipped samples, a row per headline figure with which direction is
     better and its n, a column per model, cells `value [ci_low, ci_high] MARKS`, and the legend."""
-    from workflow_scripts.report_overview import cell_text
+    from workflow_scripts.report_overview import arrow, cell_text, n_text
     models = [m["model"] for m in screen["models"]]
     names = [m["model"] + (" (stand-in)" if m["stand_in"] else "") for m in screen["models"]]
     head = ["figure", "better", "n", *names]
-    rows = [[r["column"], "\u2193 lower" if r["lower_is_better"] else "\u2191 higher", r["n"] or "",
+    rows = [[r["column"], arrow(r["lower_is_better"]), n_text(r),
              *(cell_text(r["cells"].get(m)) for m in models)] for r in screen["rows"]]
     table = "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
                        *("| " + " | ".join(row) + " |" for row in rows)])
@@ -62,8 +62,12 @@ def first_screen_section(screen: dict) -> list[str]:
         parts += [f"> **{screen['banner']}**", ""]
     parts += ["The headline figure of each probe per model with its bootstrapped 95% interval (from the probes' "
               "tables; the same as `tables/overview.csv`, the heat map is `plots/overview.png`). `better`: which "
-              "direction is better; `n`: the items behind the figure (questions, triplets, phrases, samples; CSC "
-              "and domain shift: the smaller similarity set).", "", table, "",
+              "direction is better (`no direction`: the probe claims none, so the figure gets no verdict); `n`: the "
+              "independent units behind the figure, the ones its bootstrap resamples, named beside it (CSC: "
+              "original sentences, or hashed groups of them at corpus scale, for the smaller of the two curves; "
+              "triplets; questions; Montague: phrases, resampled by adjective and noun; set theory: samples; "
+              "domain shift: texts of the smaller group). How to read a verdict: `docs/verdicts.md` in the "
+              "workflow's repository.", "", table, "",
               "Marks: " + "; ".join(f"**{k}** {v}" for k, v in screen["legend"].items()) + ".", ""]
     notes = [f"`{r['column']}`: {r['interval']}" for r in screen["rows"] if r.get("interval")]
     if notes:
@@ -88,16 +92,19 @@ def differences_block(path: str, figures: list[dict]) -> list[str]:
     confirmatory = [r for r in frame.iter_rows(named=True) if r.get("family") == "confirmatory"]
     significant = sum(1 for r in confirmatory if str(r["significant"]).lower() == "true")
     lines = ["## Paired differences of the headline figures", "",
-             f"A - B on the same bootstrap resamples for both models (paired 95% interval, not adjusted). "
-             f"*Confirmatory*: each model against the surface-form baseline on a headline figure, the "
-             f"family behind the mark B: {len(confirmatory)} comparisons, Holm's correction, alpha 0.05 "
-             f"({significant} significant). *Exploratory*: every other comparison of "
-             f"`{Path(path).name}` ({frame.height} in all), with the Benjamini-Hochberg q and no verdict.", ""]
+             f"A - B on the same bootstrap resamples for both models. *Confirmatory*: each model against the "
+             f"surface-form baseline on a headline figure, the family behind the mark B: {len(confirmatory)} "
+             f"comparisons, Holm's correction of their p-values, alpha 0.05 ({significant} "
+             f"significant). *Exploratory*: every other comparison of `{Path(path).name}` ({frame.height} in "
+             f"all), with the Benjamini-Hochberg q and no verdict. Only the p-values are adjusted: the 95% "
+             f"interval beside each difference is the unadjusted paired interval, so an interval that "
+             f"excludes 0 is not by itself a significant difference after the correction (read `p adjusted` "
+             f"and `significant`).", ""]
     if any(str(r.get("b_too_small")).lower() == "true" for r in confirmatory):
         lines += ["**B too small for this family**: the smallest bootstrap p, 2/(B+1), is above alpha/m "
                   f"(m = {sum(1 for r in confirmatory if r['p_value'] is not None and r['p_value'] == r['p_value'])}), so no comparison can be "
                   "significant; raise the probe's `bootstrap_b`.", ""]
-    lines += ["| dataset | statistic | A | B | A - B [95% interval] | p | family | p adjusted | significant | better |",
+    lines += ["| dataset | statistic | A | B | A - B [95% interval, unadjusted] | p | family | p adjusted | significant | better |",
               "|---|---|---|---|---|---|---|---|---|---|"]
 
     def num(v, digits=3):

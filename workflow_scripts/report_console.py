@@ -15,7 +15,7 @@ import os
 import sys
 import textwrap
 
-from workflow_scripts.report_overview import cell_text
+from workflow_scripts.report_overview import cell_text, n_text
 
 WIDTH = 132  # a wide terminal line; wider blocks are split by models
 
@@ -31,7 +31,7 @@ def summary(screen: dict, results: str, width: int = WIDTH) -> str:
     for probe in dict.fromkeys(r["probe"] for r in rows):
         group = [r for r in rows if r["probe"] == probe]
         label_w = max([len("figure")] + [len(label[r["column"]]) for r in group])
-        n_w = max([len("n")] + [len(r["n"] or "") for r in group])
+        n_w = max([len("n")] + [len(n_text(r)) for r in group])
         fixed = label_w + 2 + len("better") + 2 + n_w
         models = [m for m in screen["models"] if any(m["model"] in r["cells"] for r in group)]
         names = {m["model"]: m["model"] + (" (stand-in)" if m["stand_in"] else "") for m in models}
@@ -48,7 +48,7 @@ def summary(screen: dict, results: str, width: int = WIDTH) -> str:
             head = [f"{'figure':<{label_w}}", "better", f"{'n':>{n_w}}", *(f"{names[m]:<{cell_w[m]}}" for m in block)]
             lines += ["", "  ".join(head).rstrip()]
             for r in group:
-                cells = [f"{label[r['column']]:<{label_w}}", f"{r['better']:<6}", f"{r['n'] or '':>{n_w}}",
+                cells = [f"{label[r['column']]:<{label_w}}", f"{r['better']:<6}", f"{n_text(r):>{n_w}}",
                          *(f"{cell_text(r['cells'].get(m)):<{cell_w[m]}}" for m in block)]
                 lines.append("  ".join(cells).rstrip())
     lines.append("")

@@ -8,8 +8,9 @@ ci_high). rules/report.smk passes the tables of the probes that ran.
 
 The first screen (report/overview.json, read by report.md, the HTML report's first page and the
 console summary `python -m workflow_scripts.report_console`): a row per headline figure with which
-direction is better and its n (the items behind the figure, from the probe's table), a cell per
-model, and marks on the cells that must not be read as findings (MARKS): an interval of zero width,
+direction is better (or none, where the probe claims no better side: no verdict) and its n (the
+independent units behind the figure, the ones its bootstrap resamples, from the probe's table) with
+its unit, a cell per model, and marks on the cells that must not be read as findings (MARKS): an interval of zero width,
 an n below `report.min_n`, a figure at the ceiling or floor of its statistic's range, a CSC overlap
 that separates in the wrong direction, a figure not significantly better than the baseline. `demo`: every
 input of the run is one of the small samples shipped under the workflow's resources/.
@@ -34,13 +35,15 @@ ROW = ("model", "column", "label", "value", "ci_low", "ci_high")
 # the marks of the first screen, with what each means (the legend)
 MARKS = {
     "Z": "interval of zero width: the resamples never differ, so it says nothing about uncertainty",
-    "N": "n below report.min_n ({min_n}): too few items behind the figure for a conclusion",
+    "N": "n below report.min_n ({min_n}): too few independent units behind the figure for a conclusion",
     "C": "at the ceiling or floor of the statistic's range: the probe cannot tell models apart there",
     "W": "separates in the wrong direction (CSC): the negated variants are on average no farther from the original "
          "than the fuzzed ones (gap = mean fuzzed - mean negated similarity <= 0, AUC <= 0.5 or near it; "
          "tables/csc_overlap.csv), so a low overlap is no credit; never counted better than the baseline",
-    "B": "not significantly better than the surface-form baseline (paired difference, Holm within the probe's "
-         "confirmatory family: each model vs the baseline on the headline figures; tables/<probe>_differences.csv)",
+    "B": "not significantly better than the surface-form baseline (paired difference; its p-value adjusted with Holm "
+         "within the probe's confirmatory family, each model vs the baseline on the headline figures, the interval "
+         "not adjusted; tables/<probe>_differences.csv). A figure whose probe declares no better side (no direction) "
+         "gets no verdict and no B",
 }
 MARK_ORDER = "ZNCWB"
 DEMO_BANNER = ("Demo inputs: every input of this run is a small sample shipped in the workflow's resources/ "
@@ -68,8 +71,8 @@ def long_rows(tables: dict[str, str], options: dict) -> list[dict]:
             continue
         frame = pl.read_csv(tables[h.table], infer_schema_length=None)
         for row in h.extract(frame, options):
-            out.append({"n": None, "interval": "", **row, "probe": probe, "lower_is_better": h.lower_is_better,
-                        "bounds": list(h.bounds)})
+            out.append({"n": None, "unit": h.unit, "interval": "", **row, "probe": probe,
+                        "lower_is_better": h.lower_is_better, "bounds": list(h.bounds)})
     return out
 
 
@@ -97,7 +100,7 @@ def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min
     models = [{"model": m, "stand_in": bool(s)} for m, s in zip(frame["model"], frame["stand_in"])]
     out_rows = []
     for c in columns:
-        row_cells, ns, notes = {}, [], []
+        row_cells, ns, notes, units = {}, [], [], []
         for m in frame["model"]:
             r = cells.get((m, c["column"]))
             if r is None:
@@ -110,17 +113,38 @@ def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min
                 row_cells[m]["marks"] += "B"
             if r.get("n") is not None:
                 ns.append(r["n"])
+                if r.get("unit") and r["unit"] not in units:
+                    units.append(r["unit"])
             if r.get("interval") and r["interval"] not in notes:
                 notes.append(r["interval"])
         out_rows.append({"column": c["column"], "label": c["label"], "probe": c["probe"],
                          "dataset": c.get("dataset"), "statistic": c.get("statistic"),
                          "lower_is_better": c["lower_is_better"],
-                         "better": "lower" if c["lower_is_better"] else "higher",
+                         "better": better_side(c["lower_is_better"]),
                          "n": (None if not ns else str(min(ns)) if min(ns) == max(ns) else f"{min(ns)}-{max(ns)}"),
+                         # what n counts: the unit the figure's bootstrap resamples
+                         "unit": " or ".join(units),
                          "interval": "; ".join(notes), "cells": row_cells})
     used = sorted({ch for r in out_rows for cell in r["cells"].values() for ch in cell["marks"]}, key=MARK_ORDER.index)
     return {"demo": demo, "banner": DEMO_BANNER if demo else "", "min_n": min_n, "models": models, "rows": out_rows,
             "legend": {k: v.format(min_n=min_n) for k, v in MARKS.items()}, "marks_used": used}
+
+
+def better_side(lower_is_better: bool | None) -> str:
+    """`lower`, `higher`, or `none` where the probe declares no better side (no verdict)."""
+    return "none" if lower_is_better is None else "lower" if lower_is_better else "higher"
+
+
+def arrow(lower_is_better: bool | None) -> str:
+    """The first screen's `better` cell."""
+    return {"lower": "\u2193 lower", "higher": "\u2191 higher", "none": "no direction"}[better_side(lower_is_better)]
+
+
+def n_text(row: dict) -> str:
+    """A first-screen row's n with what it counts (`70 sentences`); empty where unknown."""
+    if not row.get("n"):
+        return ""
+    return f"{row['n']} {row['unit']}" if row.get("unit") else str(row["n"])
 
 
 def cell_text(cell: dict | None, digits: int = 3) -> str:
@@ -173,6 +197,9 @@ def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models
     baselines = {m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY}
     if not baselines:
         return set()
+    # a figure whose probe declares no better side has no verdict: never marked, whatever its
+    # (exploratory) comparisons say
+    rows = [r for r in rows if r.get("lower_is_better", False) is not None]
     # a figure that separates in the wrong direction (W) is never better than the baseline, whatever
     # the paired difference of its unsigned statistic says
     wrong_way = {(r["model"], r["column"]) for r in rows if r.get("wrong_direction") and r["model"] not in baselines}
@@ -221,7 +248,7 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str, marked: set[tuple[
         values[i, : len(v)] = v
     goodness = values.copy()
     for i, c in enumerate(columns):
-        if c["lower_is_better"]:
+        if c["lower_is_better"]:  # no direction (None): coloured by the value itself
             goodness[i] = 1 - goodness[i]
     fig, ax = plt.subplots(figsize=(3.2 + 1.05 * n_cols, 1.6 + 0.27 * n_rows))
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#dddddd")
@@ -233,7 +260,8 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str, marked: set[tuple[
                 ax.text(j, i, f"{values[i, j]:.2f}{mark}", ha="center", va="center", fontsize=8,
                         color="white" if goodness[i, j] < 0.6 else "black")
     ax.set_yticks(range(len(columns)))
-    ax.set_yticklabels([c["label"] + (" \u2193" if c["lower_is_better"] else " \u2191") for c in columns], fontsize=8)
+    ax.set_yticklabels([c["label"] + {"lower": " \u2193", "higher": " \u2191", "none": " (no direction)"}[
+        better_side(c["lower_is_better"])] for c in columns], fontsize=8)
     ax.set_xticks(range(len(models)))
     ax.set_xticklabels([m + ("\n[stand-in]" if s else "") for m, s in zip(models, stand)], fontsize=8)
     ax.xaxis.tick_top()
@@ -242,7 +270,7 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str, marked: set[tuple[
         if probes[i] != probes[i - 1]:
             ax.axhline(i - 0.5, color="white", linewidth=2)
     ax.set_title("Headline figure per probe and model\n\u2193 lower = better, \u2191 higher = better;\n"
-                 "yellow = best; grey: not run or undefined"
+                 "yellow = best (no direction: yellow = highest); grey: not run or undefined"
                  + ("\n\u00b0 not significantly better than the surface-form baseline (tables/*_differences.csv)"
                     if marked else ""), fontsize=8, pad=24)
     fig.tight_layout()

@@ -342,15 +342,15 @@ def first_screen_html(screen: dict) -> str:
     """The overview as an HTML table: a row per headline figure (its label, which direction is
     better, n), a column per model, each cell `value [low, high]` with its marks (tinted, the mark's
     meaning as a tooltip), the legend and the interval notes; the demo banner first."""
-    from workflow_scripts.report_overview import cell_text
+    from workflow_scripts.report_overview import arrow, cell_text, n_text
     models = [m["model"] for m in screen["models"]]
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ["figure", "better", "n"]) + "".join(
         f"<th>{html.escape(m['model'])}{' <em>(stand-in)</em>' if m['stand_in'] else ''}</th>" for m in screen["models"])
     body = []
     for r in screen["rows"]:
-        arrow = "\u2193 lower" if r["lower_is_better"] else "\u2191 higher"
         label = html.escape(r["label"]) + ("<sup>*</sup>" if r.get("interval") else "")
-        cells = [f"<td>{label}</td><td>{arrow}</td><td class=\"num\">{html.escape(r['n'] or '')}</td>"]
+        cells = [f"<td>{label}</td><td>{arrow(r['lower_is_better'])}</td>"
+                 f"<td class=\"num\">{html.escape(n_text(r))}</td>"]
         for m in models:
             cell = r["cells"].get(m)
             marks = (cell or {}).get("marks", "")
@@ -371,7 +371,9 @@ def first_screen_html(screen: dict) -> str:
                  "<thead><tr>" + head + "</tr></thead><tbody>" + "".join(body) + "</tbody></table></div>")
     legend = " &middot; ".join(f"<b>{k}</b> {html.escape(v)}" for k, v in screen["legend"].items())
     parts.append(f'<p style="font-size:12px">Each cell: the figure [its bootstrapped 95% interval] and its marks. '
-                 f"<i>better</i>: which direction is better; <i>n</i>: the items behind the figure. Marks (tinted "
+                 f"<i>better</i>: which direction is better (<i>no direction</i>: the probe claims none, so the "
+                 f"figure gets no verdict); <i>n</i>: the independent units behind the figure, the ones its "
+                 f"bootstrap resamples, named beside it. How to read a verdict: docs/verdicts.md. Marks (tinted "
                  f"cells): {legend}.</p>")
     notes = [f"{html.escape(r['label'])}: {html.escape(r['interval'])}" for r in screen["rows"] if r.get("interval")]
     if notes:

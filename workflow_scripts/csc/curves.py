@@ -246,6 +246,11 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
                     raw[k], raw_groups[k] = None, []  # too many for the exact KDE; stop holding them
 
     conditions = [c for c in NEGATIVE_CONDITIONS if moments[c].n.sum() or dropped[c]]  # e.g. no grammatical NL
+    # the independent units behind each kind (issue 32, point 6): variants are nested in their
+    # sentence and resampled with it, so n counts the resampling units that hold a similarity of the
+    # kind (sentences, or hashed groups of sentences at corpus scale), not the variants
+    units = {k: int(np.count_nonzero(moments[k].n)) for k in KINDS}
+    unit = "sentences" if groups.per_sentence else "sentence groups"
     # paired across models (issue 26): the counts come from a stream that names no model, over
     # groups in a model-independent order (sorted original ids, or id % groups), so replicate b
     # draws the same sentences for every model scored on this corpus
@@ -348,7 +353,10 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
         notes += [auc_note] if auc_note else []
         rows.append({"corpus": corpus, "model": model, "condition": cond, "overlap": value,
                      "n_fuzzed": plan["fuzz"]["n"], "n_negated": plan[cond]["n"],
-                     "n_dropped": dropped[cond], "kde": "+".join(sorted({methods["fuzz"], methods[cond]})),
+                     "n_dropped": dropped[cond],
+                     # the smaller of the two curves' unit counts, as n_fuzzed/n_negated for variants
+                     "n_units": min(units["fuzz"], units[cond]), "unit": unit,
+                     "kde": "+".join(sorted({methods["fuzz"], methods[cond]})),
                      "overlap_ci_low": ci_low, "overlap_ci_high": ci_high,
                      "mean_fuzzed": mean_fuzz if defined else float("nan"),
                      "mean_negated": mean_neg if defined else float("nan"),
@@ -359,7 +367,8 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
                      "n_dropped_fuzzed": dropped["fuzz"], "grid_step": grid_step,
                      "model_settings": model_settings(model_spec), "note": "; ".join(notes)})
     details = {"kde_methods": methods, "bandwidths": {k: plan[k]["bw"] for k in KINDS},
-               "counts": {k: plan[k]["n"] for k in KINDS}, "dropped_nan": dropped,
+               "counts": {k: plan[k]["n"] for k in KINDS}, "units": {k: units[k] for k in KINDS},
+               "dropped_nan": dropped,
                "auc_methods": auc_methods,
                "grid": {"step": grid_step, "points": points},
                "fine_grids": {k: {"lo": w.lo, "hi": w.hi, "refine": w.refine} for k, w in windows.items()},
@@ -482,7 +491,8 @@ def plot(curves_path: str, summary_path: str, out_png: str, out_svg: str) -> Non
 
 
 OVERLAP_SCHEMA = {"corpus": pl.String, "model": pl.String, "condition": pl.String, "overlap": pl.Float64,
-                  "n_fuzzed": pl.Int64, "n_negated": pl.Int64, "n_dropped": pl.Int64, "kde": pl.String,
+                  "n_fuzzed": pl.Int64, "n_negated": pl.Int64, "n_dropped": pl.Int64,
+                  "n_units": pl.Int64, "unit": pl.String, "kde": pl.String,
                   "overlap_ci_low": pl.Float64, "overlap_ci_high": pl.Float64,
                   "mean_fuzzed": pl.Float64, "mean_negated": pl.Float64,
                   "gap": pl.Float64, "gap_ci_low": pl.Float64, "gap_ci_high": pl.Float64,

@@ -1,5 +1,5 @@
 """Declaration of the Concept Separation Curves probe (seed 000; methods.md §1): workflow_scripts/probes.py."""
-from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, headline_rows, smallest
+from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, headline_rows
 
 
 def check(config: dict) -> list[str]:
@@ -31,7 +31,9 @@ def overlap_headlines(frame, options: dict) -> list[dict]:
     out = headline_rows(frame, lambda r: f"csc_{r['corpus']}_{r['condition']}",
                         lambda r: f"CSC {r['corpus']} {r['condition'].replace('grammatical_negation', 'gram. negation')}",
                         "overlap", "overlap_ci_low", "overlap_ci_high",
-                        n=smallest("n_fuzzed", "n_negated"))  # the smaller of the two similarity sets
+                        # the resampling unit, not the variants nested in it (issue 32, point 6): the
+                        # sentences (or hashed groups of them) behind the smaller of the two curves
+                        n="n_units", unit=lambda r: r.get("unit") or "")
     for row, r in zip(out, frame.iter_rows(named=True)):  # the statistic in the replicates (differences table)
         row.update(dataset=r["corpus"], statistic=f"{r['condition']}/overlap")
         # the overlap is unsigned: where the negated variants sit no farther from the original than
@@ -48,7 +50,7 @@ PROBE = Probe(
     plan="workflow_scripts.csc.plan:CscPlan",
     summary="Overlap of the normalised densities of fuzzed and negated similarities (equation 2; lower = the "
             "two curves are better separated), with its bootstrapped 95% interval (original sentences resampled, "
-            "their variants with them). The overlap has no sign: the gap (mean fuzzed minus mean negated "
+            "their variants with them; n counts those sentences, not the variants). The overlap has no sign: the gap (mean fuzzed minus mean negated "
             "similarity) and AUC = P(fuzzed > negated) beside it say which way the curves separate; only a "
             "positive gap (negations pushed farther from the original than fuzzing) is separation of meaning "
             "from surface form, and a gap <= 0 is marked W.",
@@ -69,7 +71,7 @@ PROBE = Probe(
                             "English grammatical negation by rules only (sentences that need tags are counted, "
                             "not negated)")),
     tables=(("csc_table3.csv", "Tables", "csc_table3.rst"), ("csc_overlap.csv", "Tables", "csc_overlap.rst")),
-    headlines=(Headline("csc_overlap.csv", overlap_headlines, lower_is_better=True,
+    headlines=(Headline("csc_overlap.csv", overlap_headlines, lower_is_better=True, unit="sentences",
                        statistics=("*/overlap",)),),  # gap and AUC: exploratory rows, not verdicts
     # gap = mean fuzzed - mean negated similarity, auc = P(fuzzed > negated): higher separates more
     directions=(("*/overlap", "lower"), ("*/gap", "higher"), ("*/auc", "higher")),

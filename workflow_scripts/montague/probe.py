@@ -41,11 +41,13 @@ PROBE = Probe(
     tables=(("montague_single.csv", "Tables", "montague_single.rst"),
             ("montague_pair.csv", "Tables", "montague_pair.rst"),
             ("montague_nonsubsective.csv", "Tables", "montague_nonsubsective.rst")),
+    # n: the phrases (pairs of phrases) behind a share; the bootstrap draws their nouns and adjectives
+    # (two-way), so a phrase is not resampled alone
     headlines=(Headline("montague_single.csv", consistency_headlines("single", "intersective", kind="AN"),
-                        statistics=("single/AN/intersective",)),
+                        statistics=("single/AN/intersective",), unit="phrases (adjectives x nouns)"),
                Headline("montague_pair.csv", consistency_headlines("pair", "intersective|privative"),
-                        statistics=("pair/pair/intersective|privative",)),
+                        statistics=("pair/pair/intersective|privative",), unit="phrase pairs (adjectives x nouns)"),
                Headline("montague_nonsubsective.csv", consistency_headlines("nonsubsective", "privative"),
-                        statistics=("nonsubsective/AN/privative",))),
+                        statistics=("nonsubsective/AN/privative",), unit="phrases (adjectives x nouns)")),
     directions=(("*", "higher"),),  # consistency and the mean of noun means: shares that pass
 )

@@ -487,7 +487,8 @@ def table3(summary: pl.DataFrame, isotropy: pl.DataFrame, k: int, transforms: li
 
 
 def plot_accuracy(summary: pl.DataFrame, dataset: str, models: list[str], out_png: str) -> None:
-    """Top-k accuracy (left) and NDCG (right) against k, with 95% bands over draws, per model."""
+    """Top-k accuracy (left) and NDCG (right) against k, with the draws' spread (2.5th-97.5th
+    percentile, the paper's definition: not a confidence interval) as a band, per model."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -510,7 +511,8 @@ def plot_accuracy(summary: pl.DataFrame, dataset: str, models: list[str], out_pn
         ax.set_ylim(0, 100)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"{dataset}: mean over {draws} draws of {size} questions, 95% band", fontsize=10)
+    fig.suptitle(f"{dataset}: mean over {draws} draws of {size} questions; band: spread of the draws "
+                 "(2.5th-97.5th percentile), not a confidence interval", fontsize=10)
     fig.tight_layout()
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=110)

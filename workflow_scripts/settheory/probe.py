@@ -73,7 +73,8 @@ def share_headlines(frame, options: dict) -> list[dict]:
                         & (pl.col("measure") == measure))
     out = headline_rows(rows, lambda r: f"settheory_{r['sampleset']}_{r['criterion']}_TT",
                         lambda r: f"set theory {r['sampleset']} {r['criterion'].upper()} (T,T)", "share", "ci_low",
-                        "ci_high", n="n")
+                        # the bootstrap resamples the samples (clusters of fusions), so n counts them
+                        "ci_high", n="n_samples")
     for row, r in zip(out, rows.iter_rows(named=True)):  # the statistic in the replicates (differences table)
         row.update(dataset=r["sampleset"], statistic=f"{r['criterion']}/{measure}/T,T")
     return out
@@ -98,7 +99,7 @@ PROBE = Probe(
        ("settheory_histograms.csv", "Tables", "settheory_histograms.rst")),
     # a page per sample set: 20 accepted and 10 rejected fusions beside their inputs (the quality gate)
     dataset_tables=(("settheory_fusions_{dataset}.csv", "settheory_fusions.rst"),),
-    headlines=(Headline("settheory_shares.csv", share_headlines, statistics=share_statistics),),
+    headlines=(Headline("settheory_shares.csv", share_headlines, statistics=share_statistics, unit="samples"),),
     # the (T,T) shares: fusions whose embedding satisfies the criterion; the other cases describe
     directions=(("c1/*/T,T", "higher"), ("c3/*/T,T", "higher")),
 )

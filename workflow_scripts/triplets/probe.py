@@ -82,6 +82,6 @@ PROBE = Probe(
     tables=(("triplets_overview.csv", "Tables", "triplets_overview.rst"),
             ("triplets_accuracy.csv", "Tables", "triplets_accuracy.rst")),
     dataset_tables=(("triplets_{dataset}.csv", "triplets_dataset.rst"),),
-    headlines=(Headline("triplets_accuracy.csv", accuracy_headlines, statistics=("accuracy",)),),
+    headlines=(Headline("triplets_accuracy.csv", accuracy_headlines, statistics=("accuracy",), unit="triplets"),),
     directions=(("accuracy", "higher"),),  # the mean cosines describe; neither way is better
 )
