@@ -417,3 +417,16 @@ def test_the_triplets_plan_hands_each_models_verdicts_to_the_differences_table()
     assert plans["triplets"].outcome_files() == ["res/triplets/one/a/scores.parquet",
                                                  "res/triplets/one/bow/scores.parquet"]
     assert plans["csc"].outcome_entries() == []  # no per-item shares: the bootstrap decides
+
+
+def test_report_block_names_mcnemar_and_never_shows_a_tiny_p_as_zero(tmp_path, binary_items):
+    from workflow_scripts.report import differences_block
+    replicates, outcomes = binary_items
+    out = tmp_path / "triplets_differences.csv"
+    compare.build("triplets", [replicates], {"a": ST, "bow": BOW, "c": ST}, {}, str(out), outcomes=outcomes)
+    lines = differences_block(str(out), [{"dataset": "fixed", "statistic": "accuracy"}])
+    body = [line for line in lines if line.startswith("| fixed")]
+    # p = 2^-22 = 2.4e-07, Holm x 4 = 9.5e-07 (today's block printed 0.000)
+    assert body[0] == ("| fixed | accuracy | a | bow | 1.000 [1.000, 1.000] | 2.4e-07 (McNemar, b = 23, c = 0) | "
+                       "confirmatory | 9.5e-07 (holm) | yes | a |")
+    assert any("McNemar's exact test" in line for line in lines)
