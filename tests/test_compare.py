@@ -430,3 +430,23 @@ def test_report_block_names_mcnemar_and_never_shows_a_tiny_p_as_zero(tmp_path, b
     assert body[0] == ("| fixed | accuracy | a | bow | 1.000 [1.000, 1.000] | 2.4e-07 (McNemar, b = 23, c = 0) | "
                        "confirmatory | 9.5e-07 (holm) | yes | a |")
     assert any("McNemar's exact test" in line for line in lines)
+
+
+def test_the_b_mark_follows_mcnemar_and_tables_without_it_still_combine(tmp_path, binary_items):
+    """The issue's case on the first screen: a right on all 23 `fixed` triplets, the baseline on
+    none. McNemar (p = 2^-22) makes a significantly better: no mark B; by the bootstrap alone (no p)
+    it was marked. A CSC table (bootstrap rows only, empty discordant counts) reads beside it."""
+    from workflow_scripts.report_overview import not_better_than_baseline, read_differences
+    replicates, outcomes = binary_items
+    models = {"a": ST, "bow": BOW, "c": ST}
+    exact = compare.build("triplets", [replicates], models, {}, str(tmp_path / "t.csv"), outcomes=outcomes)
+    compare.build("triplets", [replicates], models, {}, str(tmp_path / "b.csv"))
+    csc = write(tmp_path / "csc.parquet", [replicate_rows("csc", "pc", "negation/overlap", m, 0.5, np.linspace(0, 1, 9))
+                                           for m in ("a", "bow")])
+    compare.build("csc", [csc], models, {}, str(tmp_path / "c.csv"))
+    both = read_differences([str(tmp_path / "c.csv"), str(tmp_path / "t.csv")])
+    assert both.height == exact.height + 1 and both["discordant_b"].dtype == pl.Int64
+    rows = [dict(probe="triplets", dataset="fixed", statistic="accuracy", model="a", column="triplets_fixed")]
+    assert not_better_than_baseline(rows, both, models) == set()
+    bootstrap_only = read_differences([str(tmp_path / "b.csv")])
+    assert not_better_than_baseline(rows, bootstrap_only, models) == {("a", "triplets_fixed")}
