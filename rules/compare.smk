@@ -3,7 +3,9 @@
 #   results/tables/<probe>_differences.csv   A - B with its paired 95% interval, p-value, its family
 #                                            (confirmatory: each model vs the surface-form baseline on
 #                                            a headline figure, Holm; exploratory: the rest, BH q),
-#                                            the better model
+#                                            the better model; a share of right/wrong items with
+#                                            per-item files (ProbePlan.outcome_entries: triplets'
+#                                            accuracy) is tested by McNemar's exact test
 # The pairs come from the config's `compare.against` (default: every model against the surface-form
 # baselines and against the first listed model). Code: workflow_scripts/compare.py, differences.py.
 COMPARED = {
@@ -15,7 +17,9 @@ COMPARED = {
 
 rule probe_differences:
     input:
-        lambda wc: COMPARED[wc.probe].replicate_files(),
+        replicates=lambda wc: COMPARED[wc.probe].replicate_files(),
+        # per-item right/wrong files of the shares (triplets' accuracy): McNemar's exact test
+        outcomes=lambda wc: COMPARED[wc.probe].outcome_files(),
     output:
         f"{R}/tables/{{probe}}_differences.csv",
     log:
@@ -43,7 +47,9 @@ rule probe_differences:
         compare=lambda wc: as_json(config["compare"]),
         # which statistics are headline figures (retrieval's table k, ...): the confirmatory family
         headline_options=lambda wc: as_json(COMPARED[wc.probe].headline_options()),
+        outcomes=lambda wc: as_json(COMPARED[wc.probe].outcome_entries()),
     shell:
-        "python -m workflow_scripts.compare --probe {wildcards.probe:q} --replicates {input:q}"
+        "python -m workflow_scripts.compare --probe {wildcards.probe:q} --replicates {input.replicates:q}"
         " --models {params.models:q} --compare {params.compare:q}"
-        " --headline-options {params.headline_options:q} --out {output:q} > {log:q} 2>&1"
+        " --headline-options {params.headline_options:q} --outcomes {params.outcomes:q}"
+        " --out {output:q} > {log:q} 2>&1"

@@ -69,8 +69,9 @@ def test_differences_table_by_hand(tmp_path):
     compare.build("csc", files, models, {"against": "default"}, str(out))
     table = pl.read_csv(out)
     assert table.columns == ["probe", "dataset", "statistic", "model_a", "model_b", "value_a", "value_b", "difference",
-                             "ci_low", "ci_high", "p_value", "family", "p_adjusted", "method", "significant",
-                             "b_too_small", "better", "replicates"]
+                             "ci_low", "ci_high", "p_value", "test", "discordant_b", "discordant_c", "family", "p_adjusted",
+                             "method", "significant", "b_too_small", "better", "replicates"]
+    assert table["test"].to_list() == ["bootstrap"] * 3  # no per-item files: the bootstrap decides
     assert table.select("model_a", "model_b").rows() == [("m1", "bow"), ("m2", "bow"), ("m2", "m1")]
     first = table.row(0, named=True)
     assert (first["probe"], first["dataset"], first["statistic"]) == ("csc", "pc_en", stat)
@@ -318,3 +319,135 @@ def test_clopper_pearson_at_the_bounds():
     assert (round(low, 4), round(high, 4)) == (0.9917, 1.0)
     low, high = clopper_pearson(5, 10)
     assert low == pytest.approx(0.187086, abs=1e-6) and high == pytest.approx(0.812914, abs=1e-6)
+
+
+# ---- McNemar decides the triplets' accuracy rows (issue 32, point 3) ------------------------------------
+
+def write_outcomes(path, correct):
+    """A per-item outcome file as triplets' scores.parquet holds it: `id` and `correct` (None: no verdict)."""
+    pl.DataFrame({"id": pl.Series(range(len(correct)), dtype=pl.UInt64),
+                  "correct": pl.Series(correct, dtype=pl.Boolean)}).write_parquet(path)
+    return str(path)
+
+
+def accuracy_replicates(dataset, model, correct, b=200):
+    """The model's accuracy and paired bootstrap replicates of it (item resamples shared by the models)."""
+    flags = np.array([bool(c) for c in correct if c is not None], dtype=np.float64)
+    counts = np.random.default_rng(5).multinomial(len(correct), np.full(len(correct), 1 / len(correct)), size=b)
+    defined = np.array([c is not None for c in correct], dtype=np.float64)
+    values = np.array([bool(c) for c in correct], dtype=np.float64)
+    reps = (counts @ values) / np.maximum(counts @ defined, 1)
+    return replicate_rows("triplets", dataset, "accuracy", model, float(flags.mean()), reps)
+
+
+@pytest.fixture
+def binary_items(tmp_path):
+    """Dataset `table`: 41 items, both right 20, a right and bow wrong b = 9, a wrong and bow right
+    c = 2, both wrong 9, and one item bow cannot judge (null; a right) that McNemar leaves out.
+    Dataset `fixed`: the issue's 23 triplets, a right on every one and the baseline on none, so the
+    bootstrap difference is 1 in every replicate and gets no p. A third model `c` equals `a`."""
+    a = [True] * 20 + [True] * 9 + [False] * 2 + [False] * 9 + [True]
+    bow = [True] * 20 + [False] * 9 + [True] * 2 + [False] * 9 + [None]
+    items = {("table", "a"): a, ("table", "bow"): bow, ("table", "c"): a,
+             ("fixed", "a"): [True] * 23, ("fixed", "bow"): [False] * 23, ("fixed", "c"): [True] * 23}
+    parts, outcomes = [], []
+    for (dataset, model), correct in items.items():
+        parts.append(accuracy_replicates(dataset, model, correct))
+        outcomes.append({"dataset": dataset, "statistic": "accuracy", "model": model,
+                         "path": write_outcomes(tmp_path / f"{dataset}-{model}.parquet", correct)})
+    return write(tmp_path / "replicates.parquet", parts), outcomes
+
+
+def test_mcnemar_decides_the_accuracy_rows_against_the_baseline(tmp_path, binary_items):
+    """The confirmatory family: (a, bow) and (c, bow) on both datasets, m = 4. On `table` McNemar's
+    p = 134/2048 (b = 9, c = 2); on `fixed` p = 2 x 2^-23 = 2^-22, where the bootstrap gives none.
+    Holm: both 2^-22 rows adjust to 4 x 2^-22, significant; both 134/2048 rows to 2 x 134/2048 =
+    0.131, not.
+    (c, a) are exploratory but tested the same way: no discordant item, p = 1."""
+    replicates, outcomes = binary_items
+    models = {"a": ST, "bow": BOW, "c": ST}
+    table = compare.build("triplets", [replicates], models, {}, str(tmp_path / "t.csv"), outcomes=outcomes)
+    rows = {(r["dataset"], r["model_a"], r["model_b"]): r for r in table.iter_rows(named=True)}
+    hand = rows[("table", "a", "bow")]
+    assert (hand["test"], hand["discordant_b"], hand["discordant_c"]) == ("mcnemar", 9, 2)
+    assert hand["p_value"] == pytest.approx(134 / 2048) and hand["family"] == "confirmatory"
+    assert hand["p_adjusted"] == pytest.approx(2 * 134 / 2048) and hand["significant"] is False
+    assert hand["b_too_small"] is False  # an exact test needs no B
+    fixed = rows[("fixed", "a", "bow")]
+    assert (fixed["test"], fixed["discordant_b"], fixed["discordant_c"]) == ("mcnemar", 23, 0)
+    assert fixed["p_value"] == pytest.approx(2.0 ** -22) and fixed["difference"] == 1.0
+    assert fixed["p_adjusted"] == pytest.approx(4 * 2.0 ** -22) and fixed["significant"] is True
+    assert rows[("fixed", "c", "bow")]["significant"] is True
+    same = rows[("table", "c", "a")]
+    assert (same["test"], same["discordant_b"], same["discordant_c"], same["p_value"]) == ("mcnemar", 0, 0, 1.0)
+    assert same["family"] == "exploratory"
+    # without the per-item files the same rows fall back on the bootstrap: `fixed` gets no p at all
+    bootstrap = compare.build("triplets", [replicates], models, {}, str(tmp_path / "b.csv"))
+    row = bootstrap.filter((pl.col("dataset") == "fixed") & (pl.col("model_a") == "a")).row(0, named=True)
+    assert row["test"] == "bootstrap" and row["discordant_b"] is None and np.isnan(row["p_value"])
+    assert not row["significant"]
+
+
+def test_the_command_line_takes_the_outcome_files(tmp_path, binary_items):
+    import json
+    replicates, outcomes = binary_items
+    out = tmp_path / "triplets_differences.csv"
+    compare.main(["--probe", "triplets", "--replicates", replicates, "--models",
+                  json.dumps([["a", "sentence_transformers"], ["bow", "surface_form"]]),
+                  "--outcomes", json.dumps(outcomes), "--out", str(out)])
+    table = pl.read_csv(out)
+    assert table.columns[10:14] == ["p_value", "test", "discordant_b", "discordant_c"]
+    row = table.filter(pl.col("dataset") == "table").row(0, named=True)
+    assert (row["model_a"], row["test"], row["p_value"]) == ("a", "mcnemar", pytest.approx(134 / 2048))
+
+
+def test_the_triplets_plan_hands_each_models_verdicts_to_the_differences_table():
+    from workflow_scripts import probes
+    from workflow_scripts.config import validate
+    from workflow_scripts.study import Study
+    config = validate({"seed": 1, "embedding_partitions": 2,
+                       "sources": {"s": {"format": "lines", "path": "s.txt", "languages": ["en"]}},
+                       "corpora": {"c": {"source": "s", "language": "en"}},
+                       "models": {"a": {"family": "hashing", "dim": 8}, "bow": {"family": "surface_form"}},
+                       "triplets": {"datasets": {"one": {"file": "one.tsv"}}}})
+    study = Study(config, "res")
+    plans = {p.name: p.planner()(study, p) for p in probes.declarations()}
+    assert plans["triplets"].outcome_entries() == [
+        {"dataset": "one", "statistic": "accuracy", "model": m, "path": f"res/triplets/one/{m}/scores.parquet"}
+        for m in ("a", "bow")]
+    assert plans["triplets"].outcome_files() == ["res/triplets/one/a/scores.parquet",
+                                                 "res/triplets/one/bow/scores.parquet"]
+    assert plans["csc"].outcome_entries() == []  # no per-item shares: the bootstrap decides
+
+
+def test_report_block_names_mcnemar_and_never_shows_a_tiny_p_as_zero(tmp_path, binary_items):
+    from workflow_scripts.report import differences_block
+    replicates, outcomes = binary_items
+    out = tmp_path / "triplets_differences.csv"
+    compare.build("triplets", [replicates], {"a": ST, "bow": BOW, "c": ST}, {}, str(out), outcomes=outcomes)
+    lines = differences_block(str(out), [{"dataset": "fixed", "statistic": "accuracy"}])
+    body = [line for line in lines if line.startswith("| fixed")]
+    # p = 2^-22 = 2.4e-07, Holm x 4 = 9.5e-07 (today's block printed 0.000)
+    assert body[0] == ("| fixed | accuracy | a | bow | 1.000 [1.000, 1.000] | 2.4e-07 (McNemar, b = 23, c = 0) | "
+                       "confirmatory | 9.5e-07 (holm) | yes | a |")
+    assert any("McNemar's exact test" in line for line in lines)
+
+
+def test_the_b_mark_follows_mcnemar_and_tables_without_it_still_combine(tmp_path, binary_items):
+    """The issue's case on the first screen: a right on all 23 `fixed` triplets, the baseline on
+    none. McNemar (p = 2^-22) makes a significantly better: no mark B; by the bootstrap alone (no p)
+    it was marked. A CSC table (bootstrap rows only, empty discordant counts) reads beside it."""
+    from workflow_scripts.report_overview import not_better_than_baseline, read_differences
+    replicates, outcomes = binary_items
+    models = {"a": ST, "bow": BOW, "c": ST}
+    exact = compare.build("triplets", [replicates], models, {}, str(tmp_path / "t.csv"), outcomes=outcomes)
+    compare.build("triplets", [replicates], models, {}, str(tmp_path / "b.csv"))
+    csc = write(tmp_path / "csc.parquet", [replicate_rows("csc", "pc", "negation/overlap", m, 0.5, np.linspace(0, 1, 9))
+                                           for m in ("a", "bow")])
+    compare.build("csc", [csc], models, {}, str(tmp_path / "c.csv"))
+    both = read_differences([str(tmp_path / "c.csv"), str(tmp_path / "t.csv")])
+    assert both.height == exact.height + 1 and both["discordant_b"].dtype == pl.Int64
+    rows = [dict(probe="triplets", dataset="fixed", statistic="accuracy", model="a", column="triplets_fixed")]
+    assert not_better_than_baseline(rows, both, models) == set()
+    bootstrap_only = read_differences([str(tmp_path / "b.csv")])
+    assert not_better_than_baseline(rows, bootstrap_only, models) == {("a", "triplets_fixed")}

@@ -320,3 +320,24 @@ def test_transforms_fit_and_renormalise():
     assert desc["variance_share"] >= 0.5 and desc["components"] < 6
     zero = np.zeros((1, 6), np.float32)
     assert not fit_transform("whiten", m, {"whiten_epsilon": 1e-6, "pca_components": 3})[0](zero, np.array([False]))[1][0]
+
+
+def test_a_full_data_accuracy_of_1_gets_the_exact_interval():
+    """445 questions, each answered at rank 1: accuracy@k is 1 at every k and in every bootstrap
+    resample, so the bootstrap interval is [1, 1]; the summary gives the exact Clopper-Pearson
+    interval [0.9917, 1] instead and says so. With 50 misses among 200 the share is inside (0, 1) and
+    keeps the bootstrap's percentile interval; the replicates stay the bootstrap's either way."""
+    settings = {**SETTINGS, "draws": {"count": 10, "size": 100, "replace": False}}
+    topk, sims = population(445)
+    reps: list = []
+    _, _, summary = M.evaluate(topk, sims, "s", "m", settings, 1, replicates_out=reps)
+    for r in summary.iter_rows(named=True):
+        assert r["accuracy_full"] == 1.0 and r["accuracy_full_ci_method"] == "clopper_pearson"
+        assert (round(r["accuracy_full_ci_low"], 4), r["accuracy_full_ci_high"]) == (0.9917, 1.0)
+    accuracy = [p for p in reps if p["statistic"][0].startswith("accuracy@")]
+    assert accuracy and all(v == 1.0 for p in accuracy for v in p["value"])
+    topk, sims = population(200, misses=50)
+    _, _, summary = M.evaluate(topk, sims, "s", "m", settings, 1)
+    for r in summary.iter_rows(named=True):
+        assert r["accuracy_full"] == 0.75 and r["accuracy_full_ci_method"] == "percentile"
+        assert r["accuracy_full_ci_low"] < 0.75 < r["accuracy_full_ci_high"]

@@ -1,4 +1,5 @@
 """Triplet scoring and tables (workflow_scripts/triplets/scores.py) on hand-made vector stores."""
+import json
 import math
 import re
 import subprocess
@@ -140,7 +141,7 @@ def test_aggregate_counts_and_means_by_hand(tmp_path, log):
     table = ts.aggregate(entries, 200, 7, log)
     assert table.columns == [
         "dataset", "model", "n", "n_undefined", "accuracy", "accuracy_ci_low", "accuracy_ci_high",
-        "mean_s_splus", "mean_s_splus_ci_low", "mean_s_splus_ci_high", "mean_s_sstar", "mean_s_sstar_ci_low",
+        "accuracy_ci_method", "mean_s_splus", "mean_s_splus_ci_low", "mean_s_splus_ci_high", "mean_s_sstar", "mean_s_sstar_ci_low",
         "mean_s_sstar_ci_high", "mean_splus_sstar", "mean_splus_sstar_ci_low", "mean_splus_sstar_ci_high",
         "scoring", "bootstrap_b"]
     strict, nv = table.row(0, named=True), table.row(1, named=True)
@@ -215,8 +216,9 @@ def test_no_bootstrap_and_no_defined_triplets_give_nan_not_a_crash(tmp_path, log
     table = ts.aggregate([{"dataset": "d", "model": "u", "scores": undefined, "scoring": "strict"},
                           {"dataset": "d", "model": "e", "scores": empty, "scoring": "strict"}], 100, 1, log)
     assert table["n"].to_list() == [0, 0] and table["n_undefined"].to_list() == [2, 0]
-    assert table.select(pl.exclude("dataset", "model", "n", "n_undefined", "scoring", "bootstrap_b")
-                        ).fill_nan(None).null_count().row(0) == (2,) * 12
+    assert table.select(pl.exclude("dataset", "model", "n", "n_undefined", "accuracy_ci_method", "scoring",
+                                   "bootstrap_b")).fill_nan(None).null_count().row(0) == (2,) * 12
+    assert table["accuracy_ci_method"].null_count() == 2  # no interval, no method
 
 
 def test_scores_from_another_rule_or_duplicates_are_refused(tmp_path, log):
@@ -291,3 +293,44 @@ def test_plot_handles_undefined_rows(tmp_path, log):
     assert pl.read_csv(tmp_path / "triplets_d.csv")["Accuracy"].to_list() == ["undefined"]
     with pytest.raises(ValueError, match="not listed"):
         ts.write_outputs(table, str(tmp_path / "acc.csv"), str(tmp_path), str(tmp_path / "p"), ["d"], ["other"], log)
+
+
+def test_an_accuracy_of_0_or_1_gets_the_exact_interval(tmp_path, log):
+    """0 of 445 triplets right: every resample gives 0, so the bootstrap interval is [0, 0]; the table
+    reports the exact Clopper-Pearson interval [0, 0.0083] instead and says so; 445 of 445 gives
+    [0.9917, 1]. A share strictly inside keeps the bootstrap percentile interval of its replicates,
+    and the replicates stay the bootstrap's (the differences table subtracts them). On the first
+    screen the exact interval has width, so no Z mark (C stays: 0 is the floor), and the row names
+    the interval."""
+    from workflow_scripts import report_overview as O
+    wrong_sims = np.tile([0.2, 0.6, 0.1], (445, 1))  # cos(S, S+) < cos(S, S*): wrong under strict
+    wrong = write_scores(tmp_path / "w.parquet", wrong_sims, [False] * 445)
+    right = write_scores(tmp_path / "r.parquet", wrong_sims[:, [1, 0, 2]], [True] * 445)
+    inside, _, _ = random_scores(tmp_path / "i.parquet", 445, seed=3)
+    models = ["wrong", "right", "inside"]
+    entries = [{"dataset": "d", "model": m, "scores": p, "scoring": "strict"}
+               for m, p in zip(models, (wrong, right, inside))]
+    reps: list = []
+    table = ts.aggregate(entries, 200, 1, log, reps)
+    rows = {r["model"]: r for r in table.iter_rows(named=True)}
+    low, high = rows["wrong"]["accuracy_ci_low"], rows["wrong"]["accuracy_ci_high"]
+    assert rows["wrong"]["accuracy"] == 0.0 and (round(low, 4), round(high, 4)) == (0.0, 0.0083)
+    assert rows["wrong"]["accuracy_ci_method"] == "clopper_pearson"
+    low, high = rows["right"]["accuracy_ci_low"], rows["right"]["accuracy_ci_high"]
+    assert (round(low, 4), round(high, 4), rows["right"]["accuracy_ci_method"]) == (0.9917, 1.0, "clopper_pearson")
+    by = {(r["model"][0], r["statistic"][0]): np.array(r["value"]) for r in reps}
+    inner = rows["inside"]
+    assert inner["accuracy_ci_method"] == "percentile" and 0 < inner["accuracy"] < 1
+    assert (inner["accuracy_ci_low"], inner["accuracy_ci_high"]) == percentile_interval(by[("inside", "accuracy")])[:2]
+    assert (by[("wrong", "accuracy")] == 0).all()
+
+    ts.write_outputs(table, str(tmp_path / "triplets_accuracy.csv"), str(tmp_path), str(tmp_path / "plots"), ["d"],
+                     models, log)
+    O.build([str(tmp_path / "triplets_accuracy.csv")], {m: {"family": "hashing"} for m in models}, {},
+            str(tmp_path / "ov.csv"), None, str(tmp_path / "overview.json"), min_n=100)
+    screen = json.loads((tmp_path / "overview.json").read_text())
+    row = next(r for r in screen["rows"] if r["column"] == "triplets_d")
+    assert row["cells"]["wrong"]["marks"] == "C" and row["cells"]["right"]["marks"] == "C"
+    assert row["cells"]["inside"]["marks"] == ""
+    assert "Clopper-Pearson" in row["interval"]
+    assert pl.read_csv(tmp_path / "triplets_d.csv")["Accuracy"][0] == "0.00% [0.0, 0.8]"

@@ -1,7 +1,10 @@
 """Shared stage: a probe's differences table, the paired model comparisons of its statistics (issues 26, 32).
 
 Input: the probe's replicates files (bootstrap.write_replicates; ProbePlan.replicate_files), where a
-statistic's B replicates of every model come from the same item resamples (bootstrap.paired_rng).
+statistic's B replicates of every model come from the same item resamples (bootstrap.paired_rng),
+and, where a statistic is a share of right/wrong items, the per-item outcome files behind it
+(ProbePlan.outcome_entries: per dataset, statistic and model a Parquet file with the items' `id`
+and `correct`, null where the model has no verdict; triplets' scores.parquet for `accuracy`).
 For every (dataset, statistic) the models that have it are compared in the pairs that
 `compare.against` asks for (differences.compared_pairs: by default every model against the
 surface-form baselines and against the first listed model), and each pair A, B gives
@@ -9,8 +12,14 @@ surface-form baselines and against the first listed model), and each pair A, B g
   value_a, value_b    the two point estimates (the probe's own tables show them too)
   difference          value_a - value_b
   ci_low, ci_high     the paired 95% percentile interval of the replicate differences (unadjusted)
-  p_value             two-sided bootstrap p-value, never 0: at least 2 / (B + 1)
+  p_value             two-sided p-value of "no difference", by the row's `test`
+  test                `mcnemar` where both models have per-item outcomes for the statistic: the
+                      exact McNemar test on the items both have a verdict on (Dror et al. 2018:
+                      the exact paired test for right/wrong items; it needs no B, and a
+                      difference the same in every resample still gets its p);
+                      `bootstrap` otherwise: the bootstrap p, never 0, at least 2 / (B + 1)
                       (differences.bootstrap_p_value)
+  discordant_b, _c    McNemar rows: the items A gets right and B wrong (b), and the reverse (c)
   family              `confirmatory`: a model against a surface-form baseline on one of the probe's
                       headline statistics (probes.headline_statistics; `compare.family:
                       headline_vs_baseline`), the comparisons behind the first screen's B mark; or
@@ -22,9 +31,10 @@ surface-form baselines and against the first listed model), and each pair A, B g
                       `none`: no adjustment (p_adjusted empty) (`compare.error_rate.exploratory`)
   significant         confirmatory rows only: Holm rejects at alpha 0.05; empty on exploratory
                       rows, which are reported, not decided
-  b_too_small         confirmatory rows only: B cannot reach Holm's first threshold, the smallest
-                      p 2 / (B + 1) > alpha / m (m the family's size), so nothing in the family
-                      can be significant; raise the probe's bootstrap_b
+  b_too_small         confirmatory bootstrap rows only: B cannot reach Holm's first threshold, the
+                      smallest p 2 / (B + 1) > alpha / m (m the family's size), so no bootstrap row
+                      of the family can be significant; raise the probe's bootstrap_b. False on
+                      McNemar rows (an exact test needs no B)
   better              the model that is better by the point estimates, given the statistic's
                       direction (the probe's `directions`); empty where the statistic has no
                       direction or the difference is undefined, `neither` on a tie. Read it with
@@ -35,7 +45,7 @@ surface-form baselines and against the first listed model), and each pair A, B g
 Output: <results>/tables/<probe>_differences.csv (a header only where nothing is compared).
 
 Usage: python -m workflow_scripts.compare --probe P --replicates R.parquet ... --models JSON
-           --compare JSON [--headline-options JSON] --out tables/P_differences.csv
+           --compare JSON [--headline-options JSON] [--outcomes JSON] --out tables/P_differences.csv
 """
 from __future__ import annotations
 
@@ -49,13 +59,14 @@ import polars as pl
 
 from workflow_scripts.bootstrap import LEVEL
 from workflow_scripts.common import atomic_path
-from workflow_scripts.differences import (CONFIRMATORY, adjust_families, b_too_small, compared_pairs, family_of,
-                                          paired_difference)
+from workflow_scripts.differences import (CONFIRMATORY, adjust_families, b_too_small, compared_pairs,
+                                          discordant_counts, family_of, mcnemar_exact, paired_difference)
 
 ALPHA = 1.0 - LEVEL
 SCHEMA = {"probe": pl.String, "dataset": pl.String, "statistic": pl.String, "model_a": pl.String,
           "model_b": pl.String, "value_a": pl.Float64, "value_b": pl.Float64, "difference": pl.Float64,
-          "ci_low": pl.Float64, "ci_high": pl.Float64, "p_value": pl.Float64, "family": pl.String,
+          "ci_low": pl.Float64, "ci_high": pl.Float64, "p_value": pl.Float64, "test": pl.String,
+          "discordant_b": pl.Int64, "discordant_c": pl.Int64, "family": pl.String,
           "p_adjusted": pl.Float64, "method": pl.String, "significant": pl.Boolean, "b_too_small": pl.Boolean,
           "better": pl.String, "replicates": pl.Int64}
 
@@ -87,12 +98,39 @@ def read_replicates(paths: list[str]) -> pl.DataFrame:
     return pl.concat(frames, how="vertical_relaxed")
 
 
+def read_outcomes(entries: list[dict]) -> dict[tuple[str, str, str], pl.DataFrame]:
+    """(dataset, statistic, model) -> the items' `id` and `correct` (null: no verdict), from the
+    outcome entries {dataset, statistic, model, path} (ProbePlan.outcome_entries)."""
+    out = {}
+    for e in entries:
+        key = (e["dataset"], e["statistic"], e["model"])
+        if key in out:
+            raise ValueError(f"two outcome files for {key}: {e['path']}")
+        out[key] = pl.read_parquet(e["path"], columns=["id", "correct"])
+    return out
+
+
+def mcnemar_row(items_a: pl.DataFrame, items_b: pl.DataFrame) -> dict:
+    """McNemar's exact test of two models' right/wrong verdicts, paired by item `id` over the items
+    both have a verdict on (an item one model cannot judge, e.g. a zero-norm vector, says nothing
+    about the pair)."""
+    both = (items_a.join(items_b, on="id", how="inner", suffix="_b")
+            .drop_nulls(["correct", "correct_b"]))
+    b, c = discordant_counts(both["correct"].to_numpy(), both["correct_b"].to_numpy())
+    p = mcnemar_exact(b, c) if both.height else float("nan")  # no shared item: nothing to test
+    return {"p_value": p, "test": "mcnemar", "discordant_b": b, "discordant_c": c}
+
+
 def differences(replicates: pl.DataFrame, probe: str, models: dict[str, dict], compare: dict | None,
-                directions: tuple = (), headline: tuple = ()) -> pl.DataFrame:
+                directions: tuple = (), headline: tuple = (),
+                outcomes: dict[tuple[str, str, str], pl.DataFrame] | None = None) -> pl.DataFrame:
     """The differences table of one probe from its replicate rows (all models, all datasets).
     `models`: name -> config entry (its `family` decides the baselines), in config order;
-    `headline`: fnmatch patterns of the headline statistics (the confirmatory family). Rows:
-    datasets and statistics in the order the replicates give them, then the pairs' order."""
+    `headline`: fnmatch patterns of the headline statistics (the confirmatory family);
+    `outcomes`: (dataset, statistic, model) -> per-item verdicts (read_outcomes): a pair with both
+    models' verdicts gets McNemar's exact p instead of the bootstrap's. Rows: datasets and
+    statistics in the order the replicates give them, then the pairs' order."""
+    outcomes = outcomes or {}
     compare = compare or {}
     family = compare.get("family", "headline_vs_baseline")
     exploratory = (compare.get("error_rate") or {}).get("exploratory", "bh")
@@ -117,9 +155,14 @@ def differences(replicates: pl.DataFrame, probe: str, models: dict[str, dict], c
                 raise ValueError(f"{probe} {dataset} {statistic}: {a} has {len(reps_a)} replicates, {b} "
                                  f"{len(reps_b)}; paired replicates come from one run with one bootstrap_b")
             d = paired_difference(point_a, point_b, reps_a, reps_b)
+            items_a, items_b = outcomes.get((dataset, statistic, a)), outcomes.get((dataset, statistic, b))
+            if items_a is not None and items_b is not None:
+                test = mcnemar_row(items_a, items_b)
+            else:
+                test = {"p_value": d["p_value"], "test": "bootstrap", "discordant_b": None, "discordant_c": None}
             rows.append({"probe": probe, "dataset": dataset, "statistic": statistic, "model_a": a, "model_b": b,
                          "value_a": point_a, "value_b": point_b, "difference": d["difference"],
-                         "ci_low": d["ci_low"], "ci_high": d["ci_high"], "p_value": d["p_value"],
+                         "ci_low": d["ci_low"], "ci_high": d["ci_high"], **test,
                          "family": family_of(statistic, a, b, models, headline, family),
                          "better": better_of(a, b, d["difference"], way), "replicates": d["replicates"]})
     adjusted, method, significant = adjust_families([r["p_value"] for r in rows], [r["family"] for r in rows],
@@ -128,20 +171,25 @@ def differences(replicates: pl.DataFrame, probe: str, models: dict[str, dict], c
     m = sum(1 for r in rows if r["family"] == CONFIRMATORY and np.isfinite(r["p_value"]))
     for r, p, how, sig in zip(rows, adjusted, method, significant):
         r["p_adjusted"], r["method"], r["significant"] = p, how, sig
-        r["b_too_small"] = b_too_small(r["replicates"], m, ALPHA) if r["family"] == CONFIRMATORY else None
+        if r["family"] != CONFIRMATORY:
+            r["b_too_small"] = None
+        else:  # an exact test needs no B
+            r["b_too_small"] = r["test"] == "bootstrap" and b_too_small(r["replicates"], m, ALPHA)
     return pl.DataFrame(rows, schema=SCHEMA, orient="row") if rows else pl.DataFrame(schema=SCHEMA)
 
 
 def build(probe: str, paths: list[str], models: dict[str, dict], compare: dict | None, out: str,
-          directions: tuple | None = None, headline_options: dict | None = None) -> pl.DataFrame:
-    """Read the replicates files, compare, write the table; the directions and the headline
-    statistics (given the headline options, e.g. retrieval's table k) come from the probe's
-    declaration."""
+          directions: tuple | None = None, headline_options: dict | None = None,
+          outcomes: list[dict] | None = None) -> pl.DataFrame:
+    """Read the replicates files (and the per-item outcome entries, read_outcomes), compare, write
+    the table; the directions and the headline statistics (given the headline options, e.g.
+    retrieval's table k) come from the probe's declaration."""
     from workflow_scripts.probes import get, headline_statistics
     if directions is None:
         directions = get(probe).directions
     headline = headline_statistics(probe, headline_options)
-    table = differences(read_replicates(paths), probe, models, compare, directions, headline)
+    table = differences(read_replicates(paths), probe, models, compare, directions, headline,
+                        read_outcomes(outcomes or []))
     with atomic_path(out) as tmp:
         table.write_csv(tmp)
     return table
@@ -155,11 +203,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--compare", default="{}", help="JSON: the config's `compare` section")
     ap.add_argument("--headline-options", default="{}",
                     help="JSON: the probes' headline options (retrieval_k, settheory_measure): which statistics are headline")
+    ap.add_argument("--outcomes", default="[]",
+                    help="JSON: [{dataset, statistic, model, path}, ...], per-item right/wrong files (McNemar)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     models = {name: {"family": family} for name, family in json.loads(a.models)}
     table = build(a.probe, a.replicates, models, json.loads(a.compare), a.out,
-                  headline_options=json.loads(a.headline_options))
+                  headline_options=json.loads(a.headline_options), outcomes=json.loads(a.outcomes))
     print(summary(a.probe, table))
 
 
@@ -169,6 +219,9 @@ def summary(probe: str, table: pl.DataFrame) -> str:
     line = (f"{probe}: {table.height} comparisons; confirmatory family {confirmatory.height} "
             f"({int(confirmatory['significant'].sum()) if confirmatory.height else 0} significant, Holm, "
             f"alpha {ALPHA:.2f}), {table.height - confirmatory.height} exploratory")
+    exact = int((table["test"] == "mcnemar").sum()) if table.height else 0
+    if exact:
+        line += f"; {exact} by McNemar's exact test (per-item right/wrong)"
     if confirmatory.height and confirmatory["b_too_small"].any():
         line += ("; B too small for this family: smallest p 2/(B+1) > alpha/m, raise the probe's bootstrap_b")
     return line

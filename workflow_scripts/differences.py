@@ -218,6 +218,16 @@ def mcnemar_exact(b: int, c: int) -> float:
     return float(binomtest(int(b), int(b + c), 0.5, alternative="two-sided").pvalue)
 
 
+def discordant_counts(correct_a, correct_b) -> tuple[int, int]:
+    """(b, c) of two models' right/wrong verdicts on the same items, aligned: b the items A gets
+    right and B wrong, c the reverse. The caller leaves out items either model has no verdict on."""
+    a = np.asarray(correct_a, dtype=bool)
+    b = np.asarray(correct_b, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError(f"paired verdicts differ in number: {a.shape} vs {b.shape}")
+    return int(np.sum(a & ~b)), int(np.sum(~a & b))
+
+
 def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
     """The exact (Clopper-Pearson) interval of a share of k right out of n; (NaN, NaN) for n = 0."""
     from scipy.stats import binomtest
@@ -225,3 +235,14 @@ def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]
         return float("nan"), float("nan")
     ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
     return float(ci.low), float(ci.high)
+
+
+def share_interval(k: int, n: int, bootstrap: tuple[float, float], level: float = LEVEL) -> tuple[float, float, str]:
+    """(low, high, method) of a share of k right out of n: the bootstrap percentile interval, except
+    at 0 or 1 (k = 0 or k = n), where every resample gives the same share and that interval has zero
+    width; there the exact Clopper-Pearson interval (0 of 445: [0, 0.0083]). Method "percentile" or
+    "clopper_pearson"; n = 0 keeps the (undefined) bootstrap bounds."""
+    if n > 0 and k in (0, n):
+        low, high = clopper_pearson(k, n, level)
+        return low, high, "clopper_pearson"
+    return float(bootstrap[0]), float(bootstrap[1]), "percentile"

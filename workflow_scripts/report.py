@@ -99,7 +99,10 @@ def differences_block(path: str, figures: list[dict]) -> list[str]:
              f"all), with the Benjamini-Hochberg q and no verdict. Only the p-values are adjusted: the 95% "
              f"interval beside each difference is the unadjusted paired interval, so an interval that "
              f"excludes 0 is not by itself a significant difference after the correction (read `p adjusted` "
-             f"and `significant`).", ""]
+             f"and `significant`)."
+             + (" Where each item is right or wrong, p is McNemar's exact test on the items one model gets "
+                "right and the other wrong (b: A right, c: B right), not the bootstrap's."
+                if any(r.get("test") == "mcnemar" for r in rows) else ""), ""]
     if any(str(r.get("b_too_small")).lower() == "true" for r in confirmatory):
         lines += ["**B too small for this family**: the smallest bootstrap p, 2/(B+1), is above alpha/m "
                   f"(m = {sum(1 for r in confirmatory if r['p_value'] is not None and r['p_value'] == r['p_value'])}), so no comparison can be "
@@ -109,12 +112,18 @@ def differences_block(path: str, figures: list[dict]) -> list[str]:
 
     def num(v, digits=3):
         return "" if v is None or v != v else f"{float(v):.{digits}f}"
+
+    def p_text(v):  # an exact p can be tiny: never shown as 0.000
+        return "" if v is None or v != v else f"{float(v):.3f}" if float(v) >= 0.001 else f"{float(v):.1e}"
     for r in rows:
         verdict = ("" if r.get("family") != "confirmatory"
                    else "yes" if str(r["significant"]).lower() == "true" else "no")
-        adjusted = f"{num(r['p_adjusted'])} ({r['method']})" if num(r["p_adjusted"]) else ""
+        adjusted = f"{p_text(r['p_adjusted'])} ({r['method']})" if p_text(r["p_adjusted"]) else ""
+        p = p_text(r["p_value"])
+        if r.get("test") == "mcnemar":
+            p += f" (McNemar, b = {r['discordant_b']}, c = {r['discordant_c']})"
         lines.append(f"| {r['dataset']} | {r['statistic']} | {r['model_a']} | {r['model_b']} | "
-                     f"{num(r['difference'])} [{num(r['ci_low'])}, {num(r['ci_high'])}] | {num(r['p_value'])} | "
+                     f"{num(r['difference'])} [{num(r['ci_low'])}, {num(r['ci_high'])}] | {p} | "
                      f"{r.get('family') or ''} | {adjusted} | {verdict} | {r.get('better') or ''} |")
     return lines + [""]
 

@@ -226,7 +226,9 @@ def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models
 def read_differences(paths: list[str]) -> pl.DataFrame:
     frames = [pl.read_csv(p, infer_schema_length=None, schema_overrides={"better": pl.String})
               for p in paths]
-    frames = [f for f in frames if f.height]
+    # a table without McNemar rows has empty discordant counts, read as text: counts are integers
+    frames = [f.with_columns(pl.col(c).cast(pl.Int64) for c in ("discordant_b", "discordant_c") if c in f.columns)
+              for f in frames if f.height]
     return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
 
 

@@ -342,3 +342,14 @@ class ProbePlan:
         """Every replicates file (bootstrap.write_replicates) the probe writes: the paired bootstrap
         replicates of its statistics per (dataset, model), read by the probe's differences table."""
         return []
+
+    def outcome_entries(self) -> list[dict]:
+        """The per-item right/wrong files behind a statistic that is a share of items, one per
+        (dataset, model): {dataset, statistic, model, path}, the file a Parquet table with the
+        items' `id` and `correct` (null where the model has no verdict). The differences table
+        tests such a statistic by McNemar's exact test on these instead of the bootstrap."""
+        return []
+
+    def outcome_files(self) -> list[str]:
+        """Input function of the differences table: the files of `outcome_entries`."""
+        return [e["path"] for e in self.outcome_entries()]

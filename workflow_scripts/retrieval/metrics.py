@@ -10,7 +10,9 @@ similarities C (query, each relevant document) and R (query, random documents) i
   transformation is measured on the same questions (paired comparisons). A statistic is the mean
   over draws; its 95% interval the 2.5/97.5 percentiles over draws. The full-data value is given
   too, with a classic bootstrap interval (workflow_scripts.bootstrap, `bootstrap_b` resamples of
-  the questions, seeded by the set: the same resamples for every model, k and transformation). The
+  the questions, seeded by the set: the same resamples for every model, k and transformation);
+  a full-data accuracy of exactly 0 or 1 has a zero-width bootstrap interval, so it gets the exact
+  Clopper-Pearson interval instead (`accuracy_full_ci_method`: percentile | clopper_pearson). The
   questions are sorted by id, the same for every model of a set, and no stream is seeded by a model
   (draws, threshold draws, full-data resamples, random sentences, correlations): an identical copy
   of a model gets identical intervals, and replicate r of the full-data bootstrap draws the same
@@ -63,6 +65,7 @@ import polars as pl
 from workflow_scripts.bootstrap import (bootstrap_rng, pearson_with_interval, percentile_interval, replicate_rows,
                                         resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging
+from workflow_scripts.differences import share_interval
 
 RULES = ("paired_draws", "mcnemar", "ci_overlap")
 NDCG_FORM = "binary: DCG = sum of 1/log2(1+rank) over relevant documents ranked <= k; IDCG over min(#relevant, k)"
@@ -246,6 +249,20 @@ def full_data(values: np.ndarray, counts: np.ndarray, keep: list | None = None) 
     return out
 
 
+def exact_at_the_bounds(hits: np.ndarray, full: list[tuple[float, float, float]]
+                        ) -> tuple[list[tuple[float, float, float]], list[str | None]]:
+    """The full-data accuracies of `full_data` (one per column of the 0/1 `hits`) and their interval
+    methods: at 0 or 1 every resample gives the same share, so the exact Clopper-Pearson interval
+    replaces the zero-width bootstrap one (differences.share_interval); None where undefined."""
+    n = hits.shape[0]
+    out, methods = [], []
+    for c, (est, lo, hi) in enumerate(full):
+        lo, hi, method = share_interval(int(hits[:, c].sum()), n, (lo, hi))
+        out.append((est, lo, hi))
+        methods.append(method if math.isfinite(lo) else None)
+    return out, methods
+
+
 def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model: str, settings: dict, seed: int,
              transform_topk: pl.DataFrame | None = None, log=None,
              replicates_out: list | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -275,6 +292,7 @@ def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model
     kept: list = []
     full_acc, full_ndcg = full_data(hit, counts, kept), full_data(ndcg, counts, kept)
     parts = full_data_replicates(dataset, model, "", ks, full_acc, full_ndcg, kept)
+    full_acc, acc_methods = exact_at_the_bounds(hit, full_acc)
     zero_queries = int((~np.isfinite(j.scores[:, 0])).sum())
     metric_rows, summary_rows = [], []
     full_idx = np.arange(n)[None, :]
@@ -303,6 +321,7 @@ def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model
         row["threshold_percentile"] = chosen[k][1] if chosen[k] else float("nan")
         for name, values in (("accuracy_full", full_acc[c]), ("ndcg_full", full_ndcg[c])):
             row[name], row[f"{name}_ci_low"], row[f"{name}_ci_high"] = values
+        row["accuracy_full_ci_method"] = acc_methods[c]
         summary_rows.append(row)
     for name, frame in sorted((transform_topk.partition_by("transform", as_dict=True).items()
                                if transform_topk is not None and transform_topk.height else []), key=lambda kv: kv[0]):
@@ -314,6 +333,7 @@ def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model
         kept = []
         t_acc, t_ndcg = full_data(th_hit, counts, kept), full_data(th_ndcg, counts, kept)
         parts += full_data_replicates(dataset, model, f"{tname}/", ks, t_acc, t_ndcg, kept)
+        t_acc, t_methods = exact_at_the_bounds(th_hit, t_acc)
         for c, k in enumerate(ks):
             acc_draw, ndcg_draw = th_hit[idx, c].mean(axis=1), th_ndcg[idx, c].mean(axis=1)
             for b in range(len(idx)):
@@ -324,6 +344,7 @@ def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model
                 row[mname], row[f"{mname}_ci_low"], row[f"{mname}_ci_high"] = interval(values)
             for mname, values in (("accuracy_full", t_acc[c]), ("ndcg_full", t_ndcg[c])):
                 row[mname], row[f"{mname}_ci_low"], row[f"{mname}_ci_high"] = values
+            row["accuracy_full_ci_method"] = t_methods[c]
             summary_rows.append(row)
     metrics = pl.DataFrame(metric_rows, schema=METRIC_SCHEMA, orient="row")
     thresholds = pl.DataFrame(threshold_rows, schema=THRESHOLD_SCHEMA, orient="row") if threshold_rows else \
@@ -355,7 +376,7 @@ SUMMARY_SCHEMA = {"set": pl.String, "model": pl.String, "transform": pl.String, 
                   **{f"{s}{x}": pl.Float64 for s in _STATS for x in ("", "_ci_low", "_ci_high")},
                   "threshold": pl.Float64, "threshold_percentile": pl.Float64,
                   **{f"{s}{x}": pl.Float64 for s in ("accuracy_full", "ndcg_full") for x in ("", "_ci_low", "_ci_high")},
-                  "n_queries": pl.Int64, "n_zero_queries": pl.Int64, "n_correct": pl.Int64, "n_random": pl.Int64,
+                  "accuracy_full_ci_method": pl.String, "n_queries": pl.Int64, "n_zero_queries": pl.Int64, "n_correct": pl.Int64, "n_random": pl.Int64,
                   "draws": pl.Int64, "draw_size": pl.Int64, "draw_replace": pl.Boolean, "bootstrap_b": pl.Int64,
                   "threshold_rule": pl.String, "threshold_metric": pl.String, "coe_percentile": pl.Float64,
                   "ndcg_form": pl.String}

@@ -111,11 +111,14 @@ def accuracy_headlines(frame, options: dict) -> list[dict]:
             full = draws_cover_the_set(r)
             value = f"{metric}_full" if full else metric
             n = number(r.get("n_queries"))
+            # a full-data accuracy of 0 or 1 carries the exact interval (metrics.exact_at_the_bounds)
+            exact = full and metric == "accuracy" and r.get("accuracy_full_ci_method") == "clopper_pearson"
             out.append({"model": r["model"], "column": f"retrieval_{r['dataset']}_{name}",
                         "label": f"retrieval {r['dataset']} {title}", "value": number(r[value]),
                         "ci_low": number(r[f"{value}_ci_low"]), "ci_high": number(r[f"{value}_ci_high"]),
                         "n": None if n is None else int(n),
-                        "interval": (f"classic bootstrap over all {int(n)} questions (every draw of "
+                        "interval": (f"{'exact (Clopper-Pearson) interval at 0 or 1' if exact else 'classic bootstrap'}"
+                                     f" over all {int(n)} questions (every draw of "
                                      f"{int(float(r['draw_size']))} is the whole set)") if full else draws_spread(r),
                         # the replicates' statistic (differences table: paired classic bootstrap of the full-data figure)
                         "dataset": r["dataset"], "statistic": f"{metric}@{k}"})

@@ -53,6 +53,12 @@ class TripletsPlan(ProbePlan):
         # one file for all (dataset, model) pairs: the aggregate job draws the bootstrap
         return [f"{self.R}/triplets/replicates.parquet"] if self.ran else []
 
+    def outcome_entries(self) -> list[dict]:
+        # accuracy is the share of right triplets: each model's per-triplet verdicts (`correct`, by
+        # `id`) let the differences table use McNemar's exact test
+        return [{"dataset": p.dataset, "statistic": "accuracy", "model": p.model, "path": path}
+                for p, path in zip(self.pairs, self.scores())]
+
     def report_plots(self) -> list[str]:
         return self.plots()
 

@@ -55,10 +55,17 @@ def check(config: dict) -> list[str]:
     return problems
 
 
+def exact_at_the_bounds(r: dict) -> str:
+    """The overview's note where an accuracy of 0 or 1 carries the exact interval (scores.py)."""
+    if r.get("accuracy_ci_method") == "clopper_pearson":
+        return "exact (Clopper-Pearson) interval where the accuracy is 0 or 1"
+    return ""
+
+
 def accuracy_headlines(frame, options: dict) -> list[dict]:
     """Triplet accuracy per dataset."""
     out = headline_rows(frame, lambda r: f"triplets_{r['dataset']}", lambda r: f"triplets {r['dataset']} accuracy",
-                        "accuracy", "accuracy_ci_low", "accuracy_ci_high", n="n")
+                        "accuracy", "accuracy_ci_low", "accuracy_ci_high", n="n", interval=exact_at_the_bounds)
     for row, r in zip(out, frame.iter_rows(named=True)):  # the statistic in the replicates (differences table)
         row.update(dataset=r["dataset"], statistic="accuracy")
     return out

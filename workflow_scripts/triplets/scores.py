@@ -20,7 +20,11 @@ replicate b resamples the same triplets for every model (a model's undefined tri
 An identical copy of a model gets identical intervals, and the replicates (written for the
 differences table, compare.py) subtract replicate by replicate. Each statistic has its own
 stream; the intervals are marginal (one per column); nothing here compares two columns
-within a replicate. B = 0 or n = 0 give NaN bounds (and n = 0 a NaN estimate).
+within a replicate. B = 0 or n = 0 give NaN bounds (and n = 0 a NaN estimate). An accuracy of
+exactly 0 or 1 (no triplet right, or every one) is the same in every resample, so its bootstrap
+interval would be [0, 0] or [1, 1]: there the exact Clopper-Pearson interval is reported instead
+(0 of 445: [0, 0.0083]; it needs no B), and `accuracy_ci_method` says which interval a row has
+(percentile | clopper_pearson). The replicates stay the bootstrap's (differences.share_interval).
 
 Tables: triplets_accuracy.csv (machine-readable, shares); per dataset triplets_{dataset}.csv in
 the layout of the paper's Tables 2-6 (a row per model; S^S+, S^S*, S+^S*, Accuracy as percentages
@@ -42,6 +46,7 @@ import polars as pl
 from workflow_scripts.bootstrap import (LEVEL, paired_rng, percentile_interval, replicate_rows, resample_counts,
                                         write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging
+from workflow_scripts.differences import share_interval
 from workflow_scripts.texts import text_keys
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
@@ -54,7 +59,9 @@ PAPER_COLUMNS = {"mean_s_splus": "S^S+", "mean_s_sstar": "S^S*", "mean_splus_sst
 SCORE_SCHEMA = {"id": pl.UInt64, "sim_s_splus": pl.Float64, "sim_s_sstar": pl.Float64,
                 "sim_splus_sstar": pl.Float64, "correct": pl.Boolean}
 AGG_SCHEMA = {"dataset": pl.String, "model": pl.String, "n": pl.Int64, "n_undefined": pl.Int64,
-              **{f"{stat}{suffix}": pl.Float64 for stat in STATISTICS for suffix in ("", "_ci_low", "_ci_high")},
+              "accuracy": pl.Float64, "accuracy_ci_low": pl.Float64, "accuracy_ci_high": pl.Float64,
+              "accuracy_ci_method": pl.String,
+              **{f"{stat}{suffix}": pl.Float64 for stat in MEANS for suffix in ("", "_ci_low", "_ci_high")},
               "scoring": pl.String, "bootstrap_b": pl.Int64}
 CHUNK = 20_000  # triplets per lookup: 2 x CHUNK rows of vectors in memory at a time
 
@@ -143,6 +150,10 @@ def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, boot
             low, high, _ = percentile_interval(reps)
         else:
             reps, low, high = np.full(bootstrap_b, np.nan), float("nan"), float("nan")
+        if stat == "accuracy":
+            # at 0 or 1 every resample agrees: the exact interval instead of a zero-width one
+            low, high, method = share_interval(int(correct[defined].sum()), n, (low, high))
+            row["accuracy_ci_method"] = method if math.isfinite(low) else None
         row[f"{stat}_ci_low"], row[f"{stat}_ci_high"] = low, high
         if replicates_out is not None:
             replicates_out.append(replicate_rows("triplets", dataset, stat, model, row[stat], reps))
