@@ -170,10 +170,13 @@ def test_console_summary(screen, tmp_path):
     text = C.summary(screen, "results/my_study")
     lines = text.splitlines()
     assert "Demo inputs" not in text
-    header = next(line for line in lines if line.startswith("figure") and " m " in line + " ")
-    assert header.split() == ["figure", "better", "n", "m", "t", "(stand-in)"]
-    assert any(line.split()[:4] == ["triplets", "d", "accuracy", "higher"] and line.endswith("0.500 [0.300, 0.700] N")
-               for line in lines)
+    # long, not wide: per figure a row per model, so no model is off-screen however many there are
+    assert "  triplets d accuracy (\u2191 higher)" in lines
+    header = next(line for line in lines if line.strip().startswith("model"))
+    assert [h.strip() for h in header.split("  ") if h.strip()] == ["model", "value [95% interval]", "n",
+        "verdict vs baseline", "difference vs baseline [95% interval]", "p adjusted", "marks"]
+    assert any(line.split() == ["t", "(stand-in)", "0.500", "[0.300,", "0.700]", "23", "triplets", "no", "verdict",
+                                "(no", "baseline)", "N"] for line in lines)
     assert "Z: interval of zero width" in text and "N: n below report.min_n (100)" in text
     assert "* retrieval qa accuracy@5, retrieval qa NDCG@5: classic bootstrap over all 36 questions" in text
     assert lines[-1].startswith("Report: results/my_study/report.md") and "report.html" in lines[-1]
@@ -235,7 +238,9 @@ def test_csc_overlap_that_separates_the_wrong_way_is_marked_w_and_never_better_t
     assert {m: c["marks"] for m, c in cells.items()} == {"form": "", "wrong": "WB", "right": ""}
     assert screen["marks_used"] == ["W", "B"] and "wrong direction" in screen["legend"]["W"]
     text = C.summary(screen, "results")
-    assert "0.260 [0.210, 0.310] WB" in text and "W: separates in the wrong direction" in text
+    assert any(line.split()[:5] == ["wrong", "0.260", "[0.210,", "0.310]", "wrong"] and line.endswith("WB")
+               for line in text.splitlines())
+    assert "W: separates in the wrong direction" in text
     P.first_screen(str(tmp_path / "overview.json"), str(tmp_path / "first_screen.rst"))
     assert "0.260 [0.210, 0.310] WB" in (tmp_path / "first_screen.rst").read_text()
     # without a differences table (or a comparison) the wrong-way cell is still never better
