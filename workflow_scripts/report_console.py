@@ -1,7 +1,8 @@
 """The overview printed at the end of `make run`: per headline figure, a row per model with its value
 and interval, n, its verdict against the surface-form baseline with the paired difference, and marks;
-the demo banner where the run is on the shipped samples, and where the report is. Read from the report's first screen (<results>/report/overview.json,
-written by report_overview); nothing is recomputed.
+the demo banner where the run is on the shipped samples, and where the report is. Read from the
+report's first screen (<results>/report/overview.json, written by report_overview); nothing is
+recomputed.
 
 Usage: python -m workflow_scripts.report_console RESULTS
        python -m workflow_scripts.report_console --configfile config.yaml [overlay.yaml ...]
@@ -15,7 +16,7 @@ import os
 import sys
 import textwrap
 
-from workflow_scripts.report_overview import VERDICT_HEAD, verdict_rows
+from workflow_scripts.report_overview import VERDICT_COLUMN, VERDICT_HEAD, verdict_rows
 
 WIDTH = 132  # a wide terminal line: the legend and notes wrap at it
 
@@ -42,8 +43,11 @@ def summary(screen: dict, results: str, width: int = WIDTH) -> str:
             lines += [f"  {figure}"]
             lines += table_lines(list(VERDICT_HEAD[1:]), [row[1:] for row in group if row[0] == figure], "    ")
     lines.append("")
+    # the meaning of the verdicts shown, as the marks: a short screen stays short
+    shown = {row[VERDICT_COLUMN].split(" (")[0] for group in verdict_rows(screen).values() for row in group}
     for verdict, meaning in screen.get("verdict_legend", {}).items():
-        lines += textwrap.wrap(f"{verdict}: {meaning}", width, subsequent_indent="   ")
+        if verdict in shown:
+            lines += textwrap.wrap(f"{verdict}: {meaning}", width, subsequent_indent="   ")
     for mark in screen["marks_used"]:
         lines += textwrap.wrap(f"{mark}: {screen['legend'][mark]}", width, subsequent_indent="   ")
     notes: dict[str, list[str]] = {}

@@ -12,7 +12,10 @@ direction is better (or none, where the probe claims no better side: no verdict)
 independent units behind the figure, the ones its bootstrap resamples, from the probe's table) with
 its unit, a cell per model, and marks on the cells that must not be read as findings (MARKS): an interval of zero width,
 an n below `report.min_n`, a figure at the ceiling or floor of its statistic's range, a CSC overlap
-that separates in the wrong direction, a figure not significantly better than the baseline. `demo`: every
+that separates in the wrong direction, a figure not significantly better than the baseline; and each
+cell's verdict against the surface-form baseline in words (baseline_verdicts: better, no difference,
+worse, wrong direction, no verdict), which report.md, the HTML report and the console show as a long
+table (verdict_rows), a row per figure and model. `demo`: every
 input of the run is one of the small samples shipped under the workflow's resources/.
 
 Usage: python -m workflow_scripts.report_overview --tables T.csv ... --models JSON --options JSON
@@ -165,6 +168,7 @@ def cell_text(cell: dict | None, digits: int = 3) -> str:
 
 VERDICT_HEAD = ("figure", "model", "value [95% interval]", "n", "verdict vs baseline",
                 "difference vs baseline [95% interval]", "p adjusted", "marks")
+VERDICT_COLUMN = VERDICT_HEAD.index("verdict vs baseline")
 
 
 def verdict_text(verdict: dict | None) -> str:
@@ -284,7 +288,8 @@ VERDICT_MEANINGS = {
     WRONG_DIRECTION: "CSC: separates the wrong way (mark W), so never better, whatever the difference says",
     NO_VERDICT: "none is possible, the reason beside it: baseline (the baseline itself), no baseline (none in "
                 "the run), no direction (the probe claims no better side), not compared (no confirmatory "
-                "comparison with the baseline), no p (the comparison has no p-value)",
+                "comparison with the baseline), no p (the comparison has no p-value), tie (significant, neither "
+                "side better)",
 }
 
 
@@ -347,8 +352,9 @@ def verdict_of(row: dict, compared: dict | None, baselines: list[str]) -> dict:
     if not bool(compared["significant"]):
         return {**out, "verdict": NO_DIFFERENCE}
     winner = compared.get("better")
-    verdict = BETTER if winner == row["model"] else WORSE if winner == out["baseline"] else NO_VERDICT
-    return {**out, "verdict": verdict}
+    if winner not in (row["model"], out["baseline"]):  # significant, yet neither side better: a tie
+        return {**out, "reason": "tie"}
+    return {**out, "verdict": BETTER if winner == row["model"] else WORSE}
 
 
 def baseline_verdicts(rows: list[dict], differences: pl.DataFrame, models: dict[str, dict]) -> dict[tuple[str, str], dict]:

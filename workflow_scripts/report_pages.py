@@ -345,12 +345,11 @@ VERDICT_STYLE = {"better": "background:#bbf7d0", "worse": "background:#fecaca", 
 def verdict_html(screen: dict) -> str:
     """The verdicts (report_overview.verdict_rows) as one narrow table per probe: a row per headline
     figure and model, so every model is on screen without scrolling sideways."""
-    from workflow_scripts.report_overview import VERDICT_HEAD, verdict_rows
+    from workflow_scripts.report_overview import VERDICT_COLUMN, VERDICT_HEAD, verdict_rows
     head = "".join(f"<th>{html.escape(h)}</th>" for h in VERDICT_HEAD)
-    verdict_at = VERDICT_HEAD.index("verdict vs baseline")
 
     def cell(i: int, text: str) -> str:
-        tint = VERDICT_STYLE.get(text.split(" (")[0]) if i == verdict_at else None
+        tint = VERDICT_STYLE.get(text.split(" (")[0]) if i == VERDICT_COLUMN else None
         return f'<td style="{tint}">' if tint else "<td>"
 
     parts = []
