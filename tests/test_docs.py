@@ -83,3 +83,6 @@ def test_the_readme_legend_names_every_mark_and_links_how_to_read_a_verdict():
         assert words in page, words
     results = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     assert "(verdicts.md)" in results
+    # the verdict words of the first screen, in the legend and on the page
+    from workflow_scripts.report_overview import VERDICT_MEANINGS
+    assert all(f"**{verdict}**" in legend and f"| **{verdict}**" in page for verdict in VERDICT_MEANINGS)

@@ -170,10 +170,13 @@ def test_console_summary(screen, tmp_path):
     text = C.summary(screen, "results/my_study")
     lines = text.splitlines()
     assert "Demo inputs" not in text
-    header = next(line for line in lines if line.startswith("figure") and " m " in line + " ")
-    assert header.split() == ["figure", "better", "n", "m", "t", "(stand-in)"]
-    assert any(line.split()[:4] == ["triplets", "d", "accuracy", "higher"] and line.endswith("0.500 [0.300, 0.700] N")
-               for line in lines)
+    # long, not wide: per figure a row per model, so no model is off-screen however many there are
+    assert "  triplets d accuracy (\u2191 higher)" in lines
+    header = next(line for line in lines if line.strip().startswith("model"))
+    assert [h.strip() for h in header.split("  ") if h.strip()] == ["model", "value [95% interval]", "n",
+        "verdict vs baseline", "difference vs baseline [95% interval]", "p adjusted", "marks"]
+    assert any(line.split() == ["t", "(stand-in)", "0.500", "[0.300,", "0.700]", "23", "triplets", "no", "verdict",
+                                "(no", "baseline)", "N"] for line in lines)
     assert "Z: interval of zero width" in text and "N: n below report.min_n (100)" in text
     assert "* retrieval qa accuracy@5, retrieval qa NDCG@5: classic bootstrap over all 36 questions" in text
     assert lines[-1].startswith("Report: results/my_study/report.md") and "report.html" in lines[-1]
@@ -235,7 +238,9 @@ def test_csc_overlap_that_separates_the_wrong_way_is_marked_w_and_never_better_t
     assert {m: c["marks"] for m, c in cells.items()} == {"form": "", "wrong": "WB", "right": ""}
     assert screen["marks_used"] == ["W", "B"] and "wrong direction" in screen["legend"]["W"]
     text = C.summary(screen, "results")
-    assert "0.260 [0.210, 0.310] WB" in text and "W: separates in the wrong direction" in text
+    assert any(line.split()[:5] == ["wrong", "0.260", "[0.210,", "0.310]", "wrong"] and line.endswith("WB")
+               for line in text.splitlines())
+    assert "W: separates in the wrong direction" in text
     P.first_screen(str(tmp_path / "overview.json"), str(tmp_path / "first_screen.rst"))
     assert "0.260 [0.210, 0.310] WB" in (tmp_path / "first_screen.rst").read_text()
     # without a differences table (or a comparison) the wrong-way cell is still never better
@@ -255,3 +260,109 @@ def test_the_differences_block_says_holm_adjusts_the_p_values_not_the_intervals(
     assert "Holm's correction of their p-values" in text and "Only the p-values are adjusted" in text
     assert "| A - B [95% interval, unadjusted] |" in text
     assert "an interval that excludes 0 is not by itself a significant difference" in text
+
+
+def difference_row(model: str, value: float, significant, better: str | None, family: str = "confirmatory",
+                   p_adjusted: float | None = 0.01, base: str = "form", base_value: float = 0.5) -> dict:
+    """One hand-made row of a differences table: `model` (A) against the baseline (B) on triplets `d`."""
+    d = value - base_value
+    return dict(probe="triplets", dataset="d", statistic="accuracy", model_a=model, model_b=base, value_a=value,
+                value_b=base_value, difference=d, ci_low=d - 0.05, ci_high=d + 0.05, p_value=p_adjusted,
+                test="mcnemar", family=family, p_adjusted=p_adjusted, method="holm", significant=significant,
+                b_too_small=False, better=better, replicates=1000)
+
+
+def headline(model: str, value: float, **extra) -> dict:
+    return dict(model=model, column="triplets_d", label="triplets d accuracy", value=value, ci_low=value - 0.05,
+                ci_high=value + 0.05, n=500, unit="triplets", probe="triplets", dataset="d", statistic="accuracy",
+                lower_is_better=False, bounds=[0.0, 1.0], **extra)
+
+
+FOUR = {"form": {"family": "surface_form"}, "good": {"family": "tfidf"}, "bad": {"family": "tfidf"},
+        "same": {"family": "tfidf"}, "wrong": {"family": "tfidf"}}
+
+
+def test_verdicts_from_hand_made_differences_rows():
+    """Issue 32, point 8: the verdict against the surface-form baseline in words, read from the
+    confirmatory rows: significant with the model better, significant with the baseline better, not
+    significant, and a cell that separates the wrong way (W) whatever its significant difference says;
+    the difference is model - baseline whichever side of the row the model is on."""
+    rows = [headline("form", 0.5), headline("good", 0.8), headline("bad", 0.3), headline("same", 0.52),
+            headline("wrong", 0.9, wrong_direction=True)]
+    diffs = pl.DataFrame([difference_row("good", 0.8, True, "good"), difference_row("same", 0.52, False, "same", p_adjusted=0.4),
+                          difference_row("wrong", 0.9, True, "wrong")]
+                         # the baseline as A: the model's difference is the row's, negated
+                         + [{**difference_row("form", 0.5, True, "form", base="bad", base_value=0.3), "p_adjusted": 0.003}])
+    verdicts = O.baseline_verdicts(rows, diffs, FOUR)
+    words = {m: verdicts[(m, "triplets_d")]["verdict"] for m in FOUR}
+    assert words == {"form": "no verdict", "good": "better", "bad": "worse", "same": "no difference",
+                     "wrong": "wrong direction"}
+    bad = verdicts[("bad", "triplets_d")]
+    assert bad["baseline"] == "form" and bad["difference"] == pytest.approx(-0.2)
+    assert (bad["ci_low"], bad["ci_high"]) == (pytest.approx(-0.25), pytest.approx(-0.15)) and bad["p_adjusted"] == 0.003
+    assert verdicts[("form", "triplets_d")]["reason"] == "baseline"
+    # B (not better) is exactly every compared cell whose verdict is not `better`
+    marked = O.not_better_than_baseline(rows, diffs, FOUR)
+    assert {m for m, _ in marked} == {m for m in FOUR if words[m] not in ("better", "no verdict")}
+
+
+def test_no_verdict_where_there_is_none():
+    """No baseline in the run, a figure without direction, only exploratory rows, a row without p: no
+    verdict, with the reason."""
+    row = headline("good", 0.8)
+
+    def verdict(rows: list[dict], diffs: list[dict], models: dict = FOUR) -> dict:
+        return O.baseline_verdicts(rows, pl.DataFrame(diffs), models)[("good", "triplets_d")]
+    significant = [difference_row("good", 0.8, True, "good")]
+    assert verdict([row], significant)["verdict"] == "better"
+    cases = {"no baseline": verdict([row], significant, {"good": {"family": "tfidf"}}),
+             "no direction": verdict([{**row, "lower_is_better": None}], significant),
+             "not compared": verdict([row], [difference_row("good", 0.8, None, "good", family="exploratory")]),
+             "no p": verdict([row], [difference_row("good", 0.8, None, None, p_adjusted=None)])}
+    for reason, got in cases.items():
+        assert (got["verdict"], got["reason"]) == ("no verdict", reason)
+        assert O.verdict_text(got) == f"no verdict ({reason})"
+
+
+@pytest.fixture
+def verdict_screen(tmp_path):
+    """The first screen of a run with a baseline and the four verdicts on triplets."""
+    trip = write(tmp_path / "triplets_accuracy.csv", [
+        dict(dataset="d", model=m, n=500, accuracy=a, accuracy_ci_low=a - 0.05, accuracy_ci_high=a + 0.05)
+        for m, a in (("form", 0.5), ("good", 0.8), ("bad", 0.3), ("same", 0.52))])
+    diff = write(tmp_path / "triplets_differences.csv", [
+        difference_row("good", 0.8, True, "good", p_adjusted=2 ** -22), difference_row("bad", 0.3, True, "form"),
+        difference_row("same", 0.52, False, "same", p_adjusted=0.4)])
+    O.build([trip], FOUR, {}, str(tmp_path / "ov.csv"), None, str(tmp_path / "overview.json"),
+            min_n=100, demo=False, differences=[diff])
+    return json.loads((tmp_path / "overview.json").read_text())
+
+
+def test_markdown_first_screen_has_a_row_per_model_and_figure_with_its_verdict(verdict_screen):
+    md = "\n".join(M.first_screen_section(verdict_screen))
+    head = "| figure | model | value [95% interval] | n | verdict vs baseline | difference vs baseline [95% interval] | p adjusted | marks |"
+    assert head in md and md.index(head) < md.index("| figure | better | n |")  # the verdicts before the wide table
+    table = md[md.index(head):].split("\n\n")[0].splitlines()[2:]
+    assert [line.split(" | ")[1] for line in table] == ["form", "good", "bad", "same"]  # one row per model and figure
+    assert "| triplets d accuracy (\u2191 higher) | good | 0.800 [0.750, 0.850] | 500 triplets | better | " \
+           "+0.300 [+0.250, +0.350] | 2.4e-07 |  |" in table
+    assert "| bad | 0.300 [0.250, 0.350] | 500 triplets | worse | -0.200 [-0.250, -0.150] | 0.010 | B |" in table[2]
+    assert "| same | 0.520 [0.470, 0.570] | 500 triplets | no difference | +0.020 [-0.030, +0.070] | 0.400 | B |" in table[3]
+    assert "| form | 0.500 [0.450, 0.550] | 500 triplets | no verdict (baseline) |" in table[0]
+
+
+def test_console_and_html_say_the_same_verdicts(verdict_screen, tmp_path):
+    text = C.summary(verdict_screen, "results")
+    verdict_of = {line.split()[0]: line for line in text.splitlines() if line.startswith("    ")}
+    assert "better" in verdict_of["good"] and "+0.300 [+0.250, +0.350]" in verdict_of["good"]
+    assert "worse" in verdict_of["bad"] and "no difference" in verdict_of["same"]
+    assert "no verdict (baseline)" in verdict_of["form"]
+    assert all(len(line) <= C.WIDTH for line in text.splitlines())
+    (tmp_path / "screen.json").write_text(json.dumps(verdict_screen))
+    P.first_screen(str(tmp_path / "screen.json"), str(tmp_path / "first_screen.rst"))
+    from docutils.core import publish_parts
+    html = publish_parts((tmp_path / "first_screen.rst").read_text(), writer="html",
+                         settings_overrides={"halt_level": 2})["body"]
+    assert "<th>verdict vs baseline</th>" in html and html.index("verdict vs baseline") < html.index("<th>better</th>")
+    for words in ("better</td>", "worse</td>", "no difference</td>", "no verdict (baseline)</td>"):
+        assert words in html, words

@@ -45,10 +45,26 @@ def overview_section(overview: str) -> list[str]:
             markdown_table(table), ""]
 
 
+def verdict_section(screen: dict) -> list[str]:
+    """The first screen's verdicts (report_overview.verdict_rows): per probe, a row per headline
+    figure and model with its value, n, verdict against the surface-form baseline, the paired
+    difference and Holm's adjusted p; long rather than wide, so no model is off-screen."""
+    from workflow_scripts.report_overview import VERDICT_HEAD, verdict_rows
+    parts = ["Verdict per model and headline figure against the surface-form baseline: "
+             + "; ".join(f"**{k}** {v}" for k, v in screen.get("verdict_legend", {}).items())
+             + ". The difference is model - baseline with its paired 95% interval (unadjusted); `p adjusted`: "
+               "Holm within the probe's confirmatory family.", ""]
+    for probe, rows in verdict_rows(screen).items():
+        parts += [f"## {probe}", "", "| " + " | ".join(VERDICT_HEAD) + " |", "|" + "---|" * len(VERDICT_HEAD),
+                  *("| " + " | ".join(row) + " |" for row in rows), ""]
+    return parts
+
+
 def first_screen_section(screen: dict) -> list[str]:
     """The model-by-probe overview from report/overview.json (report_overview.first_screen): the demo
-    banner where the run is on the shipped samples, a row per headline figure with which direction is
-    better and its n, a column per model, cells `value [ci_low, ci_high] MARKS`, and the legend."""
+    banner where the run is on the shipped samples, the verdicts (verdict_section), then the wide
+    table: a row per headline figure with which direction is better and its n, a column per model,
+    cells `value [ci_low, ci_high] MARKS`, and the legend."""
     from workflow_scripts.report_overview import arrow, cell_text, n_text
     models = [m["model"] for m in screen["models"]]
     names = [m["model"] + (" (stand-in)" if m["stand_in"] else "") for m in screen["models"]]
@@ -67,8 +83,9 @@ def first_screen_section(screen: dict) -> list[str]:
               "original sentences, or hashed groups of them at corpus scale, for the smaller of the two curves; "
               "triplets; questions; Montague: phrases, resampled by adjective and noun; set theory: samples; "
               "domain shift: texts of the smaller group). How to read a verdict: `docs/verdicts.md` in the "
-              "workflow's repository.", "", table, "",
-              "Marks: " + "; ".join(f"**{k}** {v}" for k, v in screen["legend"].items()) + ".", ""]
+              "workflow's repository.", "", *verdict_section(screen),
+              "Marks: " + "; ".join(f"**{k}** {v}" for k, v in screen["legend"].items()) + ".", "",
+              "## Every model side by side", "", table, ""]
     notes = [f"`{r['column']}`: {r['interval']}" for r in screen["rows"] if r.get("interval")]
     if notes:
         parts += ["Intervals other than the probe's usual one: " + "; ".join(notes) + ".", ""]

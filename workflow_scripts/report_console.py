@@ -1,7 +1,8 @@
-"""The overview printed at the end of `make run`: models x headline figures with their intervals and
-marks, which direction is better and n per figure, the demo banner where the run is on the shipped
-samples, and where the report is. Read from the report's first screen (<results>/report/overview.json,
-written by report_overview); nothing is recomputed.
+"""The overview printed at the end of `make run`: per headline figure, a row per model with its value
+and interval, n, its verdict against the surface-form baseline with the paired difference, and marks;
+the demo banner where the run is on the shipped samples, and where the report is. Read from the
+report's first screen (<results>/report/overview.json, written by report_overview); nothing is
+recomputed.
 
 Usage: python -m workflow_scripts.report_console RESULTS
        python -m workflow_scripts.report_console --configfile config.yaml [overlay.yaml ...]
@@ -15,43 +16,38 @@ import os
 import sys
 import textwrap
 
-from workflow_scripts.report_overview import cell_text, n_text
+from workflow_scripts.report_overview import VERDICT_COLUMN, VERDICT_HEAD, verdict_rows
 
-WIDTH = 132  # a wide terminal line; wider blocks are split by models
+WIDTH = 132  # a wide terminal line: the legend and notes wrap at it
+
+
+def table_lines(head: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+    """Left-aligned columns as wide as their widest entry."""
+    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+    return [(indent + "  ".join(f"{text:<{w}}" for text, w in zip(row, widths))).rstrip() for row in [head, *rows]]
 
 
 def summary(screen: dict, results: str, width: int = WIDTH) -> str:
     """The console text of the first screen (report_overview.first_screen) of the run in `results`:
-    a block per probe with the models that have a figure in it (wider blocks split by models)."""
-    lines = ["", "=== Overview: headline figure per probe and model, [95% interval], marks ==="]
+    per probe and headline figure, a row per model with its value, n, verdict against the
+    surface-form baseline (the words of report.md and the HTML report), difference and marks. Long,
+    not wide: every model is readable however many there are."""
+    lines = ["", "=== Overview: headline figure per probe and model, [95% interval], verdict vs the surface-form "
+                 "baseline, marks ==="]
     if screen["demo"]:
         lines += textwrap.wrap("!! " + screen["banner"], width)
     rows = screen["rows"]
-    label = {r["column"]: r["label"] + ("*" if r.get("interval") else "") for r in rows}
-    for probe in dict.fromkeys(r["probe"] for r in rows):
-        group = [r for r in rows if r["probe"] == probe]
-        label_w = max([len("figure")] + [len(label[r["column"]]) for r in group])
-        n_w = max([len("n")] + [len(n_text(r)) for r in group])
-        fixed = label_w + 2 + len("better") + 2 + n_w
-        models = [m for m in screen["models"] if any(m["model"] in r["cells"] for r in group)]
-        names = {m["model"]: m["model"] + (" (stand-in)" if m["stand_in"] else "") for m in models}
-        cell_w = {m: max([len(names[m])] + [len(cell_text(r["cells"].get(m))) for r in group]) for m in names}
-        blocks, block, used = [], [], fixed
-        for m in names:  # blocks of models that fit the line
-            if block and used + 2 + cell_w[m] > width:
-                blocks.append(block)
-                block, used = [], fixed
-            block.append(m)
-            used += 2 + cell_w[m]
-        blocks.append(block)
-        for block in blocks:
-            head = [f"{'figure':<{label_w}}", "better", f"{'n':>{n_w}}", *(f"{names[m]:<{cell_w[m]}}" for m in block)]
-            lines += ["", "  ".join(head).rstrip()]
-            for r in group:
-                cells = [f"{label[r['column']]:<{label_w}}", f"{r['better']:<6}", f"{n_text(r):>{n_w}}",
-                         *(f"{cell_text(r['cells'].get(m)):<{cell_w[m]}}" for m in block)]
-                lines.append("  ".join(cells).rstrip())
+    for probe, group in verdict_rows(screen).items():
+        lines += ["", f"{probe}:"]
+        for figure in dict.fromkeys(row[0] for row in group):
+            lines += [f"  {figure}"]
+            lines += table_lines(list(VERDICT_HEAD[1:]), [row[1:] for row in group if row[0] == figure], "    ")
     lines.append("")
+    # the meaning of the verdicts shown, as the marks: a short screen stays short
+    shown = {row[VERDICT_COLUMN].split(" (")[0] for group in verdict_rows(screen).values() for row in group}
+    for verdict, meaning in screen.get("verdict_legend", {}).items():
+        if verdict in shown:
+            lines += textwrap.wrap(f"{verdict}: {meaning}", width, subsequent_indent="   ")
     for mark in screen["marks_used"]:
         lines += textwrap.wrap(f"{mark}: {screen['legend'][mark]}", width, subsequent_indent="   ")
     notes: dict[str, list[str]] = {}

@@ -12,7 +12,10 @@ direction is better (or none, where the probe claims no better side: no verdict)
 independent units behind the figure, the ones its bootstrap resamples, from the probe's table) with
 its unit, a cell per model, and marks on the cells that must not be read as findings (MARKS): an interval of zero width,
 an n below `report.min_n`, a figure at the ceiling or floor of its statistic's range, a CSC overlap
-that separates in the wrong direction, a figure not significantly better than the baseline. `demo`: every
+that separates in the wrong direction, a figure not significantly better than the baseline; and each
+cell's verdict against the surface-form baseline in words (baseline_verdicts: better, no difference,
+worse, wrong direction, no verdict), which report.md, the HTML report and the console show as a long
+table (verdict_rows), a row per figure and model. `demo`: every
 input of the run is one of the small samples shipped under the workflow's resources/.
 
 Usage: python -m workflow_scripts.report_overview --tables T.csv ... --models JSON --options JSON
@@ -92,10 +95,13 @@ def marks(value, ci_low, ci_high, n, bounds, min_n: int) -> str:
 
 
 def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min_n: int, demo: bool,
-                 baseline_marked: set[tuple[str, str]] = frozenset()) -> dict:
+                 baseline_marked: set[tuple[str, str]] = frozenset(),
+                 verdicts: dict[tuple[str, str], dict] | None = None) -> dict:
     """The first screen's content: models (config order, stand-ins flagged), a row per headline figure
-    (label, direction, n range, interval notes) with a cell per model (value, interval, n, marks), the
-    legend and whether the run is on the demo inputs."""
+    (label, direction, n range, interval notes) with a cell per model (value, interval, n, marks, and
+    its verdict against the surface-form baseline: baseline_verdicts), the legends and whether the run
+    is on the demo inputs."""
+    verdicts = verdicts or {}
     cells = {(r["model"], r["column"]): r for r in rows}
     models = [{"model": m, "stand_in": bool(s)} for m, s in zip(frame["model"], frame["stand_in"])]
     out_rows = []
@@ -106,6 +112,8 @@ def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min
             if r is None:
                 continue
             row_cells[m] = {k: r.get(k) for k in ("value", "ci_low", "ci_high", "n")}
+            row_cells[m]["unit"] = r.get("unit")
+            row_cells[m]["verdict"] = verdicts.get((m, c["column"]), {"verdict": NO_VERDICT, "reason": ""})
             row_cells[m]["marks"] = marks(r["value"], r["ci_low"], r["ci_high"], r.get("n"), r["bounds"], min_n)
             if r.get("wrong_direction"):
                 row_cells[m]["marks"] += "W"
@@ -127,7 +135,8 @@ def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min
                          "interval": "; ".join(notes), "cells": row_cells})
     used = sorted({ch for r in out_rows for cell in r["cells"].values() for ch in cell["marks"]}, key=MARK_ORDER.index)
     return {"demo": demo, "banner": DEMO_BANNER if demo else "", "min_n": min_n, "models": models, "rows": out_rows,
-            "legend": {k: v.format(min_n=min_n) for k, v in MARKS.items()}, "marks_used": used}
+            "legend": {k: v.format(min_n=min_n) for k, v in MARKS.items()}, "marks_used": used,
+            "verdict_legend": dict(VERDICT_MEANINGS)}
 
 
 def better_side(lower_is_better: bool | None) -> str:
@@ -155,6 +164,51 @@ def cell_text(cell: dict | None, digits: int = 3) -> str:
     if cell.get("ci_low") is not None and cell.get("ci_high") is not None:
         text += f" [{cell['ci_low']:.{digits}f}, {cell['ci_high']:.{digits}f}]"
     return text + (f" {cell['marks']}" if cell.get("marks") else "")
+
+
+VERDICT_HEAD = ("figure", "model", "value [95% interval]", "n", "verdict vs baseline",
+                "difference vs baseline [95% interval]", "p adjusted", "marks")
+VERDICT_COLUMN = VERDICT_HEAD.index("verdict vs baseline")
+
+
+def verdict_text(verdict: dict | None) -> str:
+    """`better`, `no difference`, ..., `no verdict (baseline)`: the same words on every screen."""
+    verdict = verdict or {"verdict": NO_VERDICT}
+    return verdict["verdict"] + (f" ({verdict['reason']})" if verdict.get("reason") else "")
+
+
+def difference_text(verdict: dict | None, digits: int = 3) -> str:
+    """`+0.300 [+0.200, +0.400]`: model - baseline with its paired (unadjusted) interval."""
+    if not verdict or verdict.get("difference") is None:
+        return ""
+    text = f"{verdict['difference']:+.{digits}f}"
+    if verdict.get("ci_low") is not None and verdict.get("ci_high") is not None:
+        text += f" [{verdict['ci_low']:+.{digits}f}, {verdict['ci_high']:+.{digits}f}]"
+    return text
+
+
+def p_text(p: float | None) -> str:
+    """An adjusted p; an exact p can be tiny, so never shown as 0.000."""
+    return "" if p is None else f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def verdict_rows(screen: dict) -> dict[str, list[list[str]]]:
+    """The first screen's long table, grouped by probe: a row (VERDICT_HEAD) per headline figure and
+    model that has it, so every model is readable without scrolling sideways."""
+    names = {m["model"]: m["model"] + (" (stand-in)" if m["stand_in"] else "") for m in screen["models"]}
+    groups: dict[str, list[list[str]]] = {}
+    for r in screen["rows"]:
+        label = r["label"] + ("*" if r.get("interval") else "") + f" ({arrow(r['lower_is_better'])})"
+        for model, name in names.items():
+            cell = r["cells"].get(model)
+            if not cell or cell.get("value") is None:
+                continue
+            verdict = cell.get("verdict")
+            n = n_text({"n": cell.get("n"), "unit": cell.get("unit") or r.get("unit")})
+            groups.setdefault(r["probe"], []).append([
+                label, name, cell_text({**cell, "marks": ""}), n, verdict_text(verdict), difference_text(verdict),
+                p_text((verdict or {}).get("p_adjusted")), cell.get("marks", "")])
+    return groups
 
 
 def overview_frame(rows: list[dict], models: dict[str, dict]) -> tuple[pl.DataFrame, list[dict]]:
@@ -223,6 +277,98 @@ def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models
     return marked
 
 
+# The verdict of one headline cell against the surface-form baseline (issue 32, point 8): the first
+# screen says it in words, so "not better" (mark B) is no longer the only signal
+BETTER, WORSE, NO_DIFFERENCE, WRONG_DIRECTION, NO_VERDICT = (
+    "better", "worse", "no difference", "wrong direction", "no verdict")
+VERDICT_MEANINGS = {
+    BETTER: "significantly better than the surface-form baseline (Holm within the probe's confirmatory family)",
+    NO_DIFFERENCE: "not significantly different from the baseline: not shown better, not shown worse",
+    WORSE: "significantly worse than the baseline",
+    WRONG_DIRECTION: "CSC: separates the wrong way (mark W), so never better, whatever the difference says",
+    NO_VERDICT: "none is possible, the reason beside it: baseline (the baseline itself), no baseline (none in "
+                "the run), no direction (the probe claims no better side), not compared (no confirmatory "
+                "comparison with the baseline), no p (the comparison has no p-value), tie (significant, neither "
+                "side better)",
+}
+
+
+def _finite(value) -> float | None:
+    """A float, or None for a missing or NaN value (the first screen is JSON: no NaN in it)."""
+    return None if value is None or value != value else float(value)
+
+
+def _against_baseline(d: dict, model: str) -> dict:
+    """The difference model - baseline of one differences row, whichever side the model is on."""
+    sign = 1.0 if d["model_a"] == model else -1.0
+    low, high = _finite(d["ci_low"]), _finite(d["ci_high"])
+    if sign < 0:
+        low, high = (None if high is None else -high), (None if low is None else -low)
+    difference = _finite(d["difference"])
+    return {"baseline": d["model_b"] if sign > 0 else d["model_a"],
+            "difference": None if difference is None else sign * difference, "ci_low": low, "ci_high": high,
+            # a table written before families holds Holm's p as p_holm
+            "p_adjusted": _finite(d.get("p_adjusted", d.get("p_holm"))), "test": d.get("test")}
+
+
+def confirmatory_rows(differences: pl.DataFrame, baselines: list[str]) -> dict[tuple, dict]:
+    """(probe, dataset, statistic, model) -> its confirmatory row against the first baseline (config
+    order) it was compared with: the rows the B mark reads; exploratory rows decide nothing."""
+    from workflow_scripts.differences import CONFIRMATORY
+
+    found: dict[tuple, tuple[int, dict]] = {}
+    if not differences.height:
+        return {}
+    for d in differences.iter_rows(named=True):
+        if d.get("family", CONFIRMATORY) != CONFIRMATORY:
+            continue
+        for model, base in ((d["model_a"], d["model_b"]), (d["model_b"], d["model_a"])):
+            if base in baselines and model not in baselines:
+                key, rank = (d["probe"], d["dataset"], d["statistic"], model), baselines.index(base)
+                if key not in found or rank < found[key][0]:
+                    found[key] = (rank, d)
+    return {key: row for key, (_, row) in found.items()}
+
+
+def verdict_of(row: dict, compared: dict | None, baselines: list[str]) -> dict:
+    """The verdict of one headline cell (VERDICT_MEANINGS) with the paired difference model -
+    baseline, its unadjusted 95% interval and Holm's adjusted p; `reason` says why there is none."""
+    out = {"verdict": NO_VERDICT, "reason": "", "baseline": None, "difference": None, "ci_low": None,
+           "ci_high": None, "p_adjusted": None, "test": None}
+    if not baselines:
+        return {**out, "reason": "no baseline"}
+    if row["model"] in baselines:
+        return {**out, "reason": "baseline"}
+    if row.get("lower_is_better", False) is None:
+        return {**out, "reason": "no direction"}
+    if compared is not None:
+        out.update(_against_baseline(compared, row["model"]))
+    if row.get("wrong_direction"):  # W outranks any difference of the unsigned overlap
+        return {**out, "verdict": WRONG_DIRECTION}
+    if compared is None:
+        return {**out, "reason": "not compared"}
+    if out["p_adjusted"] is None or compared.get("significant") is None:
+        return {**out, "reason": "no p"}
+    if not bool(compared["significant"]):
+        return {**out, "verdict": NO_DIFFERENCE}
+    winner = compared.get("better")
+    if winner not in (row["model"], out["baseline"]):  # significant, yet neither side better: a tie
+        return {**out, "reason": "tie"}
+    return {**out, "verdict": BETTER if winner == row["model"] else WORSE}
+
+
+def baseline_verdicts(rows: list[dict], differences: pl.DataFrame, models: dict[str, dict]) -> dict[tuple[str, str], dict]:
+    """(model, column) -> verdict_of for every headline cell, read from the confirmatory rows of the
+    differences tables (a headline row links to them through its probe, `dataset` and `statistic`)."""
+    from workflow_scripts.differences import SURFACE_FAMILY
+
+    baselines = [m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY]
+    compared = confirmatory_rows(differences, baselines)
+    return {(r["model"], r["column"]): verdict_of(r, compared.get((r["probe"], r.get("dataset"), r.get("statistic"),
+                                                                   r["model"])), baselines)
+            for r in rows}
+
+
 def read_differences(paths: list[str]) -> pl.DataFrame:
     frames = [pl.read_csv(p, infer_schema_length=None, schema_overrides={"better": pl.String})
               for p in paths]
@@ -286,14 +432,16 @@ def build(tables: list[str], models: dict[str, dict], options: dict, out: str, p
           differences: list[str] = ()) -> pl.DataFrame:
     rows = long_rows({Path(t).name: t for t in tables}, options)
     frame, columns = overview_frame(rows, models)
-    baseline_marked = not_better_than_baseline(rows, read_differences(list(differences)), models)
+    compared = read_differences(list(differences))
+    baseline_marked = not_better_than_baseline(rows, compared, models)
+    verdicts = baseline_verdicts(rows, compared, models)
     with atomic_path(out) as tmp:
         frame.write_csv(tmp, float_precision=6)
     if plot_path:
         plot(frame, columns, plot_path, baseline_marked)
     if screen_path:
         with atomic_path(screen_path) as tmp:
-            tmp.write_text(json.dumps(first_screen(rows, frame, columns, min_n, demo, baseline_marked), indent=1)
+            tmp.write_text(json.dumps(first_screen(rows, frame, columns, min_n, demo, baseline_marked, verdicts), indent=1)
                            + "\n", encoding="utf-8")
     return frame
 

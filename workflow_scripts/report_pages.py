@@ -338,6 +338,34 @@ MARK_STYLE = {"Z": "background:#fde68a", "N": "background:#fde68a", "C": "backgr
               "B": "background:#e5e7eb"}
 
 
+# the verdict column's tint: better green, worse and wrong direction red, the rest plain
+VERDICT_STYLE = {"better": "background:#bbf7d0", "worse": "background:#fecaca", "wrong direction": "background:#fecaca"}
+
+
+def verdict_html(screen: dict) -> str:
+    """The verdicts (report_overview.verdict_rows) as one narrow table per probe: a row per headline
+    figure and model, so every model is on screen without scrolling sideways."""
+    from workflow_scripts.report_overview import VERDICT_COLUMN, VERDICT_HEAD, verdict_rows
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in VERDICT_HEAD)
+
+    def cell(i: int, text: str) -> str:
+        tint = VERDICT_STYLE.get(text.split(" (")[0]) if i == VERDICT_COLUMN else None
+        return f'<td style="{tint}">' if tint else "<td>"
+
+    parts = []
+    for probe, rows in verdict_rows(screen).items():
+        body = ["<tr>" + "".join(cell(i, text) + html.escape(text) + "</td>" for i, text in enumerate(row)) + "</tr>"
+                for row in rows]
+        parts.append(f"<h3>{html.escape(probe)}</h3><table class=\"verdicts\" style=\"font-size:12px\"><thead><tr>"
+                     + head + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
+    legend = " &middot; ".join(f"<b>{html.escape(k)}</b> {html.escape(v)}"
+                               for k, v in screen.get("verdict_legend", {}).items())
+    parts.append(f'<p style="font-size:12px">Verdict against the surface-form baseline: {legend}. The difference '
+                 f"is model - baseline with its paired 95% interval (unadjusted); <i>p adjusted</i>: Holm within "
+                 f"the probe's confirmatory family.</p>")
+    return "".join(parts)
+
+
 def first_screen_html(screen: dict) -> str:
     """The overview as an HTML table: a row per headline figure (its label, which direction is
     better, n), a column per model, each cell `value [low, high]` with its marks (tinted, the mark's
@@ -365,8 +393,10 @@ def first_screen_html(screen: dict) -> str:
     if screen["demo"]:
         parts.append('<p style="border-left:4px solid #d97706;background:#fffbeb;padding:6px 10px;font-weight:600">'
                      f"{html.escape(screen['banner'])}</p>")
-    # many models make the table wider than the text column: it scrolls within it instead of running
-    # under the report's workflow graph
+    parts.append(verdict_html(screen))
+    # many models make the wide table wider than the text column: it scrolls within it instead of
+    # running under the report's workflow graph; the verdicts above need no scrolling
+    parts.append("<h3>Every model side by side</h3>")
     parts.append('<div style="max-width:100%;overflow-x:auto"><table class="overview" style="font-size:12px">'
                  "<thead><tr>" + head + "</tr></thead><tbody>" + "".join(body) + "</tbody></table></div>")
     legend = " &middot; ".join(f"<b>{k}</b> {html.escape(v)}" for k, v in screen["legend"].items())
