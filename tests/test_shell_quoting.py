@@ -88,8 +88,27 @@ def printed_commands(text: str) -> list[str]:
 
 
 def unquoted_text(command: str) -> str:
-    """The command with every single-quoted span removed (what the shell still interprets)."""
-    return re.sub(r"'[^']*'", "''", command)
+    """The command with every single-quoted span removed (what the shell still interprets), read as
+    the shell reads quotes: shlex.quote writes a value holding `'` as '...'"'"'...', where the middle
+    `'` is double-quoted, so single quotes cannot be paired by a regular expression. Text inside
+    double quotes is kept: the shell still expands `$(...)` there."""
+    out, state, i = [], None, 0
+    while i < len(command):
+        c = command[i]
+        if state == "'":
+            state = None if c == "'" else state
+        elif c == "\\":
+            out.append(command[i:i + 2])
+            i += 1
+        elif c == "'" and state is None:
+            state = "'"
+            out.append("''")
+        elif c == '"':
+            state = None if state == '"' else '"'
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def unquoted_options(command: str, needle: str) -> list[str]:
