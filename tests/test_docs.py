@@ -86,3 +86,63 @@ def test_the_readme_legend_names_every_mark_and_links_how_to_read_a_verdict():
     # the verdict words of the first screen, in the legend and on the page
     from workflow_scripts.report_overview import VERDICT_MEANINGS
     assert all(f"**{verdict}**" in legend and f"| **{verdict}**" in page for verdict in VERDICT_MEANINGS)
+
+
+# Pages a user who clones the repository reads. `../shared` (the developers' and CI's data beside the
+# checkout) is absent from a clone, so only docs/testing.md, which says where the tests find their data,
+# may name it.
+USER_PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "testing.md"),
+              *sorted((ROOT / "workflow_scripts").glob("*/README.md")), *sorted((ROOT / "resources").rglob("README.md"))]
+USER_CONFIGS = [ROOT / "config.yaml", *sorted((ROOT / "resources" / "configs").glob("*.yaml"))]
+
+
+@pytest.mark.parametrize("page", USER_PAGES + USER_CONFIGS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_user_pages_do_not_point_into_shared(page):
+    text = page.read_text(encoding="utf-8")
+    bad = [line for line in text.splitlines() if re.search(r"\.\./shared|/work/shared|(?<![\w/.-])shared/(data|notes|seeds)", line)]
+    for target in LINK.findall(text) if page.suffix == ".md" else []:
+        if re.match(r"^[a-z]+://", target) or target.startswith("mailto:"):
+            continue
+        dest = (page.parent / target.partition("#")[0]).resolve()
+        if not dest.is_relative_to(ROOT):
+            bad.append(f"link {target} leaves the repository")
+    assert not bad, f"{page.relative_to(ROOT)} points where a clone has nothing: " + "; ".join(bad)
+
+
+def test_user_pages_cover_every_page():
+    """A new README under resources/ or a new docs page is checked too (the lists are globs)."""
+    assert ROOT / "docs" / "testing.md" not in USER_PAGES
+    assert (ROOT / "workflow_scripts" / "csc" / "README.md") in USER_PAGES
+    assert any(p.parent.parent == ROOT / "resources" for p in USER_PAGES)
+
+
+@pytest.mark.parametrize("name", sorted({p.name for p in probes.declarations()}))
+def test_probe_page_carries_its_citation_and_method_notes(name):
+    """Each probe page holds its paper's full citation (with an arXiv id or URL) and its method notes."""
+    page = ROOT / "workflow_scripts" / name / "README.md"
+    text = page.read_text(encoding="utf-8")
+    assert "paper-and-method-notes" in anchors(page), f"{page.relative_to(ROOT)} lacks `## Paper and method notes`"
+    notes = text[text.index("## Paper and method notes"):]
+    notes = notes[:notes.index("\n## ", 1)]
+    assert "**Citation.**" in notes and re.search(r"arXiv:\d{4}\.\d{4,5}|https://aclanthology\.org/", notes), name
+    assert re.search(r"\b(19|20)\d\d\b", notes), f"{name}: the citation has no year"
+
+
+def test_license_and_citation_files():
+    import yaml
+    license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in license_text and "Version 2.0" in license_text
+    assert "END OF TERMS AND CONDITIONS" in license_text, "LICENSE holds the full text"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "## License" in readme and "Apache" in readme[readme.index("## License"):]
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert cff["cff-version"] == "1.2.0"
+    assert cff["type"] == "software" and cff["title"] and cff["message"]
+    assert cff["authors"] == [{"name": "Sentence-embedding probing workflow contributors"}]
+    assert str(cff["date-released"]) == "2026-11-27"
+    assert cff["license"] == "Apache-2.0"
+    refs = cff["references"]
+    assert len(refs) == 5
+    for ref in refs:
+        assert ref["title"] and ref["authors"] and ref["year"], ref.get("title")
+        assert all(a.get("family-names") for a in ref["authors"]), ref["title"]
