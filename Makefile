@@ -27,7 +27,7 @@ config_missing = $(error CONFIG: config file `$(1)` not found (from $(CURDIR)); 
 	a name without spaces)
 # the checked CONFIG words (expanded only by the targets that use CONFIG); shell-inert, so used unquoted
 CONFIG_FILES = $(foreach w,$(value CONFIG),$(if $(call strip_chars,$(w),$(CONFIG_CHARS)),$(call \
-	config_refused,$(w),`$(call strip_chars,$(w),$(CONFIG_CHARS))`),$(if $(wildcard $(w)),$(w),$(call \
+	config_refused,$(w),"$(call strip_chars,$(w),$(CONFIG_CHARS))"),$(if $(wildcard $(w)),$(w),$(call \
 	config_missing,$(w)))))
 CONFIG_ARGS = $(if $(strip $(CONFIG_FILES)),--configfile $(CONFIG_FILES))
 # the study's results folder: `results:` of its config, else results/<config name>/ (config.yaml:

@@ -88,10 +88,11 @@ def test_results_value_is_never_run_by_run_report_or_dry_run(tmp_path):
 
 
 @pytest.mark.parametrize("name, left", [
-    ("`touch marker_backtick`.yaml", "`"),
-    ("$(touch marker_dollar).yaml", "$()"),
+    ("`touch marker_backtick`.yaml", "`"),  # split at the space: the first word is refused
+    ("$(touch marker_dollar).yaml", "$("),
     ("$(shell touch marker_dollar).yaml", "$("),  # make's own function: split at the space, refused
-    ("x;touch marker_dollar;.yaml", ";;"),
+    ("x;touch marker_dollar;.yaml", ";"),
+    ("x|y&z.yaml", "|&"),
     ("it's.yaml", "'"),
 ])
 def test_config_names_with_shell_characters_are_refused(tmp_path, name, left):
@@ -104,7 +105,7 @@ def test_config_names_with_shell_characters_are_refused(tmp_path, name, left):
         no_markers(work, proc)
         assert proc.returncode != 0
         word = name.split()[0]
-        assert f"CONFIG: config file name `{word}` holds " in proc.stderr, proc.stderr[-2000:]
+        assert f'CONFIG: config file name `{word}` holds "{left}"; ' in proc.stderr, proc.stderr[-2000:]
         assert "may hold only letters, digits and . _ - / + , @ : =" in proc.stderr
         assert "snakemake" not in proc.stdout  # refused before any command ran
     assert not (work / "res").exists()
