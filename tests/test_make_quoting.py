@@ -85,6 +85,13 @@ def test_results_value_is_never_run_by_run_report_or_dry_run(tmp_path):
     assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
     assert (work / HOSTILE_RESULTS / "report.html").exists()
     assert f"Done. The report is {HOSTILE_RESULTS}/report.html." in report.stdout
+    # make recover after a kill (Snakemake's lock left behind): unlocked, nothing left to run, the same ending
+    lock = snakemake_lock(work, f"{HOSTILE_RESULTS}/report.md")
+    recover = make(work, "recover", "CONFIG=study.yaml")
+    no_markers(work, recover)
+    assert recover.returncode == 0, recover.stdout[-3000:] + recover.stderr[-3000:]
+    assert not lock.exists() and "--rerun-incomplete" in recover.stdout
+    assert f"Done. Results are in {HOSTILE_RESULTS}/: report.md, tables/, plots/." in recover.stdout
 
 
 @pytest.mark.parametrize("name, left", [
