@@ -18,6 +18,11 @@ they run with `--no-hooks`; the handler checks the mode too). Not from the Snake
 Snakemake reads the Snakefile before it knows whether the run is a dry run (`workflow.dryrun` is
 still False then), and `sys.argv` misses profiles, the API and abbreviated flags. A run with
 `--no-hooks` does not lock.
+
+`make unlock` / `make recover` first run `python -m workflow_scripts.results_lock unlock-check RESULTS`:
+`snakemake --unlock` removes the lock of every run of the working directory, so it is refused while a
+live process holds the results lock of the study, of a folder under `results/`, or of a folder that
+Snakemake's own locks name (`unlock_refusal`). A run still planning holds no results lock yet: unseen.
 """
 from __future__ import annotations
 
