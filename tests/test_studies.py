@@ -142,19 +142,19 @@ def test_make_expands_config_into_the_study_commands():
     both = "config.yaml resources/configs/add_model.yaml"
     assert make_n("run", f"CONFIG={both}") == [
         f"{snake} --cores all --configfile {both} ",
-        'echo "Done. Results are in results/: report.md, tables/, plots/."']
+        'echo "Done. Results are in "\'results\'"/: report.md, tables/, plots/."']
     assert make_n("report", f"CONFIG={both}") == [
-        f"{snake} --report results/report.html --configfile {both} ",
-        'echo "Done. The report is results/report.html."']
+        f"{snake} --report 'results/report.html' --configfile {both} ",
+        'echo "Done. The report is "\'results\'"/report.html."']
     csc = "resources/configs/test_small.yaml"
     assert make_n("report", f"CONFIG={csc}") == [
-        f"{snake} --report results/test_small/report.html --configfile {csc} ",
-        'echo "Done. The report is results/test_small/report.html."']
+        f"{snake} --report 'results/test_small/report.html' --configfile {csc} ",
+        'echo "Done. The report is "\'results/test_small\'"/report.html."']
     assert make_n("dry-run", f"CONFIG={csc}", "CORES=2") == [f"{snake} --dry-run --cores 2 --configfile {csc} "]
     # the default study, and a folder moved with --config results=
-    assert make_n("run") == [f"{snake} --cores all  ", 'echo "Done. Results are in results/: report.md, tables/, plots/."']
+    assert make_n("run") == [f"{snake} --cores all  ", 'echo "Done. Results are in "\'results\'"/: report.md, tables/, plots/."']
     assert make_n("report", f"CONFIG={csc}", "SNAKEMAKE_ARGS=--config results=/tmp/x")[0] == \
-        f"{snake} --report /tmp/x/report.html --configfile {csc} --config results=/tmp/x"
+        f"{snake} --report '/tmp/x/report.html' --configfile {csc} --config results=/tmp/x"
 
 
 def test_shipped_overlay_adds_one_model_to_the_default_study():

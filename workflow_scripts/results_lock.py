@@ -18,6 +18,11 @@ they run with `--no-hooks`; the handler checks the mode too). Not from the Snake
 Snakemake reads the Snakefile before it knows whether the run is a dry run (`workflow.dryrun` is
 still False then), and `sys.argv` misses profiles, the API and abbreviated flags. A run with
 `--no-hooks` does not lock.
+
+`make unlock` / `make recover` first run `python -m workflow_scripts.results_lock unlock-check RESULTS`:
+`snakemake --unlock` removes the lock of every run of the working directory, so it is refused while a
+live process holds the results lock of the study, of a folder under `results/`, or of a folder that
+Snakemake's own locks name (`unlock_refusal`). A run still planning holds no results lock yet: unseen.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ import fcntl
 import json
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -96,9 +102,91 @@ def release(results) -> None:
         os.close(fd)
 
 
+def live_holder(results) -> dict | None:
+    """The holder's details when a live process holds `<results>/.lock` now, else None (no lock file,
+    or its last holder is dead: the kernel released its flock). Tested with a shared, non-blocking
+    flock taken and dropped at once, so a run starting meanwhile is refused for no more than that."""
+    try:
+        fd = os.open(lock_path(results), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        return holder(results) or {"pid": "?", "host": "?", "since": "?"}
+    finally:
+        os.close(fd)  # drops the shared lock, if taken
+    return None
+
+
+def checkout_results_folders(results=(), workdir=".") -> list[Path]:
+    """The results folders whose lock can belong to a run of this working directory: the ones given
+    (the study's), `results/` and the folders under it (the default studies' folders), and every
+    folder holding a `.lock` above a file that Snakemake's own locks (`.snakemake/locks/*.lock`, one
+    path a line) name, which finds a study's folder wherever its `results:` puts it."""
+    workdir = Path(workdir)
+    found: dict[str, Path] = {}
+
+    def add(folder: Path) -> None:
+        if lock_path(folder).is_file():
+            found.setdefault(os.path.abspath(folder), folder)
+
+    for folder in results:
+        add(Path(folder))
+    add(workdir / "results")
+    for lock in sorted(workdir.glob("results/*/" + LOCK_NAME)):
+        add(lock.parent)
+    seen: set[str] = set()
+    for snake_lock in sorted((workdir / ".snakemake" / "locks").glob("*.lock")):
+        try:
+            lines = snake_lock.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            folder = Path(os.path.abspath(workdir / line.strip())).parent if line.strip() else None
+            while folder is not None and str(folder) not in seen and folder != folder.parent:
+                seen.add(str(folder))
+                add(folder)
+                folder = folder.parent
+    return list(found.values())
+
+
+def unlock_refusal(results=(), workdir=".") -> str:
+    """Why `snakemake --unlock` must not run in this working directory now ("" when it may): a live run
+    holds a study's results lock, and `--unlock` would remove Snakemake's lock from under it."""
+    live = [(folder, info) for folder in checkout_results_folders(results, workdir)
+            if (info := live_holder(folder)) is not None]
+    if not live:
+        return ""
+    runs = "; ".join(f"results folder `{folder}` is held by pid {info.get('pid', '?')} on host {info.get('host', '?')} "
+                     f"since {info.get('since', '?')} (working directory {info.get('cwd', '?')})"
+                     for folder, info in live)
+    return (f"not unlocking: a run is live in this checkout ({runs}). `snakemake --unlock` removes the lock of "
+            "every run of the working directory, that one's too; wait for it to finish (or stop it), then unlock.")
+
+
+def main(argv: list[str]) -> int:
+    """python -m workflow_scripts.results_lock unlock-check [RESULTS ...] (the Makefile's `unlock`):
+    exit 1 with the reason when a live run of this checkout holds a results lock."""
+    if not argv or argv[0] != "unlock-check":
+        print("usage: python -m workflow_scripts.results_lock unlock-check [RESULTS ...]", file=sys.stderr)
+        return 2
+    refusal = unlock_refusal(argv[1:])
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def take_for_run(results, workflow) -> None:
     """The `onstart` handler's part: take the lock in Snakemake's main process; the job processes
     (exec mode subprocess or remote) never do, since their main process holds it for them."""
     if not getattr(workflow, "is_main_process", True):
         return
     acquire(results)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
