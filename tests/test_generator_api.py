@@ -148,3 +148,43 @@ def test_a_killed_run_resumes_without_asking_twice(server, tmp_path):
     assert sum(answered_before.values()) == 3 and set(server.answered.values()) == {1}  # none answered twice
     # only the prompt cut off by the kill was sent again
     assert sorted(server.received.values()) == [1] * 5 + [2]
+
+
+def run_bounded(fn, seconds):
+    """fn() in a thread: (result or exception, seconds taken), or None if it is still running after
+    `seconds` (the test fails instead of hanging)."""
+    import threading
+    out = {}
+
+    def target():
+        try:
+            out["value"] = fn()
+        except Exception as err:  # noqa: BLE001 - handed to the test
+            out["value"] = err
+
+    start = time.monotonic()
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return None if thread.is_alive() else (out["value"], time.monotonic() - start)
+
+
+def test_timeout_s_bounds_the_whole_request_not_each_read(server, tmp_path):
+    # a byte every 0.5 s: each read is well within 2 s, the request never ends
+    server.script = [("trickle", 0.5)]
+    gen = G.make_generator(spec(server, concurrency=1, timeout_s=2, retries=0), cache_path=str(tmp_path / "c.jsonl"),
+                           name="served")
+    done = run_bounded(lambda: gen.generate(PROMPT, ITEMS[:1]), 10)
+    server.release.set()  # ends the trickle either way
+    assert done is not None, "the request outlived timeout_s=2 by 8 s"
+    err, seconds = done
+    assert isinstance(err, G.EndpointError) and 1.9 <= seconds <= 4.5
+    assert "timeout_s=2" in str(err) and f"{server.base_url}/chat/completions" in str(err) and "served" in str(err)
+
+
+def test_a_trickled_answer_is_retried_within_its_own_deadline(server, tmp_path):
+    server.script = [("trickle", 0.3)]  # then answered normally
+    gen = G.make_generator(spec(server, concurrency=1, timeout_s=1, retries=1), cache_path=str(tmp_path / "c.jsonl"))
+    done = run_bounded(lambda: gen.generate(PROMPT, ITEMS[:1]), 10)
+    server.release.set()
+    assert done is not None and done[0] == [fuse(user_of(ITEMS[0]))] and gen.stats["retried"] == 1

