@@ -11,6 +11,7 @@ Scripted trouble: `script` is a list of actions the next requests take, one each
   ("trickle", s)                   send the status line and headers of a long answer, then one byte
                                    every s seconds until the client leaves or `release` is set (a
                                    client with a per-read timeout above s waits for ever)
+  ("long", n)                      answer 200 with a fusion of n characters
 After the script, requests are answered normally. `received` counts the requests per user message,
 `answered` the 200 answers; `auth` keeps the Authorization headers seen.
 """
@@ -70,6 +71,9 @@ class ChatServer:
                     return self._trickle(action[1])
                 if isinstance(action, tuple) and action[0] == "sleep":
                     server.release.wait(action[1])
+                elif isinstance(action, tuple) and action[0] == "long":
+                    text = ("The ferry left. " * (action[1] // 16 + 1))[:action[1]]
+                    return self._answer(body, user, text)
                 elif action is not None:
                     return self._send(int(action), {"error": {"message": f"scripted {action}"}},
                                       {"Retry-After": "0"} if str(action) == "429" else {})

@@ -188,3 +188,20 @@ def test_a_trickled_answer_is_retried_within_its_own_deadline(server, tmp_path):
     done = run_bounded(lambda: gen.generate(PROMPT, ITEMS[:1]), 10)
     server.release.set()
     assert done is not None and done[0] == [fuse(user_of(ITEMS[0]))] and gen.stats["retried"] == 1
+
+
+@pytest.mark.parametrize("size,read", [(2_000_000, False), (5_000, True)])
+def test_an_over_long_answer_is_cut_flagged_and_cached(server, tmp_path, size, read):
+    """A 2 MB answer (its body past what is read) and one just past max_answer_chars: a `too_long`
+    record, never a failure, and a rerun reads it from the cache."""
+    server.script = [("long", size)]
+    cache = tmp_path / "c.jsonl"
+    gen = G.make_generator(spec(server, concurrency=1, max_answer_chars=4000), cache_path=str(cache))
+    [rec] = gen.generate_records(PROMPT, ITEMS[:1])
+    assert rec["too_long"] and rec["finished"]
+    assert len(rec["raw"]) == (4000 if read else 0) and len(cache.read_text()) < 10_000
+    again = G.make_generator(spec(server, concurrency=1, max_answer_chars=4000), cache_path=str(cache))
+    assert again.generate_records(PROMPT, ITEMS[:1])[0]["too_long"] and sum(server.received.values()) == 1
+    # the cap decides what is recorded: another cap asks again
+    other = G.make_generator(spec(server, concurrency=1, max_answer_chars=8000), cache_path=str(cache))
+    assert not other.generate_records(PROMPT, ITEMS[:1])[0].get("too_long")

@@ -31,7 +31,8 @@ API (small on purpose):
 - A served model (`backend: openai`, ChatAPIGenerator, through `make_generator`): requests to an
   OpenAI-compatible chat-completions endpoint (`base_url` + /chat/completions; vLLM, TGI, llama.cpp's
   server, Ollama, hosted APIs) with httpx: `model`, `temperature` (0), `top_p`, `max_tokens` (96),
-  `seed` decide the answers (the cache key, with the rendered chat messages; `base_url` does not);
+  `seed` and `max_answer_chars` (4000) decide the answers (the cache key, with the rendered chat
+  messages; `base_url` does not);
   `concurrency` (4), `timeout_s` (60: the whole request, connect to the last byte, not each read),
   `retries` (4), `backoff_s` (1) say how the requests run. The
   API key is read from the environment variable named by `api_key_env` (never from the config) and
@@ -66,8 +67,10 @@ BACKENDS = ("hf", "openai")
 # an OpenAI-compatible endpoint: what decides the answers (the cache key) and how the requests run.
 # base_url is not part of the key: the same model served elsewhere answers the same (like the device
 # of a local model); a different model needs a different `model` name
-API_OUTPUT_SETTINGS = ("model", "temperature", "top_p", "max_tokens", "seed")
-API_DEFAULTS = {"temperature": 0.0, "max_tokens": 96}
+API_OUTPUT_SETTINGS = ("model", "temperature", "top_p", "max_tokens", "seed", "max_answer_chars")
+# settings of the cache key that are not sent to the server
+API_LOCAL_SETTINGS = ("backend", "model", "max_answer_chars")
+API_DEFAULTS = {"temperature": 0.0, "max_tokens": 96, "max_answer_chars": 4000}
 API_RUN_DEFAULTS = {"concurrency": 4, "timeout_s": 60.0, "retries": 4, "backoff_s": 1.0}
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -202,6 +205,8 @@ class GenerationCache:
                     try:
                         rec = json.loads(line)
                         self.entries[rec["key"]] = {"raw": rec["raw"], "finished": bool(rec["finished"])}
+                        if rec.get("too_long"):  # an answer past max_answer_chars, kept cut short
+                            self.entries[rec["key"]]["too_long"] = True
                     except (json.JSONDecodeError, KeyError, TypeError):
                         self.unreadable += 1  # e.g. a line cut short by a killed job
 
@@ -374,19 +379,23 @@ class DeadlinePassed(Exception):
 class ChatAPIGenerator(Generator):
     """A served model behind an OpenAI-compatible chat-completions endpoint (vLLM, TGI, llama.cpp's
     server, Ollama, a hosted API): `{backend: openai, base_url, model, api_key_env, temperature,
-    max_tokens, seed, top_p, concurrency, timeout_s, retries, backoff_s}`. The prompt goes as chat
-    messages (render_messages). At most `concurrency` requests are open at once; a 408/409/425/429/5xx
-    answer, a request not complete within `timeout_s` (an overall deadline) or a broken connection is retried `retries` times after backoff_s * 2^attempt
-    seconds (or the server's Retry-After, at most 60 s), then an EndpointError names the endpoint and
-    the status. Every answer is appended to the cache as it arrives, so a killed job loses only the
-    requests in flight. The API key is read from the environment variable `api_key_env` only, sent in
-    the Authorization header and never logged or described."""
+    max_tokens, seed, top_p, max_answer_chars, concurrency, timeout_s, retries, backoff_s}`. The
+    prompt goes as chat messages (render_messages). At most `concurrency` requests are open at once;
+    a 408/409/425/429/5xx answer, a request not complete within `timeout_s` (an overall deadline) or a
+    broken connection is retried `retries` times after backoff_s * 2^attempt seconds (or the server's
+    Retry-After, at most 60 s), then an EndpointError names the endpoint and the status. An answer
+    longer than `max_answer_chars` is kept cut there and flagged `too_long` (the sample gate rejects
+    it; a far larger body is not even read). Every answer is appended to the cache as it arrives, so a
+    killed job loses only the requests in flight. The API key is read from the environment variable
+    `api_key_env` only, sent in the Authorization header and never logged or described."""
 
     def __init__(self, spec: dict, device: str = "cpu", log=None, cache_path: str | None = None, name: str = ""):
         super().__init__(spec, device, log, cache_path)
         self.name = name or spec.get("model", "")
         self.run_settings = {**API_RUN_DEFAULTS, **{k: spec[k] for k in API_RUN_DEFAULTS if spec.get(k) is not None}}
         self.endpoint = spec["base_url"].rstrip("/") + "/chat/completions"
+        # an answer's JSON: the text (at most 6 bytes per character, escaped) and a little around it
+        self.max_body_bytes = 65536 + 6 * int(self.settings["max_answer_chars"])
         self.stats.update(requests=0, retried=0)
 
     def key(self, prompt: dict, item: dict) -> str:
@@ -413,11 +422,11 @@ class ChatAPIGenerator(Generator):
 
     def _body(self, prompt: dict, item: dict) -> dict:
         body = {"model": self.settings["model"], "messages": render_messages(prompt, item)}
-        body.update({k: v for k, v in self.settings.items() if k not in ("backend", "model")})
+        body.update({k: v for k, v in self.settings.items() if k not in API_LOCAL_SETTINGS})
         return body
 
     def _request(self, client, body: dict) -> dict:
-        """One answer {"raw", "finished"}, retried on 408/409/425/429/5xx, timeouts and
+        """One answer {"raw", "finished"[, "too_long"]}, retried on 408/409/425/429/5xx, timeouts and
         broken connections. `timeout_s` bounds each attempt as a whole (connect, send, every read)."""
         import httpx
 
@@ -426,13 +435,15 @@ class ChatAPIGenerator(Generator):
         for attempt in range(retries + 1):
             wait, problem = None, None
             try:
-                status, text, headers = self._post(client, body, timeout_s)
+                status, text, headers, over_size = self._post(client, body, timeout_s)
             except (httpx.TimeoutException, DeadlinePassed):
                 problem = f"no complete answer within timeout_s={self.run_settings['timeout_s']} s (the whole request)"
             except httpx.TransportError as err:
                 problem = f"connection failed ({type(err).__name__})"
             else:
                 if status == 200:
+                    if over_size:  # too big to read: an over-long answer, not a failure
+                        return {"raw": "", "finished": True, "too_long": True}
                     return self._parse(text)
                 problem = f"HTTP {status}: {text[:200]!r}"
                 if status not in RETRY_STATUS:
@@ -449,8 +460,9 @@ class ChatAPIGenerator(Generator):
             time.sleep(wait if wait is not None else backoff * 2 ** attempt)
         raise AssertionError("unreachable")
 
-    def _post(self, client, body: dict, timeout_s: float) -> tuple[int, str, dict]:
-        """(status, body text, headers) of one POST that ends by `timeout_s` from now: httpx's timeouts bound each network operation, so
+    def _post(self, client, body: dict, timeout_s: float) -> tuple[int, str, dict, bool]:
+        """(status, body text, headers, whether the body passed max_body_bytes and was left unread) of
+        one POST that ends by `timeout_s` from now: httpx's timeouts bound each network operation, so
         a server that trickles bytes would hold a per-read timeout for ever; the deadline is checked
         after every chunk, and each operation may wait at most the time left when the request began."""
         import httpx
@@ -464,11 +476,14 @@ class ChatAPIGenerator(Generator):
             return left
 
         with client.stream("POST", self.endpoint, json=body, timeout=httpx.Timeout(time_left())) as resp:
-            chunks = []
+            chunks, size = [], 0
             for chunk in resp.iter_bytes():
                 time_left()
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    return resp.status_code, b"".join(chunks).decode("utf-8", "replace"), resp.headers, True
                 chunks.append(chunk)
-            return resp.status_code, b"".join(chunks).decode("utf-8", "replace"), resp.headers
+            return resp.status_code, b"".join(chunks).decode("utf-8", "replace"), resp.headers, False
 
     def _parse(self, text: str) -> dict:
         try:
@@ -477,6 +492,9 @@ class ChatAPIGenerator(Generator):
         except (ValueError, KeyError, IndexError, TypeError) as err:
             raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} answered 200 without "
                                 f"choices[0].message.content ({type(err).__name__}): {text[:200]!r}") from None
+        cap = int(self.settings["max_answer_chars"])
+        if len(content) > cap:  # kept short: the gate rejects it (`too_long`) and never reads all of it
+            return {"raw": content[:cap], "finished": True, "too_long": True}
         # "length": cut at max_tokens (the `unfinished` echo reason); stop, eos or none: ended by itself
         return {"raw": content, "finished": choice.get("finish_reason") != "length"}
 

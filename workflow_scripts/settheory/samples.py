@@ -286,6 +286,19 @@ def word_edits(x: list[str], y: list[str]) -> int:
     return edit_distance(x, y)
 
 
+# NLTK's edit_distance refuses longer inputs (2000 words) and is quadratic below that
+EDIT_DISTANCE_MAX_WORDS = 1000
+
+
+def edit_share(fusion: list[str], joined: list[str]) -> float:
+    """Word edits per input word from `joined` to `fusion`. Past EDIT_DISTANCE_MAX_WORDS, or when the
+    fusion is over three times as long (> 2 edits per word, above any max_edit_share), the length
+    difference stands in: a lower bound, which no fusion of that size needs to beat."""
+    if max(len(fusion), len(joined)) > EDIT_DISTANCE_MAX_WORDS or len(fusion) > 3 * len(joined) + 10:
+        return abs(len(fusion) - len(joined)) / max(len(joined), 1)
+    return word_edits(fusion, joined) / max(len(joined), 1)
+
+
 def gate_measures(fusion: str, first: str, second: str) -> dict:
     """What the gate reads of a fusion of (first, second): the share of each input's content words it
     keeps, the share of its own content words that are in neither input, its length in words against
@@ -293,7 +306,7 @@ def gate_measures(fusion: str, first: str, second: str) -> dict:
     f, a, b = words(fusion), words(first), words(second)
     cf, ca, cb = content_words(f), content_words(a), content_words(b)
     have = set(cf)
-    edits = [word_edits(f, joined) / max(len(joined), 1) for joined in (a + b, b + a)]
+    edits = [edit_share(f, joined) for joined in (a + b, b + a)]
     return {
         "kept_first": sum(w in have for w in ca) / len(ca) if ca else 1.0,
         "kept_second": sum(w in have for w in cb) / len(cb) if cb else 1.0,
@@ -367,7 +380,9 @@ def build(sampleset: str, spec: dict, seed: int, articles_dir: str, generator_na
     rows, examples, rejected_examples, page_rows = [], [], [], []
     for j, w in enumerate(windows):
         fusions = records[j], records[n + j]
-        reasons = [echo_reason(rec["text"], item["first"], item["second"], spec["echo_threshold"], rec["finished"], grams)
+        # an answer cut at max_answer_chars is the gate's (`too_long`), not an echo
+        reasons = [None if rec.get("too_long") else
+                   echo_reason(rec["text"], item["first"], item["second"], spec["echo_threshold"], rec["finished"], grams)
                    for rec, item in zip(fusions, (items[j], items[n + j]))]
         for r in reasons:
             counts[f"fusions_echo_{r}" if r else "fusions_ok"] += 1
@@ -375,6 +390,9 @@ def build(sampleset: str, spec: dict, seed: int, articles_dir: str, generator_na
         for k, (rec, item) in enumerate(zip(fusions, (items[j], items[n + j]))):
             measures = gate_measures(rec["text"], item["first"], item["second"])
             failed = gate_reasons(measures, gate) if gate["enabled"] and not reasons[k] else []
+            if rec.get("too_long"):  # past the generator's max_answer_chars: rejected, gate on or off
+                failed = ["too_long", *[r for r in failed if r != "too_long"]]
+                counts["fusions_over_max_answer_chars"] += 1
             for r in failed:
                 counts[f"fusions_gate_{r}"] += 1  # every rule a fusion fails
             if failed:
