@@ -15,11 +15,13 @@ API (small on purpose):
   chat template when it has one; default true), `first_line` (keep the output's first line; default
   true) and `decoding`: `max_new_tokens` (96), `do_sample` (false: greedy, deterministic),
   `num_beams` (1), `temperature`, `top_p`, `repetition_penalty`, `seed` (sampling only).
-- `prompt`: {"system": str or null, "shots": [[user, assistant], ...], "user": a str.format template}.
-  Each item is a dict of the template's variables. With a chat template the prompt becomes chat turns
-  (system, then each shot as a user and an assistant turn, then the item's user turn); without one
-  (or `chat: false`, and for seq2seq models) it is plain text: the system text, each shot as
-  "user\\nassistant", then the user turn, separated by blank lines.
+- `prompt`: {"system": str or null, "shots": [[user, assistant], ...], "user": a template}.
+  Each item is a dict of the template's variables. Every text is a strict template (`fill`):
+  `{name}` fields of the item only (the system text and shots take none), `{{`/`}}` for a literal
+  brace; no attribute or index access, format spec or positional field. With a chat template the
+  prompt becomes chat turns (system, then each shot as a user and an assistant turn, then the item's
+  user turn); without one (or `chat: false`, and for seq2seq models) it is plain text: the system
+  text, each shot as "user\\nassistant", then the user turn, separated by blank lines.
 - Greedy decoding by default. Items are sorted by prompt length and batched (`batch_size`); causal
   models pad on the left.
 - The cache: one JSON line per generation, keyed by the sha256 of (the settings that decide the
@@ -51,6 +53,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import string
 import time
 from pathlib import Path
 
@@ -164,18 +167,51 @@ def spec_digest(spec: dict) -> str:
     return hashlib.sha256(json.dumps(output_settings(spec), sort_keys=True).encode()).hexdigest()[:16]
 
 
+def template_problems(text: str, fields: tuple[str, ...]) -> list[str]:
+    """Why `text` is not a prompt template whose only replacement fields are `{name}` for names in
+    `fields` (no attribute or index access, conversion, format spec or positional field; braces
+    balanced, a literal one doubled), or []: what fill() accepts."""
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as err:  # a lone "{" or "}"
+        return [f"{err} (write a literal brace as {{{{ or }}}})"]
+    out = []
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        field = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if name not in fields or spec or conversion:
+            allowed = ", ".join("{" + f + "}" for f in fields) or "none"
+            out.append(f"replacement field {field} is not one of the template's fields ({allowed}; a literal "
+                       "brace is written {{ or }})")
+    return out
+
+
+def fill(template: str, values: dict) -> str:
+    """`template` with its `{name}` fields replaced by str(values[name]): str.format without attribute or
+    index access ("{first.__class__}"), conversions or format specs, which are refused (ValueError)."""
+    problems = template_problems(template, tuple(values))
+    if problems:
+        raise ValueError(f"prompt template {template!r}: {problems[0]}")
+    return "".join(literal + (str(values[name]) if name is not None else "")
+                   for literal, name, _, _ in string.Formatter().parse(template))
+
+
 def render_plain(prompt: dict, item: dict) -> str:
-    parts = [prompt["system"]] if prompt.get("system") else []
-    parts += [f"{user}\n{assistant}" for user, assistant in prompt.get("shots", [])]
-    parts.append(prompt["user"].format(**item))
+    parts = [fill(prompt["system"], {})] if prompt.get("system") else []
+    parts += [f"{fill(user, {})}\n{fill(assistant, {})}" for user, assistant in prompt.get("shots", [])]
+    parts.append(fill(prompt["user"], item))
     return "\n\n".join(parts) + "\n"
 
 
 def render_messages(prompt: dict, item: dict) -> list[dict]:
-    messages = [{"role": "system", "content": prompt["system"]}] if prompt.get("system") else []
+    """The chat turns of a prompt for one item. Every text is a template (fill): the system text and
+    shots take no field, so a literal brace there is written {{ or }} too."""
+    messages = [{"role": "system", "content": fill(prompt["system"], {})}] if prompt.get("system") else []
     for user, assistant in prompt.get("shots", []):
-        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-    messages.append({"role": "user", "content": prompt["user"].format(**item)})
+        messages += [{"role": "user", "content": fill(user, {})},
+                     {"role": "assistant", "content": fill(assistant, {})}]
+    messages.append({"role": "user", "content": fill(prompt["user"], item)})
     return messages
 
 
