@@ -12,6 +12,8 @@ Scripted trouble: `script` is a list of actions the next requests take, one each
                                    every s seconds until the client leaves or `release` is set (a
                                    client with a per-read timeout above s waits for ever)
   ("long", n)                      answer 200 with a fusion of n characters
+  ("echo_auth", status)            answer that status with a body that repeats the Authorization
+                                   header (as some proxies and servers do)
 After the script, requests are answered normally. `received` counts the requests per user message,
 `answered` the 200 answers; `auth` keeps the Authorization headers seen.
 """
@@ -69,6 +71,9 @@ class ChatServer:
                     return
                 if isinstance(action, tuple) and action[0] == "trickle":
                     return self._trickle(action[1])
+                if isinstance(action, tuple) and action[0] == "echo_auth":
+                    return self._send(action[1], {"error": {"message": "invalid key",
+                                                            "headers": {"Authorization": self.headers.get("Authorization")}}})
                 if isinstance(action, tuple) and action[0] == "sleep":
                     server.release.wait(action[1])
                 elif isinstance(action, tuple) and action[0] == "long":

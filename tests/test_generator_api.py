@@ -205,3 +205,30 @@ def test_an_over_long_answer_is_cut_flagged_and_cached(server, tmp_path, size, r
     # the cap decides what is recorded: another cap asks again
     other = G.make_generator(spec(server, concurrency=1, max_answer_chars=8000), cache_path=str(cache))
     assert not other.generate_records(PROMPT, ITEMS[:1])[0].get("too_long")
+
+
+@pytest.mark.parametrize("status", [401, 503])
+def test_a_reply_echoing_the_key_is_redacted(server, tmp_path, status):
+    """A 401 (failed at once) or a 503 (logged at each retry, then failed) whose body repeats the
+    Authorization header: neither the error nor the log holds the key."""
+    import logging
+    server.script = [("echo_auth", status)] * 2
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    log = logging.getLogger("redaction-test")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    gen = G.make_generator(spec(server, concurrency=1, retries=1), log=log, cache_path=str(tmp_path / "c.jsonl"))
+    with pytest.raises(G.EndpointError) as err:
+        gen.generate(PROMPT, ITEMS[:1])
+    text = str(err.value) + "\n".join(r.getMessage() for r in records)
+    assert f"HTTP {status}" in str(err.value) and "Bearer [redacted]" in str(err.value)
+    assert KEY not in text and KEY[3:12] not in text
+    assert len(records) == (1 if status == 503 else 0)
+
+
+def test_redaction_covers_a_bearer_token_that_is_not_the_key(server):
+    gen = G.make_generator(spec(server))
+    assert gen.redact(f"token {KEY} and 'Authorization: bearer abc.def-1'") == \
+        "token [redacted] and 'Authorization: bearer [redacted]'"

@@ -53,6 +53,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import re
 import string
 import time
 from pathlib import Path
@@ -412,6 +413,10 @@ class DeadlinePassed(Exception):
     """A request to an endpoint ran past its timeout_s."""
 
 
+# "Bearer <token>" in any text that may be logged or raised (the key itself is replaced too)
+BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',}\]]+")
+
+
 class ChatAPIGenerator(Generator):
     """A served model behind an OpenAI-compatible chat-completions endpoint (vLLM, TGI, llama.cpp's
     server, Ollama, a hosted API): `{backend: openai, base_url, model, api_key_env, temperature,
@@ -483,16 +488,16 @@ class ChatAPIGenerator(Generator):
                     return self._parse(text)
                 problem = f"HTTP {status}: {text[:200]!r}"
                 if status not in RETRY_STATUS:
-                    raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} answered {problem} "
-                                        "(not retried)")
+                    raise EndpointError(self.redact(f"generator {self.name!r}: POST {self.endpoint} answered "
+                                                    f"{problem} (not retried)"))
                 with contextlib.suppress(ValueError, TypeError):
                     wait = min(float(headers.get("retry-after")), 60.0)
             if attempt == retries:
-                raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} failed after {retries + 1} "
-                                    f"attempt(s); last: {problem}")
+                raise EndpointError(self.redact(f"generator {self.name!r}: POST {self.endpoint} failed after "
+                                                f"{retries + 1} attempt(s); last: {problem}"))
             self.stats["retried"] += 1
             if self.log:
-                self.log.warning("%s: %s; retry %d/%d", self.endpoint, problem, attempt + 1, retries)
+                self.log.warning("%s", self.redact(f"{self.endpoint}: {problem}; retry {attempt + 1}/{retries}"))
             time.sleep(wait if wait is not None else backoff * 2 ** attempt)
         raise AssertionError("unreachable")
 
@@ -521,13 +526,20 @@ class ChatAPIGenerator(Generator):
                 chunks.append(chunk)
             return resp.status_code, b"".join(chunks).decode("utf-8", "replace"), resp.headers, False
 
+    def redact(self, text: str) -> str:
+        """`text` without the API key: a server may echo the Authorization header in an error body."""
+        key = os.environ.get(self.spec.get("api_key_env") or "") if self.spec.get("api_key_env") else None
+        if key:
+            text = text.replace(key, "[redacted]")
+        return BEARER.sub(r"\1[redacted]", text)
+
     def _parse(self, text: str) -> dict:
         try:
             choice = json.loads(text)["choices"][0]
             content = choice["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError) as err:
-            raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} answered 200 without "
-                                f"choices[0].message.content ({type(err).__name__}): {text[:200]!r}") from None
+            raise EndpointError(self.redact(f"generator {self.name!r}: POST {self.endpoint} answered 200 without "
+                                            f"choices[0].message.content ({type(err).__name__}): {text[:200]!r}")) from None
         cap = int(self.settings["max_answer_chars"])
         if len(content) > cap:  # kept short: the gate rejects it (`too_long`) and never reads all of it
             return {"raw": content[:cap], "finished": True, "too_long": True}
