@@ -62,7 +62,7 @@ def test_fusions_are_generated_once_and_then_read_from_the_cache(server, tmp_pat
     other.generate(PROMPT, ITEMS[:1])
     assert server.received[user_of(ITEMS[0])] == 2
     assert G.spec_digest(spec(server)) != G.spec_digest(spec(server, temperature=0.7))
-    assert G.spec_digest(spec(server)) == G.spec_digest({**spec(server), "base_url": "http://elsewhere:1/v1"})
+    assert G.spec_digest(spec(server)) == G.spec_digest({**spec(server), "base_url": server.base_url + "/"})
 
 
 def test_a_429_is_retried(server, tmp_path, log):
@@ -232,3 +232,27 @@ def test_redaction_covers_a_bearer_token_that_is_not_the_key(server):
     gen = G.make_generator(spec(server))
     assert gen.redact(f"token {KEY} and 'Authorization: bearer abc.def-1'") == \
         "token [redacted] and 'Authorization: bearer [redacted]'"
+
+
+def test_the_endpoint_is_part_of_the_cache_key(tmp_path):
+    """Two servers under one `model` name may serve different weights: each has its own cache entries,
+    unless a shared `cache_tag` says they are one (a server that moved)."""
+    cache = tmp_path / "gen.jsonl"
+    with ChatServer(answers={user_of(ITEMS[0]): "The first server's fusion."}) as one, \
+            ChatServer(answers={user_of(ITEMS[0]): "The second server's fusion."}) as two:
+        assert G.make_generator(spec(one), cache_path=str(cache)).generate(PROMPT, ITEMS[:1]) == \
+            ["The first server's fusion."]
+        second = G.make_generator(spec(two), cache_path=str(cache))
+        assert second.generate(PROMPT, ITEMS[:1]) == ["The second server's fusion."]
+        assert second.describe()["settings"]["endpoint"] == two.base_url  # in the samples' provenance
+        assert len(cache.read_text().splitlines()) == 2 and sum(two.received.values()) == 1
+        assert G.spec_digest(spec(one)) != G.spec_digest(spec(two))
+        # one cache_tag: the second server's generator reads what the first one answered
+        tagged = G.make_generator(spec(one, cache_tag="lab-qwen"), cache_path=str(cache))
+        assert tagged.generate(PROMPT, ITEMS[:1]) == ["The first server's fusion."]
+        moved = G.make_generator(spec(two, cache_tag="lab-qwen"), cache_path=str(cache))
+        assert moved.generate(PROMPT, ITEMS[:1]) == ["The first server's fusion."]
+        assert moved.stats["cached"] == 1 and sum(two.received.values()) == 1
+        assert G.spec_digest(spec(one, cache_tag="lab-qwen")) == G.spec_digest(spec(two, cache_tag="lab-qwen"))
+        assert "cache_tag" not in json.dumps(moved._body(PROMPT, ITEMS[0])) and \
+            "endpoint" not in moved._body(PROMPT, ITEMS[0])  # not sent to the server

@@ -33,8 +33,8 @@ API (small on purpose):
 - A served model (`backend: openai`, ChatAPIGenerator, through `make_generator`): requests to an
   OpenAI-compatible chat-completions endpoint (`base_url` + /chat/completions; vLLM, TGI, llama.cpp's
   server, Ollama, hosted APIs) with httpx: `model`, `temperature` (0), `top_p`, `max_tokens` (96),
-  `seed` and `max_answer_chars` (4000) decide the answers (the cache key, with the rendered chat
-  messages; `base_url` does not);
+  `seed`, `max_answer_chars` (4000) and the endpoint's identity (`cache_tag`, else `base_url`)
+  decide the answers (the cache key, with the rendered chat messages);
   `concurrency` (4), `timeout_s` (60: the whole request, connect to the last byte, not each read),
   `retries` (4), `backoff_s` (1) say how the requests run. The
   API key is read from the environment variable named by `api_key_env` (never from the config) and
@@ -69,11 +69,11 @@ OUTPUT_SETTINGS = ("name", "path", "gguf_file", "revision", "kind", "precision",
 KINDS = ("causal", "seq2seq")
 BACKENDS = ("hf", "openai")
 # an OpenAI-compatible endpoint: what decides the answers (the cache key) and how the requests run.
-# base_url is not part of the key: the same model served elsewhere answers the same (like the device
-# of a local model); a different model needs a different `model` name
+# The endpoint's identity is part of the key too (`endpoint`: `cache_tag`, else base_url): two servers
+# may serve different weights under one `model` name
 API_OUTPUT_SETTINGS = ("model", "temperature", "top_p", "max_tokens", "seed", "max_answer_chars")
 # settings of the cache key that are not sent to the server
-API_LOCAL_SETTINGS = ("backend", "model", "max_answer_chars")
+API_LOCAL_SETTINGS = ("backend", "model", "max_answer_chars", "endpoint")
 API_DEFAULTS = {"temperature": 0.0, "max_tokens": 96, "max_answer_chars": 4000}
 API_RUN_DEFAULTS = {"concurrency": 4, "timeout_s": 60.0, "retries": 4, "backoff_s": 1.0}
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -150,7 +150,14 @@ def output_settings(spec: dict) -> dict:
 def api_output_settings(spec: dict) -> dict:
     out = {"backend": "openai", **API_DEFAULTS}
     out.update({k: spec[k] for k in API_OUTPUT_SETTINGS if spec.get(k) is not None})
+    out["endpoint"] = endpoint_identity(spec)
     return out
+
+
+def endpoint_identity(spec: dict) -> str:
+    """Which server answers: the user's `cache_tag` (for a server that moves, or one reached under
+    several URLs), else `base_url` without a trailing slash."""
+    return spec.get("cache_tag") or spec["base_url"].rstrip("/")
 
 
 def api_key_problem(name: str, spec: dict, environ=None) -> str | None:
@@ -419,9 +426,9 @@ BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',}\]]+")
 
 class ChatAPIGenerator(Generator):
     """A served model behind an OpenAI-compatible chat-completions endpoint (vLLM, TGI, llama.cpp's
-    server, Ollama, a hosted API): `{backend: openai, base_url, model, api_key_env, temperature,
-    max_tokens, seed, top_p, max_answer_chars, concurrency, timeout_s, retries, backoff_s}`. The
-    prompt goes as chat messages (render_messages). At most `concurrency` requests are open at once;
+    server, Ollama, a hosted API): `{backend: openai, base_url, cache_tag, model, api_key_env,
+    temperature, max_tokens, seed, top_p, max_answer_chars, concurrency, timeout_s, retries,
+    backoff_s}`. The prompt goes as chat messages (render_messages). At most `concurrency` requests are open at once;
     a 408/409/425/429/5xx answer, a request not complete within `timeout_s` (an overall deadline) or a
     broken connection is retried `retries` times after backoff_s * 2^attempt seconds (or the server's
     Retry-After, at most 60 s), then an EndpointError names the endpoint and the status. An answer
