@@ -436,6 +436,16 @@ def test_gate_rejects_like_an_echo_and_counts(tmp_path, log):
     again = S.build("news", spec, 13, str(d), "fake", {"name": "fake"}, {"user": "{first} {second}"}, "cpu",
                     None, log, generator=FakeGenerator())[1]["fusion_page"]
     assert again == page  # a seeded choice
+    # the set is empty: its samples job stops, naming the set, the counts per rule and what to change
+    with pytest.raises(S.EmptySampleSet) as err:
+        S.require_samples("news", report)
+    message = str(err.value)
+    assert "sample set 'news' (settheory.datasets.news)" in message and "24 fusions" in message
+    assert "'source_dropped': 16" in message and "'concatenation': 8" in message
+    assert "keep_echoes: true" in message and "settheory.datasets.news.gate" in message and "generator" in message
+    kept = S.build("news", {**spec, "keep_echoes": True}, 13, str(d), "fake", {"name": "fake"},
+                   {"user": "{first} {second}"}, "cpu", None, log, generator=FakeGenerator())[1]
+    S.require_samples("news", kept)  # flagged, not dropped: no stop
 
 
 def test_clean_news_sentences_by_hand():

@@ -521,6 +521,40 @@ def import_samples(sampleset: str, spec: dict, log) -> tuple[pl.DataFrame, dict]
     return frame, report
 
 
+class EmptySampleSet(ValueError):
+    """A sample set with no sample: stopped in its own job, not downstream (TF-IDF's "empty vocabulary")."""
+
+
+def require_samples(sampleset: str, report: dict) -> None:
+    """Raise EmptySampleSet, with what emptied the set and what to change, when it holds no sample."""
+    counts = report["counts"]
+    if counts.get("samples", 0) > 0:
+        return
+    key = f"settheory.datasets.{sampleset}"
+    if report.get("kind") == "import":
+        raise EmptySampleSet(f"sample set {sampleset!r} ({key}): no sample in {report.get('file')} "
+                             f"({counts.get('rows_read', 0)} rows read, {counts.get('rows_missing_text', 0)} with a "
+                             f"missing text, {counts.get('rows_duplicate', 0)} repeated)")
+    if not counts.get("windows_chosen"):
+        raise EmptySampleSet(
+            f"sample set {sampleset!r} ({key}): no usable window in its articles ({counts.get('articles_read', 0)} "
+            f"articles read; windows dropped: {counts.get('windows_dropped_length', 0)} for length, "
+            f"{counts.get('windows_dropped_equal_sentences', 0)} equal sentences, "
+            f"{counts.get('windows_dropped_fragment', 0)} fragments); widen `min_words`/`max_words` or use "
+            "another collection")
+    echoes = {r: counts[f"fusions_echo_{r}"] for r in ECHO_REASONS if counts.get(f"fusions_echo_{r}")}
+    gated = {r: counts[f"fusions_gate_{r}"] for r in GATE_REASONS if counts.get(f"fusions_gate_{r}")}
+    raise EmptySampleSet(
+        f"sample set {sampleset!r} ({key}): no sample left after the echo rule and the quality gate: "
+        f"{counts.get('windows_chosen', 0)} windows, {counts.get('fusions_requested', 0)} fusions, "
+        f"{counts.get('fusions_accepted', 0)} accepted; echoes per reason {echoes or 'none'}, gate rejections per "
+        f"rule {gated or 'none'} (a fusion may fail several); windows rejected: "
+        f"{counts.get('windows_rejected_echo', 0)} by an echo, {counts.get('windows_rejected_gate', 0)} by the gate. "
+        f"To keep samples: a larger generator (`{key}.generator`, e.g. a served one, backend: openai), "
+        f"`{key}.keep_echoes: true` (kept and flagged), looser thresholds under `{key}.gate` (or `enabled: false`), "
+        f"or more windows (`max_articles`, `windows_per_article`). The rejected fusions are in the log above.")
+
+
 def write(frame: pl.DataFrame, report: dict, out: str, text_files: list[str], report_path: str,
           fusions_path: str | None = None) -> None:
     texts = [t for s in SENTENCES for t in frame[s].to_list()]
@@ -556,6 +590,11 @@ def main(argv: list[str] | None = None) -> None:
         generator = json.loads(args.generator)
         frame, report = build(args.sampleset, spec, args.seed, args.articles, generator["name"], generator["spec"],
                               json.loads(args.prompt), args.device, args.cache, log)
+    if frame.height == 0:  # the rejected fusions, before the job stops
+        for example in report.get("rejected_examples", []):
+            log.info("rejected (%s): %r + %r -> %r", example["reason"], example["first"], example["second"],
+                     example["fusion"][:300])
+    require_samples(args.sampleset, report)  # an empty set would fail later, in another job, naming neither
     write(frame, report, args.out, args.texts, args.report, args.fusions)
 
 
