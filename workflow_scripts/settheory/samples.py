@@ -51,8 +51,13 @@ Built sample sets:
    goes in `s1_echo` / `s2_echo` and its window is dropped like an echo's (kept and flagged with
    `keep_echoes: true`). The defaults were chosen on SmolLM2-135M's fusions of resources/settheory
    and CNN/DailyMail articles (/work/notes/fusions.md); `gate: {enabled: false}` turns it off.
+   An answer past a served generator's `max_answer_chars` (flagged `too_long` by the generator) fails
+   `too_long` whether the gate is on or not (`fusions_over_max_answer_chars`), never an echo rule;
+   the edit distance is not computed for texts past EDIT_DISTANCE_MAX_WORDS (edit_share).
    The report page (`tables/settheory_fusions_<set>.csv`): 20 accepted and 10 rejected fusions (echo
    or gate), a seeded choice, beside their inputs with the gate's measures.
+6. A built set left without a sample stops its job (require_samples), naming the counts per rule and
+   what to change, instead of writing an empty text set that a later job fails on.
 Imported sample sets (`file`): a table with columns previous, S0, next, S1, S2 (the reference code's
 names; `columns` renames), Parquet, CSV, TSV or JSON Lines. Rows with a missing or empty text are
 counted (`missing_text`) and repeated rows (`duplicate`); echoes are flagged, never dropped (the
