@@ -228,6 +228,16 @@ def test_a_reply_echoing_the_key_is_redacted(server, tmp_path, status):
     assert len(records) == (1 if status == 503 else 0)
 
 
+def test_a_key_cut_by_the_200_character_excerpt_is_not_left_in_part(server, tmp_path, monkeypatch):
+    long_key = "sk-" + "0123456789abcdef" * 20  # longer than the excerpt of the reply
+    monkeypatch.setenv("LONG_TEST_KEY", long_key)
+    server.script = [("echo_auth", 401)]
+    gen = G.make_generator(spec(server, concurrency=1, api_key_env="LONG_TEST_KEY"), cache_path=str(tmp_path / "c"))
+    with pytest.raises(G.EndpointError) as err:
+        gen.generate(PROMPT, ITEMS[:1])
+    assert "0123456789abcdef" not in str(err.value) and "[redacted]" in str(err.value)
+
+
 def test_redaction_covers_a_bearer_token_that_is_not_the_key(server):
     gen = G.make_generator(spec(server))
     assert gen.redact(f"token {KEY} and 'Authorization: bearer abc.def-1'") == \

@@ -493,7 +493,7 @@ class ChatAPIGenerator(Generator):
                     if over_size:  # too big to read: an over-long answer, not a failure
                         return {"raw": "", "finished": True, "too_long": True}
                     return self._parse(text)
-                problem = f"HTTP {status}: {text[:200]!r}"
+                problem = f"HTTP {status}: {self.redact(text)[:200]!r}"  # redacted before cut: no partial key
                 if status not in RETRY_STATUS:
                     raise EndpointError(self.redact(f"generator {self.name!r}: POST {self.endpoint} answered "
                                                     f"{problem} (not retried)"))
@@ -546,7 +546,7 @@ class ChatAPIGenerator(Generator):
             content = choice["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError) as err:
             raise EndpointError(self.redact(f"generator {self.name!r}: POST {self.endpoint} answered 200 without "
-                                            f"choices[0].message.content ({type(err).__name__}): {text[:200]!r}")) from None
+                                            f"choices[0].message.content ({type(err).__name__}): {self.redact(text)[:200]!r}")) from None
         cap = int(self.settings["max_answer_chars"])
         if len(content) > cap:  # kept short: the gate rejects it (`too_long`) and never reads all of it
             return {"raw": content[:cap], "finished": True, "too_long": True}
