@@ -8,6 +8,12 @@ Scripted trouble: `script` is a list of actions the next requests take, one each
   ("sleep", s)                     wait s seconds, then answer normally (a client with a shorter
                                    timeout gives up first)
   "hang"                           never answer: wait until `release` is set, then drop the connection
+  ("trickle", s)                   send the status line and headers of a long answer, then one byte
+                                   every s seconds until the client leaves or `release` is set (a
+                                   client with a per-read timeout above s waits for ever)
+  ("long", n)                      answer 200 with a fusion of n characters
+  ("echo_auth", status)            answer that status with a body that repeats the Authorization
+                                   header (as some proxies and servers do)
 After the script, requests are answered normally. `received` counts the requests per user message,
 `answered` the 200 answers; `auth` keeps the Authorization headers seen.
 """
@@ -63,17 +69,43 @@ class ChatServer:
                     server.release.wait(30)
                     self.close_connection = True
                     return
+                if isinstance(action, tuple) and action[0] == "trickle":
+                    return self._trickle(action[1])
+                if isinstance(action, tuple) and action[0] == "echo_auth":
+                    return self._send(action[1], {"error": {"message": "invalid key",
+                                                            "headers": {"Authorization": self.headers.get("Authorization")}}})
                 if isinstance(action, tuple) and action[0] == "sleep":
                     server.release.wait(action[1])
+                elif isinstance(action, tuple) and action[0] == "long":
+                    text = ("The ferry left. " * (action[1] // 16 + 1))[:action[1]]
+                    return self._answer(body, user, text)
                 elif action is not None:
                     return self._send(int(action), {"error": {"message": f"scripted {action}"}},
                                       {"Retry-After": "0"} if str(action) == "429" else {})
-                text = server.answers.get(user, fuse(user))
+                self._answer(body, user, server.answers.get(user, fuse(user)))
+
+            def _answer(self, body, user, text):
                 with server.lock:
                     server.answered[user] += 1
                 self._send(200, {"id": "cmpl-1", "object": "chat.completion", "model": body.get("model"),
                                  "choices": [{"index": 0, "finish_reason": "stop",
                                               "message": {"role": "assistant", "content": text}}]})
+
+            def _trickle(self, interval):
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    self.wfile.flush()
+                    for _ in range(100000):
+                        if server.release.wait(interval):
+                            break
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
 
             def _send(self, status, payload, headers=None):
                 data = json.dumps(payload).encode()

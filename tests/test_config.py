@@ -545,6 +545,25 @@ REFERENCE_CASES += [
     ("st_unknown_prompt", [(ST_SET + ("prompt",), "terse")],
      "config key `settheory.datasets.news.prompt`: no prompt 'terse' (settheory.prompts and the built-in: "
      "fuse_fewshot)"),
+    # prompts are strict templates, checked at plan time (generator.fill renders them)
+    ("st_prompt_lone_brace", [(ST + ("prompts", "mine"), {"user": "Sentence 1: {first} {\nSentence 2: {second}"})],
+     "config key `settheory.prompts.mine.user`: unmatched '{' in format spec (write a literal brace as {{ or }})"),
+    ("st_prompt_lone_closing_brace", [(ST + ("prompts", "mine"), {"user": "{first} } {second}"})],
+     "config key `settheory.prompts.mine.user`: Single '}' encountered"),
+    ("st_prompt_positional", [(ST + ("prompts", "mine"), {"user": "{first} {0} {second}"})],
+     "config key `settheory.prompts.mine.user`: replacement field {0} is not one of the template's fields "
+     "({first}, {second}"),
+    ("st_prompt_attribute", [(ST + ("prompts", "mine"), {"user": "{first.__class__} {first} {second}"})],
+     "config key `settheory.prompts.mine.user`: replacement field {first.__class__} is not one of"),
+    ("st_prompt_index", [(ST + ("prompts", "mine"), {"user": "{first[0]} {first} {second}"})],
+     "config key `settheory.prompts.mine.user`: replacement field {first[0]} is not one of"),
+    ("st_prompt_other_field", [(ST + ("prompts", "mine"), {"user": "{first} {third} {second}"})],
+     "config key `settheory.prompts.mine.user`: replacement field {third} is not one of"),
+    ("st_prompt_system_field", [(ST + ("prompts", "mine"), {"system": "Fuse {first}.", "user": "{first} {second}"})],
+     "config key `settheory.prompts.mine.system`: replacement field {first} is not one of the template's fields "
+     "(none; a literal brace is written {{ or }}); the system text and shots take no field"),
+    ("st_prompt_shot_brace", [(ST + ("prompts", "mine"), {"shots": [["a {", "b"]], "user": "{first} {second}"})],
+     "config key `settheory.prompts.mine.shots.0.0`: Single '{' encountered"),
     ("st_min_above_max_words", [(ST_SET + ("min_words",), 20), (ST_SET + ("max_words",), 10)],
      "config key `settheory.datasets.news`: min_words 20 > max_words 10"),
     ("st_unknown_filter_encoder", [(ST + ("filter", "encoders"), ["minilm", "labse"])],

@@ -162,3 +162,16 @@ def test_gguf_path(tmp_path):
     source, kwargs, origin = G.resolve_source({"name": "x", "gguf_file": str(f)})
     assert source == str(tmp_path) and kwargs == {"gguf_file": "m.gguf"} and origin.startswith("file")
     assert G.resolve_source({"name": "org/m", "gguf_file": "q.gguf"})[1] == {"gguf_file": "q.gguf"}
+
+
+def test_prompts_are_filled_as_strict_templates():
+    item = {"first": "a {b} c", "second": "d"}
+    assert G.fill("S1: {first} {{x}} S2: {second}", item) == "S1: a {b} c {x} S2: d"  # values are not parsed
+    for bad in ("{first.__class__}", "{first[0]}", "{0}", "{}", "{first!r}", "{first:>9}", "{third}", "{", "}"):
+        with pytest.raises(ValueError, match="prompt template"):
+            G.fill(bad + " {first} {second}", item)
+    # the system text and shots take no field; a doubled brace is a literal one
+    msgs = G.render_messages({"system": "Use {{braces}}.", "shots": [["{{u}}", "a"]], "user": "{first}"}, item)
+    assert [m["content"] for m in msgs] == ["Use {braces}.", "{u}", "a", "a {b} c"]
+    with pytest.raises(ValueError, match="prompt template"):
+        G.render_messages({"system": "Fuse {first}.", "user": "{first}"}, item)

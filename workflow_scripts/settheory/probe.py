@@ -2,6 +2,9 @@
 workflow_scripts/probes.py."""
 from workflow_scripts.probes import Headline, Probe, Resources, headline_rows
 
+# the fields of a fusion prompt's user template: the two sentences to fuse
+FUSION_FIELDS = ("first", "second")
+
 
 def check(config: dict) -> list[str]:
     """The `settheory` section: what the schema cannot say (sample sets, generators, prompts, bounds)."""
@@ -13,6 +16,16 @@ def check(config: dict) -> list[str]:
     from workflow_scripts.settheory.samples import DEFAULT_GENERATORS, DEFAULT_PROMPTS
     generators = {**DEFAULT_GENERATORS, **st.get("generators", {})}
     prompts = {**DEFAULT_PROMPTS, **st.get("prompts", {})}
+    from workflow_scripts.generator import template_problems
+    for name, prompt in st.get("prompts", {}).items():
+        # the job fills them (generator.fill): a bad template must stop the plan, naming its key
+        texts = [("system", prompt.get("system"), ())] + [
+            (f"shots.{i}.{j}", text, ()) for i, shot in enumerate(prompt.get("shots", [])) for j, text in enumerate(shot)]
+        texts.append(("user", prompt["user"], FUSION_FIELDS))
+        for where, text, fields in texts:
+            for problem in template_problems(text, fields) if isinstance(text, str) else []:
+                problems.append(f"config key `settheory.prompts.{name}.{where}`: {problem}"
+                                + ("" if fields else "; the system text and shots take no field"))
     for name, d in st["datasets"].items():
         key = f"settheory.datasets.{name}"
         if name == "samples":

@@ -51,8 +51,13 @@ Built sample sets:
    goes in `s1_echo` / `s2_echo` and its window is dropped like an echo's (kept and flagged with
    `keep_echoes: true`). The defaults were chosen on SmolLM2-135M's fusions of resources/settheory
    and CNN/DailyMail articles (/work/notes/fusions.md); `gate: {enabled: false}` turns it off.
+   An answer past a served generator's `max_answer_chars` (flagged `too_long` by the generator) fails
+   `too_long` whether the gate is on or not (`fusions_over_max_answer_chars`), never an echo rule;
+   the edit distance is not computed for texts past EDIT_DISTANCE_MAX_WORDS (edit_share).
    The report page (`tables/settheory_fusions_<set>.csv`): 20 accepted and 10 rejected fusions (echo
    or gate), a seeded choice, beside their inputs with the gate's measures.
+6. A built set left without a sample stops its job (require_samples), naming the counts per rule and
+   what to change, instead of writing an empty text set that a later job fails on.
 Imported sample sets (`file`): a table with columns previous, S0, next, S1, S2 (the reference code's
 names; `columns` renames), Parquet, CSV, TSV or JSON Lines. Rows with a missing or empty text are
 counted (`missing_text`) and repeated rows (`duplicate`); echoes are flagged, never dropped (the
@@ -286,6 +291,19 @@ def word_edits(x: list[str], y: list[str]) -> int:
     return edit_distance(x, y)
 
 
+# NLTK's edit_distance refuses longer inputs (2000 words) and is quadratic below that
+EDIT_DISTANCE_MAX_WORDS = 1000
+
+
+def edit_share(fusion: list[str], joined: list[str]) -> float:
+    """Word edits per input word from `joined` to `fusion`. Past EDIT_DISTANCE_MAX_WORDS, or when the
+    fusion is over three times as long (> 2 edits per word, above any max_edit_share), the length
+    difference stands in: a lower bound, which no fusion of that size needs to beat."""
+    if max(len(fusion), len(joined)) > EDIT_DISTANCE_MAX_WORDS or len(fusion) > 3 * len(joined) + 10:
+        return abs(len(fusion) - len(joined)) / max(len(joined), 1)
+    return word_edits(fusion, joined) / max(len(joined), 1)
+
+
 def gate_measures(fusion: str, first: str, second: str) -> dict:
     """What the gate reads of a fusion of (first, second): the share of each input's content words it
     keeps, the share of its own content words that are in neither input, its length in words against
@@ -293,7 +311,7 @@ def gate_measures(fusion: str, first: str, second: str) -> dict:
     f, a, b = words(fusion), words(first), words(second)
     cf, ca, cb = content_words(f), content_words(a), content_words(b)
     have = set(cf)
-    edits = [word_edits(f, joined) / max(len(joined), 1) for joined in (a + b, b + a)]
+    edits = [edit_share(f, joined) for joined in (a + b, b + a)]
     return {
         "kept_first": sum(w in have for w in ca) / len(ca) if ca else 1.0,
         "kept_second": sum(w in have for w in cb) / len(cb) if cb else 1.0,
@@ -367,7 +385,9 @@ def build(sampleset: str, spec: dict, seed: int, articles_dir: str, generator_na
     rows, examples, rejected_examples, page_rows = [], [], [], []
     for j, w in enumerate(windows):
         fusions = records[j], records[n + j]
-        reasons = [echo_reason(rec["text"], item["first"], item["second"], spec["echo_threshold"], rec["finished"], grams)
+        # an answer cut at max_answer_chars is the gate's (`too_long`), not an echo
+        reasons = [None if rec.get("too_long") else
+                   echo_reason(rec["text"], item["first"], item["second"], spec["echo_threshold"], rec["finished"], grams)
                    for rec, item in zip(fusions, (items[j], items[n + j]))]
         for r in reasons:
             counts[f"fusions_echo_{r}" if r else "fusions_ok"] += 1
@@ -375,6 +395,9 @@ def build(sampleset: str, spec: dict, seed: int, articles_dir: str, generator_na
         for k, (rec, item) in enumerate(zip(fusions, (items[j], items[n + j]))):
             measures = gate_measures(rec["text"], item["first"], item["second"])
             failed = gate_reasons(measures, gate) if gate["enabled"] and not reasons[k] else []
+            if rec.get("too_long"):  # past the generator's max_answer_chars: rejected, gate on or off
+                failed = ["too_long", *[r for r in failed if r != "too_long"]]
+                counts["fusions_over_max_answer_chars"] += 1
             for r in failed:
                 counts[f"fusions_gate_{r}"] += 1  # every rule a fusion fails
             if failed:
@@ -503,6 +526,40 @@ def import_samples(sampleset: str, spec: dict, log) -> tuple[pl.DataFrame, dict]
     return frame, report
 
 
+class EmptySampleSet(ValueError):
+    """A sample set with no sample: stopped in its own job, not downstream (TF-IDF's "empty vocabulary")."""
+
+
+def require_samples(sampleset: str, report: dict) -> None:
+    """Raise EmptySampleSet, with what emptied the set and what to change, when it holds no sample."""
+    counts = report["counts"]
+    if counts.get("samples", 0) > 0:
+        return
+    key = f"settheory.datasets.{sampleset}"
+    if report.get("kind") == "import":
+        raise EmptySampleSet(f"sample set {sampleset!r} ({key}): no sample in {report.get('file')} "
+                             f"({counts.get('rows_read', 0)} rows read, {counts.get('rows_missing_text', 0)} with a "
+                             f"missing text, {counts.get('rows_duplicate', 0)} repeated)")
+    if not counts.get("windows_chosen"):
+        raise EmptySampleSet(
+            f"sample set {sampleset!r} ({key}): no usable window in its articles ({counts.get('articles_read', 0)} "
+            f"articles read; windows dropped: {counts.get('windows_dropped_length', 0)} for length, "
+            f"{counts.get('windows_dropped_equal_sentences', 0)} equal sentences, "
+            f"{counts.get('windows_dropped_fragment', 0)} fragments); widen `min_words`/`max_words` or use "
+            "another collection")
+    echoes = {r: counts[f"fusions_echo_{r}"] for r in ECHO_REASONS if counts.get(f"fusions_echo_{r}")}
+    gated = {r: counts[f"fusions_gate_{r}"] for r in GATE_REASONS if counts.get(f"fusions_gate_{r}")}
+    raise EmptySampleSet(
+        f"sample set {sampleset!r} ({key}): no sample left after the echo rule and the quality gate: "
+        f"{counts.get('windows_chosen', 0)} windows, {counts.get('fusions_requested', 0)} fusions, "
+        f"{counts.get('fusions_accepted', 0)} accepted; echoes per reason {echoes or 'none'}, gate rejections per "
+        f"rule {gated or 'none'} (a fusion may fail several); windows rejected: "
+        f"{counts.get('windows_rejected_echo', 0)} by an echo, {counts.get('windows_rejected_gate', 0)} by the gate. "
+        f"To keep samples: a larger generator (`{key}.generator`, e.g. a served one, backend: openai), "
+        f"`{key}.keep_echoes: true` (kept and flagged), looser thresholds under `{key}.gate` (or `enabled: false`), "
+        f"or more windows (`max_articles`, `windows_per_article`). The rejected fusions are in the log above.")
+
+
 def write(frame: pl.DataFrame, report: dict, out: str, text_files: list[str], report_path: str,
           fusions_path: str | None = None) -> None:
     texts = [t for s in SENTENCES for t in frame[s].to_list()]
@@ -538,6 +595,11 @@ def main(argv: list[str] | None = None) -> None:
         generator = json.loads(args.generator)
         frame, report = build(args.sampleset, spec, args.seed, args.articles, generator["name"], generator["spec"],
                               json.loads(args.prompt), args.device, args.cache, log)
+    if frame.height == 0:  # the rejected fusions, before the job stops
+        for example in report.get("rejected_examples", []):
+            log.info("rejected (%s): %r + %r -> %r", example["reason"], example["first"], example["second"],
+                     example["fusion"][:300])
+    require_samples(args.sampleset, report)  # an empty set would fail later, in another job, naming neither
     write(frame, report, args.out, args.texts, args.report, args.fusions)
 
 
