@@ -95,6 +95,7 @@ rule triplets_aggregate:
     params:
         entries=TRIPLETS.aggregate_entries,
         bootstrap_b=lambda wc: config["triplets"]["bootstrap_b"],
+        bootstrap_unit=lambda wc: config["triplets"].get("bootstrap_unit", "clusters"),
         seed=SEED,
         datasets=TRIPLETS.datasets,
         models=lambda wc: TRIPLETS.models(),
@@ -104,6 +105,6 @@ rule triplets_aggregate:
         ),
     shell:
         "MPLBACKEND=Agg python -m workflow_scripts.triplets.scores aggregate --entries {params.entries:q}"
-        " --bootstrap-b {params.bootstrap_b:q} --seed {params.seed:q} --out {output.accuracy:q}"
+        " --bootstrap-b {params.bootstrap_b:q} --bootstrap-unit {params.bootstrap_unit:q} --seed {params.seed:q} --out {output.accuracy:q}"
         " --replicates {output.replicates:q} --tables-dir {params.tables_dir:q} --plots-dir {params.plots_dir:q} --datasets {params.datasets:q}"
         " --models {params.models:q} > {log:q} 2>&1"

@@ -80,8 +80,9 @@ def random_scores(path, n, seed=0, undefined=0):
 def test_similarities_and_strict_verdicts_equal_hand_values(tmp_path, log, sparse):
     stores = make_store(tmp_path, sparse=sparse)
     out = ts.score(write_triplets(tmp_path / "t.parquet"), stores, "m", SPEC, "strict", log)
-    assert out.columns == ["id", "sim_s_splus", "sim_s_sstar", "sim_splus_sstar", "correct"]
-    assert out.dtypes == [pl.UInt64, pl.Float64, pl.Float64, pl.Float64, pl.Boolean]
+    assert out.columns == ["id", "sim_s_splus", "sim_s_sstar", "sim_splus_sstar", "correct", "subject", "verb"]
+    assert out.dtypes == [pl.UInt64, pl.Float64, pl.Float64, pl.Float64, pl.Boolean, pl.String, pl.String]
+    assert out["subject"].null_count() == out.height  # no clusters in these triplets
     assert out["id"].to_list() == [t[0] for t in TRIPLETS]
     want = np.array([t[4:7] for t in TRIPLETS], dtype=np.float64)
     got = out.select("sim_s_splus", "sim_s_sstar", "sim_splus_sstar").to_numpy()
@@ -140,10 +141,10 @@ def test_aggregate_counts_and_means_by_hand(tmp_path, log):
         entries.append({"dataset": scoring, "model": "m", "scores": str(scores), "scoring": scoring})
     table = ts.aggregate(entries, 200, 7, log)
     assert table.columns == [
-        "dataset", "model", "n", "n_undefined", "accuracy", "accuracy_ci_low", "accuracy_ci_high",
-        "accuracy_ci_method", "mean_s_splus", "mean_s_splus_ci_low", "mean_s_splus_ci_high", "mean_s_sstar", "mean_s_sstar_ci_low",
+        "dataset", "model", "n", "n_undefined", "unit", "n_units", "n_verbs", "accuracy", "accuracy_ci_low",
+        "accuracy_ci_high", "accuracy_ci_method", "mean_s_splus", "mean_s_splus_ci_low", "mean_s_splus_ci_high", "mean_s_sstar", "mean_s_sstar_ci_low",
         "mean_s_sstar_ci_high", "mean_splus_sstar", "mean_splus_sstar_ci_low", "mean_splus_sstar_ci_high",
-        "scoring", "bootstrap_b"]
+        "scoring", "scoring_rule", "bootstrap_b"]
     strict, nv = table.row(0, named=True), table.row(1, named=True)
     for row in (strict, nv):
         assert (row["n"], row["n_undefined"], row["bootstrap_b"]) == (5, 1, 200)
@@ -216,8 +217,8 @@ def test_no_bootstrap_and_no_defined_triplets_give_nan_not_a_crash(tmp_path, log
     table = ts.aggregate([{"dataset": "d", "model": "u", "scores": undefined, "scoring": "strict"},
                           {"dataset": "d", "model": "e", "scores": empty, "scoring": "strict"}], 100, 1, log)
     assert table["n"].to_list() == [0, 0] and table["n_undefined"].to_list() == [2, 0]
-    assert table.select(pl.exclude("dataset", "model", "n", "n_undefined", "accuracy_ci_method", "scoring",
-                                   "bootstrap_b")).fill_nan(None).null_count().row(0) == (2,) * 12
+    assert table.select(pl.exclude("dataset", "model", "n", "n_undefined", "unit", "n_units", "n_verbs",
+                                   "accuracy_ci_method", "scoring", "scoring_rule", "bootstrap_b")).fill_nan(None).null_count().row(0) == (2,) * 12
     assert table["accuracy_ci_method"].null_count() == 2  # no interval, no method
 
 

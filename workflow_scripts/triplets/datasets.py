@@ -95,9 +95,11 @@ PAPER_SIZES = {"negation_detection": 674, "negation_variants": 516, "clause_rela
                "argument_sensitivity": 445, "fixed_point_reorder": 623}
 KINDS = tuple(PAPER_SIZES)
 SLOTS = ("s", "s_plus", "s_star")
-COLUMNS = ("id", "s", "s_plus", "s_star", "source", "rule")
+# subject, verb: the template's subject name and verb lemma (argument_sensitivity; null elsewhere).
+# Triplets sharing them are not independent: scores.py resamples these clusters, not triplets.
+COLUMNS = ("id", "s", "s_plus", "s_star", "source", "rule", "subject", "verb")
 SCHEMA = {"id": pl.UInt64, "s": pl.String, "s_plus": pl.String, "s_star": pl.String,
-          "source": pl.String, "rule": pl.String}
+          "source": pl.String, "rule": pl.String, "subject": pl.String, "verb": pl.String}
 SCORINGS = ("strict", "negation_variants")
 USER_FORMATS = {".tsv": "tsv", ".tab": "tsv", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 N_EXAMPLES = 5
@@ -151,6 +153,7 @@ class Candidate(NamedTuple):
     text: str
     tags: list | None = None
     partner: str | None = None  # fixed_point_reorder: sentence_B
+    cluster: tuple | None = None  # argument_sensitivity: (subject, verb lemma) of the template
 
 
 # --- settings -------------------------------------------------------------------------------------
@@ -221,7 +224,9 @@ def _select(name: str, candidates: list[Candidate], make: Callable, max_triplets
         else:
             seen.add((s, s_plus, s_star))
             label = "template" if cand.source == "template" else f"{cand.source}:{cand.source_id}"
-            rows.append({"s": s, "s_plus": s_plus, "s_star": s_star, "source": label, "rule": rule})
+            subject, verb = cand.cluster or (None, None)
+            rows.append({"s": s, "s_plus": s_plus, "s_star": s_star, "source": label, "rule": rule,
+                         "subject": subject, "verb": verb})
             st["kept"] += 1
         if tried % 1000 == 0:
             log.info("%s: tried %d, kept %d (%.1f s)", name, tried, len(rows), time.monotonic() - started)
@@ -470,7 +475,24 @@ def _template_candidates(settings: dict, seed: int, name: str, stats: dict) -> l
     shorter = min(len(transitive), len(control))
     mixed += transitive[shorter:] + control[shorter:]
     stats["template"]["eligible"] = len(mixed)
-    return [Candidate("template", text, text, list(known)) for text, known in mixed]
+    lemmas = _template_verb_lemmas(settings["templates"])
+    return [Candidate("template", text, text, list(known), cluster=_template_cluster(known, lemmas))
+            for text, known in mixed]
+
+
+def _template_verb_lemmas(templates: dict) -> dict[str, str]:
+    """{inflected form: lemma} of the template verbs (the forms template_sentences writes)."""
+    from lemminflect import getInflection
+    tags = {"present": "VBZ", "past": "VBD"}
+    return {found[0]: verb for verb in templates["transitive_verbs"] + templates["control_verbs"]
+            for tense in templates["tenses"] if (found := getInflection(verb, tag=tags[tense], inflect_oov=False))}
+
+
+def _template_cluster(known: tuple, lemmas: dict[str, str]) -> tuple[str, str]:
+    """(subject, verb lemma) of a template sentence from its known (word, tag) pairs: the names
+    before the verb, and the verb (present and past forms of one verb are one cluster)."""
+    at = next(i for i, (_, tag) in enumerate(known) if tag in ("VBZ", "VBD"))
+    return " ".join(w for w, _ in known[:at]), lemmas.get(known[at][0], known[at][0])
 
 
 # --- building -------------------------------------------------------------------------------------
@@ -609,7 +631,7 @@ def build_user_dataset(name: str, spec: dict, log) -> tuple[pl.DataFrame, dict]:
         seen.add(tuple(texts))
         ident = row[id_column] if id_column and row[id_column] not in (None, "") else number
         rows.append({"s": texts[0], "s_plus": texts[1], "s_star": texts[2],
-                     "source": f"{path.name}:{ident}", "rule": "user"})
+                     "source": f"{path.name}:{ident}", "rule": "user", "subject": None, "verb": None})
         st["kept"] += 1
     log.info("%s: %d rows, kept %d, rejected %s", name, len(rows_in), len(rows), dict(st["rejected"]))
     frame = _frame(name, rows)

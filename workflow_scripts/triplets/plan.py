@@ -31,7 +31,11 @@ class TripletsPlan(ProbePlan):
         spec = self.config["triplets"]["datasets"][dataset]
         if "file" in spec:
             return spec.get("scoring", "strict")
-        return "negation_variants" if spec.get("kind", dataset) == "negation_variants" else "strict"
+        kind = spec.get("kind", dataset)
+        if kind == "argument_sensitivity":
+            # the seed's figures imply "strict", its prose "passive_over_reordered": a config choice
+            return self.config["triplets"].get("argument_sensitivity_scoring", "strict")
+        return "negation_variants" if kind == "negation_variants" else "strict"
 
     def scores(self) -> list[str]:
         return [f"{self.R}/triplets/{p.dataset}/{p.model}/scores.parquet" for p in self.pairs]

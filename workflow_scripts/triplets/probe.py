@@ -62,10 +62,23 @@ def exact_at_the_bounds(r: dict) -> str:
     return ""
 
 
+def resampled_count(r: dict):
+    """n on the first screen: the units the bootstrap resampled (subjects for template clusters);
+    tables written before the `unit` column count triplets."""
+    return r.get("n_units", r.get("n"))
+
+
+def resampled_unit(r: dict) -> str:
+    """What n counts where the row resampled clusters ("subjects x verbs": n counts subjects)."""
+    unit = r.get("unit") or ""
+    return "" if unit in ("", "triplets") else unit
+
+
 def accuracy_headlines(frame, options: dict) -> list[dict]:
     """Triplet accuracy per dataset."""
     out = headline_rows(frame, lambda r: f"triplets_{r['dataset']}", lambda r: f"triplets {r['dataset']} accuracy",
-                        "accuracy", "accuracy_ci_low", "accuracy_ci_high", n="n", interval=exact_at_the_bounds)
+                        "accuracy", "accuracy_ci_low", "accuracy_ci_high", n=resampled_count,
+                        interval=exact_at_the_bounds, unit=resampled_unit)
     for row, r in zip(out, frame.iter_rows(named=True)):  # the statistic in the replicates (differences table)
         row.update(dataset=r["dataset"], statistic="accuracy")
     return out

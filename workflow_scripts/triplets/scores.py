@@ -50,19 +50,27 @@ from workflow_scripts.differences import share_interval
 from workflow_scripts.texts import text_keys
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
-SCORINGS = ("strict", "negation_variants")
+SCORINGS = ("strict", "negation_variants", "passive_over_reordered")
+# each rule as the table's `scoring_rule` states it
+SCORING_RULES = {"strict": "cos(S,S+) > cos(S,S*)",
+                 "negation_variants": "cos(S+,S*) > cos(S,S+) and cos(S+,S*) > cos(S,S*)",
+                 "passive_over_reordered": "cos(S,S+) > cos(S+,S*)"}
+BOOTSTRAP_UNITS = ("items", "clusters")
+CLUSTER_COLUMNS = ("subject", "verb")  # written by datasets.py for template triplets
 SIMS = ("sim_s_splus", "sim_s_sstar", "sim_splus_sstar")
 MEANS = {"mean_s_splus": "sim_s_splus", "mean_s_sstar": "sim_s_sstar", "mean_splus_sstar": "sim_splus_sstar"}
 STATISTICS = ("accuracy", *MEANS)
 # the paper's column headers S ∧ S+, S ∧ S*, S+ ∧ S* in ASCII
 PAPER_COLUMNS = {"mean_s_splus": "S^S+", "mean_s_sstar": "S^S*", "mean_splus_sstar": "S+^S*", "accuracy": "Accuracy"}
 SCORE_SCHEMA = {"id": pl.UInt64, "sim_s_splus": pl.Float64, "sim_s_sstar": pl.Float64,
-                "sim_splus_sstar": pl.Float64, "correct": pl.Boolean}
+                "sim_splus_sstar": pl.Float64, "correct": pl.Boolean, "subject": pl.String, "verb": pl.String}
 AGG_SCHEMA = {"dataset": pl.String, "model": pl.String, "n": pl.Int64, "n_undefined": pl.Int64,
+              # what the bootstrap resampled, and how many of it (subjects where clusters are resampled)
+              "unit": pl.String, "n_units": pl.Int64, "n_verbs": pl.Int64,
               "accuracy": pl.Float64, "accuracy_ci_low": pl.Float64, "accuracy_ci_high": pl.Float64,
               "accuracy_ci_method": pl.String,
               **{f"{stat}{suffix}": pl.Float64 for stat in MEANS for suffix in ("", "_ci_low", "_ci_high")},
-              "scoring": pl.String, "bootstrap_b": pl.Int64}
+              "scoring": pl.String, "scoring_rule": pl.String, "bootstrap_b": pl.Int64}
 CHUNK = 20_000  # triplets per lookup: 2 x CHUNK rows of vectors in memory at a time
 
 
@@ -79,6 +87,9 @@ def judge(sim_s_splus: np.ndarray, sim_s_sstar: np.ndarray, sim_splus_sstar: np.
             correct = a > b
         elif scoring == "negation_variants":
             correct = (c > a) & (c > b)
+        elif scoring == "passive_over_reordered":
+            # the seed's prose for Argument Sensitivity (S+ nearer S than S*); its figures follow "strict"
+            correct = a > c
         else:
             raise ValueError(f"unknown triplet scoring {scoring!r}; expected one of {', '.join(SCORINGS)}")
     return correct & defined, defined
@@ -91,7 +102,9 @@ def score(triplets_path: str, store_dirs: list[str], model: str, spec: dict, sco
     if not isinstance(spec, dict):
         raise TypeError(f"spec must be the model's config entry (a dict), got {type(spec).__name__}")
     store = VectorStore(store_dirs, model=model, spec_digest=spec_digest(spec))
-    frame = pl.read_parquet(triplets_path, columns=["id", "s", "s_plus", "s_star"])
+    present = pl.read_parquet_schema(triplets_path)
+    frame = pl.read_parquet(triplets_path, columns=["id", "s", "s_plus", "s_star",
+                                                    *(c for c in CLUSTER_COLUMNS if c in present)])
     missing = frame.filter(pl.any_horizontal(pl.col("s", "s_plus", "s_star").is_null()))
     if missing.height:
         raise ValueError(f"{triplets_path}: {missing.height} triplet(s) lack a sentence, e.g. id {missing['id'][0]}")
@@ -106,7 +119,10 @@ def score(triplets_path: str, store_dirs: list[str], model: str, spec: dict, sco
         store.release_pages()
     correct, defined = judge(sims["sim_s_splus"], sims["sim_s_sstar"], sims["sim_splus_sstar"], scoring)
     out = pl.DataFrame({"id": frame["id"].cast(pl.UInt64), **{k: pl.Series(k, v, pl.Float64) for k, v in sims.items()},
-                        "correct": pl.Series("correct", correct, pl.Boolean)})
+                        "correct": pl.Series("correct", correct, pl.Boolean),
+                        # the clusters travel with the scores, so the aggregate can resample them
+                        **{c: (frame[c] if c in frame.columns else pl.Series(c, [None] * frame.height, pl.String))
+                           for c in CLUSTER_COLUMNS}})
     out = out.with_columns(pl.when(pl.Series(defined)).then(pl.col("correct")).otherwise(None).alias("correct"))
     n = int(defined.sum())
     log.info("%s / %s (%s): %d triplets, %d undefined (zero-norm vector), accuracy %s", triplets_path, model,
@@ -116,22 +132,54 @@ def score(triplets_path: str, store_dirs: list[str], model: str, spec: dict, sco
 
 # ---- aggregation -----------------------------------------------------------------------------
 
+def cluster_indices(scores: pl.DataFrame) -> list[np.ndarray]:
+    """Per cluster column with a value on every triplet (subject, verb): each triplet's index into
+    the column's sorted distinct values (a model-independent order). Empty where the triplets
+    carry no clusters (sentences from corpora, user files, scores written before clusters)."""
+    out = []
+    for col in CLUSTER_COLUMNS:
+        if col in scores.columns and scores.height and scores[col].null_count() == 0:
+            labels = scores[col].to_numpy().astype(str)
+            out.append(np.unique(labels, return_inverse=True)[1])
+    return out
+
+
+def resample_weights(rng: np.random.Generator, bootstrap_b: int, n_items: int,
+                     clusters: list[np.ndarray] | None = None) -> np.ndarray:
+    """(B, n_items) weight of each triplet in each replicate. Without clusters: multinomial draw
+    counts of the triplets. With clusters (subject, verb): a two-way bootstrap as in Montague's
+    nouns x adjectives -- each replicate draws subjects and verbs with replacement, and a triplet
+    weighs (draws of its subject) x (draws of its verb), since triplets sharing either are not
+    independent. The draws come from `rng` alone, so every model gets the same ones."""
+    if not clusters:
+        return resample_counts(rng, bootstrap_b, n_items)
+    weights = np.ones((bootstrap_b, n_items))
+    for index in clusters:
+        counts = resample_counts(rng, bootstrap_b, int(index.max()) + 1 if len(index) else 0)
+        weights = weights * counts[:, index]
+    return weights
+
+
 def paired_mean_replicates(values: np.ndarray, defined: np.ndarray, bootstrap_b: int, seed: int, dataset: str,
-                           statistic: str) -> np.ndarray:
+                           statistic: str, clusters: list[np.ndarray] | None = None) -> np.ndarray:
     """The B replicate means of `values` over the defined triplets, paired across models: every
-    triplet (in id order, defined or not) is drawn from a stream that names no model, so replicate
-    b resamples the same triplets for every model; a model's undefined triplets then weigh 0.
-    NaN where a replicate drew no defined triplet."""
-    counts = resample_counts(paired_rng(seed, "triplets", dataset, statistic), bootstrap_b, len(values))
+    triplet (in id order, defined or not) -- or every cluster, with `clusters` -- is drawn from a
+    stream that names no model, so replicate b resamples the same triplets for every model; a
+    model's undefined triplets then weigh 0. NaN where a replicate drew no defined triplet."""
+    counts = resample_weights(paired_rng(seed, "triplets", dataset, statistic), bootstrap_b, len(values), clusters)
     used = counts @ defined.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(used > 0, (counts @ np.where(defined, values, 0.0)) / np.maximum(used, 1), np.nan)
 
 
 def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, bootstrap_b: int, seed: int,
-              replicates_out: list | None = None) -> dict:
+              replicates_out: list | None = None, bootstrap_unit: str = "clusters") -> dict:
     """One row of the accuracy table from one scores frame; with `replicates_out`, appends the
-    paired replicates of every statistic (bootstrap.replicate_rows) to it."""
+    paired replicates of every statistic (bootstrap.replicate_rows) to it. `bootstrap_unit`
+    "clusters" resamples subjects x verbs where the triplets carry them (templates), triplets
+    elsewhere; "items" always resamples triplets. The row's `unit` says which was resampled."""
+    if bootstrap_unit not in BOOTSTRAP_UNITS:
+        raise ValueError(f"unknown bootstrap unit {bootstrap_unit!r}; expected one of {', '.join(BOOTSTRAP_UNITS)}")
     scores = scores.sort("id")  # a model-independent item order for the paired resamples
     sims = {k: scores[k].cast(pl.Float64).to_numpy() for k in SIMS}
     correct, defined = judge(sims["sim_s_splus"], sims["sim_s_sstar"], sims["sim_splus_sstar"], scoring)
@@ -142,11 +190,19 @@ def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, boot
                          "(scored with another rule?); rerun its scoring job")
     values = {"accuracy": correct.astype(np.float64), **{stat: sims[col] for stat, col in MEANS.items()}}
     n = int(defined.sum())
+    clusters = cluster_indices(scores) if bootstrap_unit == "clusters" else []
     row = {"dataset": dataset, "model": model, "n": n, "n_undefined": int(len(defined) - n)}
+    if clusters:
+        # n on the first screen counts subjects: the coarser unit, and the one the issue names
+        row.update(unit=" x ".join(f"{c}s" for c in CLUSTER_COLUMNS[:len(clusters)]),
+                   n_units=int(len(np.unique(clusters[0][defined]))),
+                   n_verbs=int(len(np.unique(clusters[1][defined]))) if len(clusters) > 1 else None)
+    else:
+        row.update(unit="triplets", n_units=n, n_verbs=None)
     for stat in STATISTICS:
         row[stat] = float(values[stat][defined].mean()) if n else float("nan")
         if n:
-            reps = paired_mean_replicates(values[stat], defined, bootstrap_b, seed, dataset, stat)
+            reps = paired_mean_replicates(values[stat], defined, bootstrap_b, seed, dataset, stat, clusters)
             low, high, _ = percentile_interval(reps)
         else:
             reps, low, high = np.full(bootstrap_b, np.nan), float("nan"), float("nan")
@@ -157,11 +213,12 @@ def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, boot
         row[f"{stat}_ci_low"], row[f"{stat}_ci_high"] = low, high
         if replicates_out is not None:
             replicates_out.append(replicate_rows("triplets", dataset, stat, model, row[stat], reps))
-    row["scoring"], row["bootstrap_b"] = scoring, int(bootstrap_b)
+    row["scoring"], row["scoring_rule"], row["bootstrap_b"] = scoring, SCORING_RULES[scoring], int(bootstrap_b)
     return row
 
 
-def aggregate(entries: list[dict], bootstrap_b: int, seed: int, log, replicates_out: list | None = None) -> pl.DataFrame:
+def aggregate(entries: list[dict], bootstrap_b: int, seed: int, log, replicates_out: list | None = None,
+              bootstrap_unit: str = "clusters") -> pl.DataFrame:
     """A row per entry {"dataset", "model", "scores", "scoring"}, in the entries' order; with
     `replicates_out`, the paired replicates of every row's statistics are appended to it."""
     if bootstrap_b < 0:
@@ -175,7 +232,7 @@ def aggregate(entries: list[dict], bootstrap_b: int, seed: int, log, replicates_
         if rules.setdefault(dataset, scoring) != scoring:
             raise ValueError(f"dataset {dataset!r} is scored with both {rules[dataset]!r} and {scoring!r}")
         scores = pl.read_parquet(e["scores"])
-        row = summarise(scores, dataset, model, scoring, bootstrap_b, seed, replicates_out)
+        row = summarise(scores, dataset, model, scoring, bootstrap_b, seed, replicates_out, bootstrap_unit)
         log.info("%s / %s: n %d (+%d undefined), accuracy %.4f [%.4f, %.4f] (%s, B=%d)", dataset, model, row["n"],
                  row["n_undefined"], row["accuracy"], row["accuracy_ci_low"], row["accuracy_ci_high"], scoring,
                  bootstrap_b)
@@ -343,6 +400,8 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--entries", required=True, help="JSON list of {dataset, model, scores, scoring}, or a file")
     a.add_argument("--bootstrap-b", type=int, required=True)
     a.add_argument("--seed", type=int, required=True)
+    a.add_argument("--bootstrap-unit", choices=BOOTSTRAP_UNITS, default="clusters",
+                   help="clusters: subjects x verbs where the triplets carry them (templates); items: triplets")
     a.add_argument("--out", required=True)
     a.add_argument("--tables-dir", required=True)
     a.add_argument("--replicates", help="Parquet of the paired bootstrap replicates (differences tables)")
@@ -358,7 +417,7 @@ def main(argv: list[str] | None = None) -> None:
             frame.write_parquet(tmp)
     else:
         replicates: list = []
-        table = aggregate(_entries(args.entries), args.bootstrap_b, args.seed, log, replicates)
+        table = aggregate(_entries(args.entries), args.bootstrap_b, args.seed, log, replicates, args.bootstrap_unit)
         if args.replicates:
             write_replicates(args.replicates, replicates)
         write_outputs(table, args.out, args.tables_dir, args.plots_dir, args.datasets, args.models, log)
