@@ -364,3 +364,14 @@ def test_settings_are_validated():
         D.build_dataset("x", {"kind": "nope"}, {}, {}, 0, None)
     with pytest.raises(ValueError, match="cannot use"):
         D.build_dataset("fixed_point_reorder", {"sources": ["reported_speech"]}, D.DEFAULT_SOURCES, {}, 0, None)
+
+
+def test_argument_sensitivity_records_subject_and_verb_of_each_template(log):
+    # triplets built from one template share its subject and verb: scores.py resamples those clusters
+    templates = {"names": ["Lilly", "Imogen", "Noah"], "transitive_verbs": ["like", "admire"],
+                 "control_verbs": ["ask"], "verb_phrases": ["play the guitar"], "tenses": ["present", "past"]}
+    frame, _ = D.build_dataset("argument_sensitivity", {"max_triplets": 30}, {}, {"templates": templates}, 0, log)
+    assert frame.height > 10 and frame["subject"].null_count() == 0 and frame["verb"].null_count() == 0
+    assert (frame["subject"] == frame["s"].str.split(" ").list.first()).all()
+    # present and past forms of one verb are one cluster
+    assert set(frame["verb"]) == {"like", "admire", "ask"}

@@ -335,3 +335,78 @@ def test_an_accuracy_of_0_or_1_gets_the_exact_interval(tmp_path, log):
     assert row["cells"]["inside"]["marks"] == ""
     assert "Clopper-Pearson" in row["interval"]
     assert pl.read_csv(tmp_path / "triplets_d.csv")["Accuracy"][0] == "0.00% [0.0, 0.8]"
+
+
+# ---- clusters and the argument-sensitivity scoring rule (issue 32) ------------------------------
+
+def clustered_scores(path, right_subjects, subjects=("Lilly", "Imogen", "Noah", "Emma"), verbs=("like", "ask", "help"),
+                     per_cell=5):
+    """Template-like scores: every (subject, verb) cell has `per_cell` triplets; a subject's
+    triplets are all right (strict) if it is in `right_subjects`, else all wrong -- outcomes
+    perfectly correlated within a subject, the case an item bootstrap understates."""
+    rows = [(s, v) for s in subjects for v in verbs for _ in range(per_cell)]
+    right = np.array([s in right_subjects for s, _ in rows])
+    sims = np.where(right[:, None], [0.9, 0.5, 0.6], [0.5, 0.9, 0.4])
+    pl.DataFrame({"id": pl.Series(np.arange(len(rows)), dtype=pl.UInt64),
+                  "sim_s_splus": sims[:, 0], "sim_s_sstar": sims[:, 1], "sim_splus_sstar": sims[:, 2],
+                  "correct": pl.Series(right.tolist(), dtype=pl.Boolean),
+                  "subject": [s for s, _ in rows], "verb": [v for _, v in rows]}).write_parquet(path)
+    return str(path)
+
+
+def test_cluster_bootstrap_is_wider_than_item_bootstrap_when_subjects_decide(tmp_path, log):
+    path = clustered_scores(tmp_path / "s.parquet", right_subjects={"Lilly", "Imogen"})
+    entry = [{"dataset": "argument_sensitivity", "model": "m", "scores": path, "scoring": "strict"}]
+    clusters = ts.aggregate(entry, 1000, 3, log, bootstrap_unit="clusters").row(0, named=True)
+    items = ts.aggregate(entry, 1000, 3, log, bootstrap_unit="items").row(0, named=True)
+    assert clusters["accuracy"] == items["accuracy"] == 0.5
+    width = {name: r["accuracy_ci_high"] - r["accuracy_ci_low"] for name, r in (("clusters", clusters),
+                                                                              ("items", items))}
+    # 60 independent triplets: about +-0.13; 4 subjects that decide everything: about +-0.5
+    assert width["items"] < 0.3 < 0.6 < width["clusters"]
+    assert (clusters["unit"], clusters["n_units"], clusters["n_verbs"], clusters["n"]) == ("subjects x verbs", 4, 3, 60)
+    assert (items["unit"], items["n_units"], items["n"]) == ("triplets", 60, 60)
+
+
+def test_first_screen_n_counts_the_resampled_subjects(tmp_path, log):
+    from workflow_scripts.triplets.probe import accuracy_headlines
+    path = clustered_scores(tmp_path / "s.parquet", right_subjects={"Lilly"})
+    plain = write_scores(tmp_path / "p.parquet", [[0.9, 0.5, 0.6]] * 7, [True] * 7)
+    table = ts.aggregate([{"dataset": "argument_sensitivity", "model": "m", "scores": path, "scoring": "strict"},
+                          {"dataset": "negation_detection", "model": "m", "scores": plain, "scoring": "strict"}],
+                         50, 3, log)
+    rows = {r["column"]: r for r in accuracy_headlines(table, {})}
+    assert rows["triplets_argument_sensitivity"]["n"] == 4
+    assert rows["triplets_argument_sensitivity"]["unit"] == "subjects x verbs"
+    assert rows["triplets_negation_detection"]["n"] == 7 and "unit" not in rows["triplets_negation_detection"]
+
+
+def test_cluster_replicates_of_two_models_use_the_same_cluster_draws(tmp_path, log):
+    # model b is right exactly where model a is wrong: with the same subject and verb draws, b's
+    # replicate accuracy is 1 - a's in every replicate
+    a = clustered_scores(tmp_path / "a.parquet", right_subjects={"Lilly"})
+    b = clustered_scores(tmp_path / "b.parquet", right_subjects={"Imogen", "Noah", "Emma"})
+    reps: list = []
+    ts.aggregate([{"dataset": "argument_sensitivity", "model": m, "scores": p, "scoring": "strict"}
+                  for m, p in (("a", a), ("b", b))], 200, 11, log, reps)
+    by_model = {part["model"][0]: np.array(part["value"]) for part in reps if part["statistic"][0] == "accuracy"}
+    assert np.ptp(by_model["a"]) > 0  # the draws vary
+    assert np.allclose(by_model["a"] + by_model["b"], 1.0)
+
+
+def test_argument_sensitivity_scoring_rules_differ_on_a_hand_case(tmp_path, log):
+    # S+ nearer S than S* is, yet nearer S* than S is: right under the figures' rule (strict),
+    # wrong under the prose rule (passive_over_reordered); the third triplet is right under both
+    sims = [[0.8, 0.6, 0.9], [0.7, 0.5, 0.75], [0.9, 0.2, 0.1]]
+    assert ts.judge(*np.array(sims).T, "strict")[0].tolist() == [True, True, True]
+    assert ts.judge(*np.array(sims).T, "passive_over_reordered")[0].tolist() == [False, False, True]
+    entries = []
+    for scoring in ("strict", "passive_over_reordered"):
+        verdicts = ts.judge(*np.array(sims).T, scoring)[0].tolist()
+        entries.append({"dataset": scoring, "model": "m", "scoring": scoring,
+                        "scores": write_scores(tmp_path / f"{scoring}.parquet", sims, verdicts)})
+    table = {r["scoring"]: r for r in ts.aggregate(entries, 0, 1, log).iter_rows(named=True)}
+    assert table["strict"]["accuracy"] == pytest.approx(1.0)
+    assert table["passive_over_reordered"]["accuracy"] == pytest.approx(1 / 3)
+    assert table["strict"]["scoring_rule"] == "cos(S,S+) > cos(S,S*)"
+    assert table["passive_over_reordered"]["scoring_rule"] == "cos(S,S+) > cos(S+,S*)"
