@@ -392,6 +392,12 @@ def test_cluster_replicates_of_two_models_use_the_same_cluster_draws(tmp_path, l
     by_model = {part["model"][0]: np.array(part["value"]) for part in reps if part["statistic"][0] == "accuracy"}
     assert np.ptp(by_model["a"]) > 0  # the draws vary
     assert np.allclose(by_model["a"] + by_model["b"], 1.0)
+    # and the draws are of subjects and verbs, from the stream that names no model
+    frame = pl.read_parquet(a).sort("id")
+    weights = ts.resample_weights(paired_rng(11, "triplets", "argument_sensitivity", "accuracy"), 200, frame.height,
+                                  ts.cluster_indices(frame))
+    right = frame["correct"].to_numpy().astype(float)
+    assert np.allclose(by_model["a"], weights @ right / weights.sum(axis=1))
 
 
 def test_argument_sensitivity_scoring_rules_differ_on_a_hand_case(tmp_path, log):
