@@ -10,10 +10,16 @@ Scoring rules (per dataset, from the config):
 - "strict": correct <=> cos(S,S+) > cos(S,S*); a tie is incorrect (the paper's "higher than").
 - "negation_variants" (Negation Variants, Table 3): correct <=> cos(S+,S*) > cos(S,S+) and
   cos(S+,S*) > cos(S,S*), both strict.
+- "passive_over_reordered" (Argument Sensitivity, the seed's prose): correct <=> cos(S,S+) >
+  cos(S+,S*). The seed's Table 5 figures follow "strict", our default there
+  (triplets.argument_sensitivity_scoring). The table's `scoring_rule` states each row's rule.
 
 Aggregate: per (dataset, model), over the n defined triplets (n_undefined are counted, not used):
 accuracy = share of correct triplets in [0, 1], and the mean of each of the three cosines. Each has
-a 95% percentile bootstrap interval: triplets resampled with replacement, B times. The resamples
+a 95% percentile bootstrap interval: triplets resampled with replacement, B times -- or, where the
+triplets carry clusters (`subject`, `verb`: the argument-sensitivity templates) and the bootstrap
+unit is "clusters", subjects and verbs resampled (two-way, as Montague's nouns x adjectives), since
+triplets sharing a subject or verb are not independent; `unit` and `n_units` say what was resampled. The resamples
 are paired across models (issue 26): each statistic's stream is seeded by the config seed and
 ("triplets", dataset, statistic) -- never the model -- and draws over all triplets in id order, so
 replicate b resamples the same triplets for every model (a model's undefined triplets weigh 0).
