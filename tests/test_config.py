@@ -72,6 +72,8 @@ def test_triplet_defaults_are_filled():
     cfg = validate(changed([((TRIPLETS + ("fixed_point_pivot",)), DELETE), ((TRIPLETS + ("bootstrap_b",)), DELETE)]))
     t = cfg["triplets"]
     assert (t["fixed_point_pivot"], t["passive_agent"], t["clause_max_tokens"], t["bootstrap_b"]) == (3, True, 30, 1000)
+    # template triplets resample subjects x verbs; argument sensitivity follows the seed's figures
+    assert (t["bootstrap_unit"], t["argument_sensitivity_scoring"]) == ("clusters", "strict")
     assert t["sick_partners"] == {"min_relatedness": 4.6, "max_word_distance": 1, "min_similarity": 0.85,
                                   "match": "reference"}
     assert "templates" not in t  # its defaults live in workflow_scripts/triplets/datasets.py
@@ -296,6 +298,8 @@ MESSAGES_THAT_MATTER = [
     # the constraints inside a oneOf's branches (the generated case breaks every branch by its type)
     ('pivot_zero', [(TRIPLETS + ('fixed_point_pivot',), 0)],
      "config key `triplets.fixed_point_pivot`: needs a word index >= 1 (the reference code's 3) or `seeded`"),
+    ('triplets_bootstrap_unit', [(TRIPLETS + ('bootstrap_unit',), 'subjects')],
+     "config key `triplets.bootstrap_unit`: 'subjects' is not one of ['items', 'clusters']"),
     ('eval_split_repeated', [(RET + ('eval_split',), ['test', 'test'])],
      "config key `retrieval.eval_split`: needs a split name or a list of them"),
     ('pca_components_share_above_one', [(RET + ('isotropy', 'pca_components'), 1.5)],

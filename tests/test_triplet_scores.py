@@ -416,3 +416,17 @@ def test_argument_sensitivity_scoring_rules_differ_on_a_hand_case(tmp_path, log)
     assert table["passive_over_reordered"]["accuracy"] == pytest.approx(1 / 3)
     assert table["strict"]["scoring_rule"] == "cos(S,S+) > cos(S,S*)"
     assert table["passive_over_reordered"]["scoring_rule"] == "cos(S,S+) > cos(S+,S*)"
+
+
+def test_the_argument_sensitivity_rule_is_a_config_value():
+    from types import SimpleNamespace
+
+    from workflow_scripts.triplets.plan import TripletsPlan
+    datasets = {"argument_sensitivity": {}, "negation_variants": {"sources": ["sick"]}, "mine": {"file": "t.tsv"}}
+
+    def rule(dataset, **settings):
+        return TripletsPlan.scoring(SimpleNamespace(config={"triplets": {"datasets": datasets, **settings}}), dataset)
+    assert rule("argument_sensitivity") == "strict"  # the seed's figures
+    assert rule("argument_sensitivity", argument_sensitivity_scoring="passive_over_reordered") == "passive_over_reordered"
+    assert rule("negation_variants", argument_sensitivity_scoring="passive_over_reordered") == "negation_variants"
+    assert rule("mine", argument_sensitivity_scoring="passive_over_reordered") == "strict"
