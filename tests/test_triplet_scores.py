@@ -430,3 +430,21 @@ def test_the_argument_sensitivity_rule_is_a_config_value():
     assert rule("argument_sensitivity", argument_sensitivity_scoring="passive_over_reordered") == "passive_over_reordered"
     assert rule("negation_variants", argument_sensitivity_scoring="passive_over_reordered") == "negation_variants"
     assert rule("mine", argument_sensitivity_scoring="passive_over_reordered") == "strict"
+
+
+def test_clustered_triplets_leave_mcnemar_to_the_cluster_bootstrap():
+    # McNemar counts triplets as independent: where subjects x verbs are resampled, the differences
+    # table gets no per-triplet outcomes and uses the paired cluster bootstrap's p
+    from types import SimpleNamespace
+
+    from workflow_scripts.triplets.plan import TripletsPlan
+    datasets = {"argument_sensitivity": {}, "negation_detection": {"sources": ["sick"]}}
+
+    def outcome_datasets(**settings):
+        plan = SimpleNamespace(config={"triplets": {"datasets": datasets, **settings}}, R="results",
+                               pairs=[SimpleNamespace(dataset=d, model="m") for d in datasets])
+        plan.scores = lambda: TripletsPlan.scores(plan)
+        plan.clustered = lambda d: TripletsPlan.clustered(plan, d)
+        return [e["dataset"] for e in TripletsPlan.outcome_entries(plan)]
+    assert outcome_datasets() == ["negation_detection"]
+    assert outcome_datasets(bootstrap_unit="items") == ["argument_sensitivity", "negation_detection"]

@@ -57,11 +57,18 @@ class TripletsPlan(ProbePlan):
         # one file for all (dataset, model) pairs: the aggregate job draws the bootstrap
         return [f"{self.R}/triplets/replicates.parquet"] if self.ran else []
 
+    def clustered(self, dataset: str) -> bool:
+        """Whether the dataset's bootstrap resamples clusters (templates' subjects x verbs), not triplets."""
+        spec = self.config["triplets"]["datasets"][dataset]
+        return ("file" not in spec and spec.get("kind", dataset) == "argument_sensitivity"
+                and self.config["triplets"].get("bootstrap_unit", "clusters") == "clusters")
+
     def outcome_entries(self) -> list[dict]:
         # accuracy is the share of right triplets: each model's per-triplet verdicts (`correct`, by
-        # `id`) let the differences table use McNemar's exact test
+        # `id`) let the differences table use McNemar's exact test. Not where triplets share a
+        # subject or verb: McNemar takes them as independent; there the cluster bootstrap's p decides.
         return [{"dataset": p.dataset, "statistic": "accuracy", "model": p.model, "path": path}
-                for p, path in zip(self.pairs, self.scores())]
+                for p, path in zip(self.pairs, self.scores()) if not self.clustered(p.dataset)]
 
     def report_plots(self) -> list[str]:
         return self.plots()
