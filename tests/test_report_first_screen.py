@@ -366,3 +366,23 @@ def test_console_and_html_say_the_same_verdicts(verdict_screen, tmp_path):
     assert "<th>verdict vs baseline</th>" in html and html.index("verdict vs baseline") < html.index("<th>better</th>")
     for words in ("better</td>", "worse</td>", "no difference</td>", "no verdict (baseline)</td>"):
         assert words in html, words
+
+
+def test_read_differences_keeps_false_false_beside_a_table_without_verdicts(tmp_path):
+    """A probe without directions (domain shift) writes its differences with an empty `significant`
+    column; read beside another probe's table, "false" must stay False, never a non-empty (true) string:
+    a comparison with p adjusted 0.75 is no difference, not better."""
+    from workflow_scripts.report_overview import baseline_verdicts, read_differences
+
+    header = "probe,dataset,statistic,model_a,model_b,difference,ci_low,ci_high,p_adjusted,family,significant,better\n"
+    (tmp_path / "triplets.csv").write_text(header + "triplets,d,accuracy,tfidf,form_only,0.05,0.01,0.1,0.75,"
+                                                    "confirmatory,false,tfidf\n")
+    (tmp_path / "domain.csv").write_text(header + "domain_shift,t,overlap,tfidf,form_only,0.1,0.0,0.2,0.3,"
+                                                  "exploratory,,\n")
+    frame = read_differences([str(tmp_path / "domain.csv"), str(tmp_path / "triplets.csv")])
+    assert frame.schema["significant"] == pl.Boolean
+    assert frame.filter(pl.col("probe") == "triplets")["significant"].to_list() == [False]
+    row = {"model": "tfidf", "column": "triplets_d", "probe": "triplets", "dataset": "d", "statistic": "accuracy",
+           "lower_is_better": False}
+    models = {"form_only": {"family": "surface_form"}, "tfidf": {"family": "tfidf"}}
+    assert baseline_verdicts([row], frame, models)[("tfidf", "triplets_d")]["verdict"] == "no difference"

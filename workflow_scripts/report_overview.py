@@ -369,12 +369,23 @@ def baseline_verdicts(rows: list[dict], differences: pl.DataFrame, models: dict[
             for r in rows}
 
 
+def _as_boolean(column: pl.Expr) -> pl.Expr:
+    """true/false (any case) as booleans, anything else null, whatever type the CSV reader gave."""
+    text = column.cast(pl.String).str.to_lowercase()
+    return pl.when(text == "true").then(True).when(text == "false").then(False).otherwise(None).alias(
+        column.meta.output_name())
+
+
 def read_differences(paths: list[str]) -> pl.DataFrame:
     frames = [pl.read_csv(p, infer_schema_length=None, schema_overrides={"better": pl.String})
               for p in paths]
     # a table without McNemar rows has empty discordant counts, read as text: counts are integers
     frames = [f.with_columns(pl.col(c).cast(pl.Int64) for c in ("discordant_b", "discordant_c") if c in f.columns)
               for f in frames if f.height]
+    # a table with no confirmatory row (a probe without directions) has an empty `significant` column,
+    # read as text or null; concatenated with a boolean one it would turn "false" into a true string
+    frames = [f.with_columns(_as_boolean(pl.col(c)) for c in ("significant", "b_too_small") if c in f.columns)
+              for f in frames]
     return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
 
 
