@@ -156,13 +156,17 @@ def n_text(row: dict) -> str:
     return f"{row['n']} {row['unit']}" if row.get("unit") else str(row["n"])
 
 
+def estimate_text(value: float, low: float | None, high: float | None, digits: int = 3, signed: bool = False) -> str:
+    """`value [low, high]` (the interval left out where either end is missing); `signed`: +/- shown."""
+    number = f"{{:{'+' if signed else ''}.{digits}f}}".format
+    return number(value) + (f" [{number(low)}, {number(high)}]" if low is not None and high is not None else "")
+
+
 def cell_text(cell: dict | None, digits: int = 3) -> str:
     """`value [low, high] MARKS` (empty where the model has no figure)."""
     if not cell or cell.get("value") is None:
         return ""
-    text = f"{cell['value']:.{digits}f}"
-    if cell.get("ci_low") is not None and cell.get("ci_high") is not None:
-        text += f" [{cell['ci_low']:.{digits}f}, {cell['ci_high']:.{digits}f}]"
+    text = estimate_text(cell["value"], cell.get("ci_low"), cell.get("ci_high"), digits)
     return text + (f" {cell['marks']}" if cell.get("marks") else "")
 
 
@@ -181,10 +185,7 @@ def difference_text(verdict: dict | None, digits: int = 3) -> str:
     """`+0.300 [+0.200, +0.400]`: model - baseline with its paired (unadjusted) interval."""
     if not verdict or verdict.get("difference") is None:
         return ""
-    text = f"{verdict['difference']:+.{digits}f}"
-    if verdict.get("ci_low") is not None and verdict.get("ci_high") is not None:
-        text += f" [{verdict['ci_low']:+.{digits}f}, {verdict['ci_high']:+.{digits}f}]"
-    return text
+    return estimate_text(verdict["difference"], verdict.get("ci_low"), verdict.get("ci_high"), digits, signed=True)
 
 
 def p_text(p: float | None) -> str:
