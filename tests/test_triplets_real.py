@@ -59,7 +59,10 @@ def test_sizes_ids_and_reports(run):
     import json
     for dataset, paper in PAPER_SIZES.items():
         frame = pl.read_parquet(run / "triplets" / dataset / "triplets.parquet")
-        assert frame.columns == ["id", "s", "s_plus", "s_star", "source", "rule"]
+        # subject and verb: argument sensitivity's clusters (its bootstrap unit), empty elsewhere
+        assert frame.columns == ["id", "s", "s_plus", "s_star", "source", "rule", "subject", "verb"]
+        clustered = frame["subject"].is_not_null().all() and frame["verb"].is_not_null().all()
+        assert clustered == (dataset == "argument_sensitivity"), dataset
         assert frame["id"].n_unique() == frame.height
         # capped at the paper's size; the SICK partner rule keeps 481 pairs (methods.md §3)
         assert frame.height == (481 if dataset == "fixed_point_reorder" else paper)
