@@ -8,6 +8,7 @@ import yaml
 from workflow_scripts.common import atomic_path
 
 from workflow_scripts.probes import declarations
+from conftest import requires_shared
 
 ROOT = Path(__file__).resolve().parents[1]
 # The shared stages: a rule file and a module each. Every probe (and stage laid out like one) declares
@@ -103,6 +104,8 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
     assert (tmp_path / "d" / "f").read_text() == "x" and len(list(tmp_path.iterdir())) == 1
 
 
+# plans the default config, whose CSC negation needs NLTK's tagger and WordNet (../shared/data/nltk_data)
+@requires_shared("nltk_data")
 def test_snakemake_lint_is_clean():
     """The catalog's habits: input functions in rules/common.smk, non-file values through params."""
     import subprocess

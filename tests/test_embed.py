@@ -12,6 +12,7 @@ from workflow_scripts.encoders import (DeviceUnavailable, ModelUnavailable, Sent
                                        TransformersEncoder, resolve_model_source, tfidf_transform)
 from workflow_scripts.tfidf_fit import count_terms, fit_tfidf, tfidf_from_counts
 from workflow_scripts.vector_store import VectorStore, spec_digest
+from conftest import requires_shared
 
 MINILM = {"family": "sentence_transformers", "name": "sentence-transformers/all-MiniLM-L6-v2", "batch_size": 3}
 
@@ -545,6 +546,8 @@ def test_fit_tfidf_memory_follows_the_vocabulary_not_the_corpus(tmp_path, log, f
 
 # ---- what the workflow passes to the embedding jobs -------------------------------------------
 
+# plans the default config, whose CSC negation needs NLTK's tagger and WordNet (../shared/data/nltk_data)
+@requires_shared("nltk_data")
 def test_planned_embed_jobs_get_the_resolved_device_and_run_settings_apart(tmp_path):
     """`device: auto` is resolved when the jobs are planned: the job's spec param (what Snakemake
     compares to decide a rerun) holds cpu or cuda, never auto, and the gpu resource follows it;

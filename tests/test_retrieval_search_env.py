@@ -3,6 +3,7 @@ import re
 from pathlib import Path
 
 import yaml
+from conftest import requires_shared
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,6 +46,8 @@ def test_config_states_the_retrieval_defaults_and_kind_keys_match_the_builder():
     assert stated["k"] == {"min": 5, "max": 100, "step": 5} and stated["draws"]["count"] == 100
 
 
+# plans the default config, whose CSC negation needs NLTK's tagger and WordNet (../shared/data/nltk_data)
+@requires_shared("nltk_data")
 def test_workflow_plans_one_job_per_set_and_model(tmp_path):
     """The probe's jobs from Snakemake's own dry run: a build per set, search/isotropy/metrics per
     (set, model), one aggregation; a model limited to other probes gets none."""
