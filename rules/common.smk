@@ -217,12 +217,18 @@ def embed_inputs(wildcards):
 
 
 def embed_options(wildcards, input):
+    # family openai_embeddings: the model's vector cache, shared by its jobs (not an output: it grows)
+    served = config["models"][wildcards.model]["family"] == "openai_embeddings"
     return cli_options(
         *(
             (f"--{key.replace('_', '-')}", input[key])
             for key in ("fitted", "model_file", "reuse", "vocabulary_texts")
             if key in input.keys()
-        )
+        ),
+        (
+            "--cache",
+            f"{R}/.cache/embeddings/{wildcards.model}.jsonl" if served else None,
+        ),
     )
 
 

@@ -38,7 +38,52 @@ def fuse(user: str) -> str:
     return f"{first}, and {second[0].lower() if second else ''} {' '.join(second[1:])}.".replace("  ", " ")
 
 
-class ChatServer:
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet handler that answers JSON (shared by the test servers: embeddings_server.py too)."""
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status, payload, headers=None):
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+class LocalServer:
+    """A threaded HTTP server on 127.0.0.1 at a free port, in a daemon thread while in `with`;
+    leaving sets `release` (hanging requests end) and stops it."""
+
+    release: threading.Event
+
+    def serve(self, handler) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class ChatServer(LocalServer):
     def __init__(self, answers: dict[str, str] | None = None, model: str = "tiny-fuser"):
         self.answers = answers or {}
         self.model = model
@@ -51,10 +96,7 @@ class ChatServer:
         self.lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # quiet
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 if not self.path.endswith("/chat/completions"):
@@ -107,35 +149,7 @@ class ChatServer:
                     pass
                 self.close_connection = True
 
-            def _send(self, status, payload, headers=None):
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in (headers or {}).items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> "ChatServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Handler)
 
 
 def main() -> None:

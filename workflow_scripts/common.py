@@ -17,7 +17,7 @@ import numpy as np
 
 SEP = "\x1f"  # unit separator: cannot occur in a whitespace-normalised sentence
 
-TORCH_FAMILIES = ("sentence_transformers", "transformers")
+TORCH_FAMILIES = ("sentence_transformers", "transformers", "mteb")
 # families stored sparse (CSR), with columns numbered per text set: a store is never copied from
 # another text set's (a derived corpus's parent)
 SPARSE_FAMILIES = ("tfidf", "surface_form")
@@ -27,7 +27,9 @@ SPARSE_FAMILIES = ("tfidf", "surface_form")
 # identical bits; resources and corpora change nothing. These reach the job outside Snakemake's
 # params, so changing them reruns nothing, and they are not in the spec digest.
 RUN_SETTINGS = frozenset({"threads", "mem_mb", "runtime", "batch_size", "cpu_workers", "corpora", "probes", "datasets",
-                          "gpu_model"})
+                          "gpu_model",
+                          # family openai_embeddings: how requests run (every vector is cached by its text)
+                          "batch_tokens", "concurrency", "timeout_s", "retries", "backoff_s", "api_key_env"})
 REDUCED_PRECISIONS = ("bf16", "fp16")
 
 
@@ -103,6 +105,36 @@ def _tmp_sibling(final: Path, is_dir: bool) -> Path:
             return tmp
         except FileExistsError:
             continue
+
+
+def read_json_lines(path: str | os.PathLike | None, parse) -> tuple[dict, int]:
+    """{key: parse(record)} of a JSON Lines cache (append_locked) and how many lines could not be
+    read (a line cut short by a killed job; a record `parse` refuses with KeyError/TypeError/ValueError)."""
+    entries, unreadable = {}, 0
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                    entries[record["key"]] = parse(record)
+                except (ValueError, KeyError, TypeError):
+                    unreadable += 1
+    return entries, unreadable
+
+
+def append_locked(path: str | os.PathLike, data: str) -> None:
+    """Append `data` to a text file under an exclusive lock, flushed to disk: a cache that parallel
+    jobs share, and that a killed job leaves whole but for its last line."""
+    import fcntl
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager

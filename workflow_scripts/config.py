@@ -459,4 +459,24 @@ def _shared_problems(config: dict) -> list[str]:
         if "gguf_file" in m and m["family"] != "transformers":
             problems.append(f"config key `models.{name}.gguf_file`: GGUF files load in family transformers only, "
                             f"not {m['family']!r}")
+        problems += _served_model_problems(name, m)
     return problems
+
+
+def _served_model_problems(name: str, m: dict) -> list[str]:
+    """Families mteb (the package must be installed: its registry names the model) and
+    openai_embeddings (the key's variable must be set where the workflow runs)."""
+    import importlib.metadata
+
+    from workflow_scripts.endpoints import api_key_problem
+    if m["family"] == "mteb":
+        try:
+            importlib.metadata.version("mteb")
+        except importlib.metadata.PackageNotFoundError:
+            return [f"config key `models.{name}.family`: family mteb reads MTEB's model registry, but the package "
+                    "mteb is not installed; expected it installed (pip install mteb==2.26.24, as envs/requirements.txt pins)"]
+    if m["family"] == "openai_embeddings":
+        problem = api_key_problem(f"model {name!r}", m)
+        if problem:
+            return [f"config key `models.{name}.api_key_env`: {problem}"]
+    return []

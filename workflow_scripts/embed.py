@@ -4,7 +4,9 @@ Families (per model in config): `sentence_transformers` (Hugging Face id or loca
 `transformers` (AutoModel + mean pooling under the attention mask: BERTje/RobBERT-style encoders
 and decoder LLMs), `tfidf` (scikit-learn, fitted on the corpus, no stop-word removal),
 `fasttext` (`.bin` model), `word_vectors` (mean of raw word2vec/GloVe vectors, unknown words zero),
-`surface_form` (sets of words or character n-grams: cosine = Ochiai coefficient) and `hashing`, a declared stand-in for scale runs (not a language model). Every unique text of a
+`surface_form` (sets of words or character n-grams: cosine = Ochiai coefficient), `hashing`, a declared stand-in for scale runs (not a language model),
+`mteb` (a model of MTEB's registry, its prompts per role: mteb_models.py) and `openai_embeddings`
+(an OpenAI-compatible /v1/embeddings endpoint, every vector cached: embedding_api.py). Every unique text of a
 partition is embedded once, in chunks of `chunk_rows` texts; within a chunk, batches hold texts of
 similar token count (little padding).
 """
@@ -57,13 +59,26 @@ def embed_sorted(encoder, texts: list[str], out: np.ndarray, batch_size: int, lo
                      (len(texts) - done) / rate)
 
 
+def open_encoder(spec: dict, device: str, model_file: str | None, model: str = "", cache: str | None = None,
+                 log=None):
+    """The encoder of a model entry: encoders.load_encoder, or family mteb (mteb_models.py, which
+    imports mteb) or openai_embeddings (embedding_api.py, its vectors cached in `cache`)."""
+    if spec["family"] == "mteb":
+        from workflow_scripts.mteb_models import MtebEncoder
+        return MtebEncoder(spec, device, log)
+    if spec["family"] == "openai_embeddings":
+        from workflow_scripts.embedding_api import OpenAIEmbeddingsEncoder
+        return OpenAIEmbeddingsEncoder(spec, model, log, cache)
+    return load_encoder(spec, device, model_file)
+
+
 _WORKER: dict = {}  # the encoder of a worker process
 
 
 def _start_worker(spec: dict, model_file: str | None, threads: int) -> None:
     import torch
     torch.set_num_threads(threads)
-    _WORKER["encoder"] = load_encoder(spec, "cpu", model_file)
+    _WORKER["encoder"] = open_encoder(spec, "cpu", model_file)
 
 
 def _encode_in_worker(texts: list[str]) -> tuple[np.ndarray, int, int]:
@@ -102,7 +117,8 @@ class WorkerPool:
 def embed_partition(model: str, spec: dict, scope: str, partition: int, partitions: int, text_files: list[str],
                     out_dir: str, threads: int, log, fitted: str | None = None, model_file: str | None = None,
                     chunk_rows: int = 100_000, batch_size: int | None = None, cpu_workers: int | None = None,
-                    reuse: str | None = None, vocabulary_texts: list[str] | None = None) -> dict:
+                    reuse: str | None = None, vocabulary_texts: list[str] | None = None,
+                    cache: str | None = None) -> dict:
     """Embed every unique text of the partition into a store, `chunk_rows` texts at a time, so the
     job's memory follows the chunk size (plus 8 bytes of key per text), not the partition size.
 
@@ -111,6 +127,8 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
 
     `vocabulary_texts` (family surface_form): every text file of the text set, whose features
     number the store's columns (default: `text_files`, right for a single partition).
+
+    `cache` (family openai_embeddings): the model's vector cache, shared by its jobs.
 
     `batch_size` and `cpu_workers` default to the spec's. The workflow passes them apart from the
     spec, so that changing them reruns nothing where they change vectors by float rounding only
@@ -163,8 +181,10 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                         workers = 1
                     worker_threads = max(1, threads // workers)
                     torch.set_num_threads(threads)
-                encoder = load_encoder(spec, device, model_file)
+                encoder = open_encoder(spec, device, model_file, model, cache, log)
                 size = batch_size or spec.get("batch_size", 32)
+                if hasattr(encoder, "batch_size"):  # a served encoder batches its requests itself
+                    encoder.batch_size = size
                 decided = vector_settings(spec).get("batch_size", size)
                 if decided != size:  # the digest would name other vectors than these
                     raise ValueError(f"{label}: batch size {size}, but the spec's {decided} decides the "
@@ -175,12 +195,17 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                 loaded.update(encoder=encoder, batch_size=size, workers=workers, worker_threads=worker_threads,
                               settings={"origin": encoder.origin, "device": device,
                                         "precision": spec.get("precision", "fp32"), "batch_size": size,
-                                        "workers": workers, "threads_per_worker": worker_threads})
+                                        "workers": workers, "threads_per_worker": worker_threads,
+                                        # family mteb: the registry entry and each role's prompt;
+                                        # openai_embeddings: the endpoint
+                                        **(encoder.manifest_fields() if hasattr(encoder, "manifest_fields") else {})})
 
             def encode(texts, pool):
                 if not loaded:
                     load()
                 encoder = loaded["encoder"]
+                if hasattr(encoder, "encode_texts"):  # a served encoder: its own batching and concurrency
+                    return encoder.encode_texts(texts)
                 out = np.empty((len(texts), encoder.dim), np.float32)
                 embed_sorted(encoder, texts, out, loaded["batch_size"], log, label, pool)
                 return out
@@ -217,7 +242,8 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                 # how the vectors were made: this job's encoder, or (nothing encoded) the parent's
                 writer.manifest.update(loaded["settings"] if loaded else {
                     k: parent.manifest.get(k) for k in ("origin", "device", "precision", "batch_size", "workers",
-                                                        "threads_per_worker")})
+                                                        "threads_per_worker", "mteb", "endpoint")
+                    if k in parent.manifest})
             writer.manifest.update(encoded=done - reused, reused=reused,
                                    reused_from=str(Path(reuse).parent.name) if reuse else None)
             manifest = writer.close()
@@ -269,6 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("--reuse", help="the same partition of the parent corpus's store: its vectors are copied, not encoded")
     e.add_argument("--vocabulary-texts", nargs="*", default=[],
                    help="surface_form: every text file of the text set (its features number the columns)")
+    e.add_argument("--cache", help="openai_embeddings: the model's vector cache (.jsonl)")
     e.add_argument("--log")
     args = ap.parse_args(argv)
     log = setup_logging(args.log, "embed")
@@ -279,7 +306,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         embed_partition(args.model, json.loads(args.spec), args.scope, args.partition, args.partitions,
                         args.texts, args.out, args.threads, log, args.fitted, args.model_file, args.chunk_rows,
-                        args.batch_size, args.cpu_workers, args.reuse, args.vocabulary_texts)
+                        args.batch_size, args.cpu_workers, args.reuse, args.vocabulary_texts, args.cache)
 
 
 if __name__ == "__main__":

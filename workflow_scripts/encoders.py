@@ -31,6 +31,7 @@ BUNDLED_MODELS = {
 }
 # what each family's vectors are computed with: recorded in the store's manifest
 FAMILY_MODULES = {"sentence_transformers": ("torch", "transformers", "sentence_transformers"),
+                  "mteb": ("torch", "transformers", "sentence_transformers", "mteb"), "openai_embeddings": ("httpx",),
                   "transformers": ("torch", "transformers"), "tfidf": ("sklearn",), "hashing": ("sklearn",),
                   "fasttext": ("fasttext",), "word_vectors": ("gensim",), "precomputed": ("pyarrow",),
                   "surface_form": ("scipy", "nltk")}  # nltk: the treebank tokenizer
@@ -132,12 +133,8 @@ class TorchEncoder:
 class SentenceTransformerEncoder(TorchEncoder):
     def __init__(self, spec: dict, device: str):
         super().__init__(spec, device)
-        from sentence_transformers import SentenceTransformer
-        source, self.origin = resolve_model_source(spec)
-        # the precision asked for, whatever the checkpoint's dtype (transformers 5 loads a float16
-        # checkpoint as float16 unless told otherwise)
-        self.model = SentenceTransformer(source, device=device, revision=spec.get("revision"),
-                                         model_kwargs={"dtype": self.dtype})
+        self.model, self.origin = self._load(spec)
+        source = spec.get("path") or spec.get("name")
         if spec.get("max_length"):
             self.model.max_seq_length = spec["max_length"]
         self.model.eval()
@@ -145,6 +142,15 @@ class SentenceTransformerEncoder(TorchEncoder):
         self.dim = self.model.get_embedding_dimension()
         self.tokenizer = self.model.tokenizer
         self.prompt = self._prompt(spec.get("text_form") or {}, source)
+
+    def _load(self, spec: dict):
+        """(the SentenceTransformer, its origin): a path, a bundled package or the hub (or its cache)."""
+        from sentence_transformers import SentenceTransformer
+        source, origin = resolve_model_source(spec)
+        # the precision asked for, whatever the checkpoint's dtype (transformers 5 loads a float16
+        # checkpoint as float16 unless told otherwise)
+        return SentenceTransformer(source, device=self.device, revision=spec.get("revision"),
+                                   model_kwargs={"dtype": self.dtype}), origin
 
     def _prompt(self, form: dict, source: str) -> str | None:
         """The role's prompt (model_settings.role_spec): one of the model's own by name, or a

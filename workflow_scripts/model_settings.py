@@ -10,6 +10,10 @@ if it has one, becomes `text_form`; a role without one gets the entry unchanged,
 only for `query` changes only the query stores' spec (and so reruns only them). Roles do not fall
 back on each other: a role with no entry embeds the raw text.
 
+Family `mteb` takes each role's prompt from MTEB's registry when the job runs, so every role of
+such a model has a form of its own (`prompt_from: mteb`, or the literal `prompts` entry that
+overrides the registry's); its stores record the prompt MTEB chose (mteb_models.py).
+
 Local models: `local_model_files` lists the files that hold a local model (a folder's files, a
 GGUF, .vec or .bin file, precomputed vectors); `ModelDigests` digests them (sha256 over relative
 paths and contents), caching each file's sha256 by path, size and mtime in a JSON file so a large
@@ -35,6 +39,13 @@ def role_spec(spec: dict, role: str = "text") -> dict:
     resolved entry resolves to itself). A template that is just `{text}` is no template."""
     if role not in ROLES:
         raise ValueError(f"unknown text role {role!r}; expected one of {ROLES}")
+    if spec.get("family") == "mteb" and "text_form" not in spec:
+        # the registry decides each role's prompt, in the job (mteb is not imported while planning):
+        # every role gets a store of its own; a literal `prompts` entry overrides the registry's
+        out = {k: v for k, v in spec.items() if k not in ROLE_KEYS}
+        literal = (spec.get("prompts") or {}).get(role)
+        out["text_form"] = {"role": role, **({"prompt": literal} if literal is not None else {"prompt_from": "mteb"})}
+        return out
     if not any(k in spec for k in ROLE_KEYS):
         return spec
     out = {k: v for k, v in spec.items() if k not in ROLE_KEYS}

@@ -235,8 +235,13 @@ def model_origin(spec: dict, manifest: dict | None) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def text_forms(spec: dict) -> str:
-    """The template or prompt of each role (query, document, text), as the config gives them."""
+def text_forms(spec: dict, mteb_prompts: dict | None = None) -> str:
+    """The template or prompt of each role (query, document, text), as the config gives them; for
+    family mteb, the prompt each role's stores were made with (their manifests) and mteb's version."""
+    if spec["family"] == "mteb" and mteb_prompts:
+        forms = [f"{role}: {rec['prompt']!r} ({rec['source']}{', key ' + rec['key'] if rec.get('key') else ''})"
+                 if rec.get("prompt") else f"{role}: no prompt" for role, rec in sorted(mteb_prompts["roles"].items())]
+        return "; ".join(forms) + f"; mteb {mteb_prompts['version']}"
     forms = []
     for key, label in (("templates", "template"), ("prompt_name", "prompt"), ("prompts", "prompt")):
         for role, value in (spec.get(key) or {}).items():
@@ -289,9 +294,14 @@ def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, st
     """An RST fragment: models with their origin, generators and prompts, data sources with sha256,
     the seed, key package versions, and a warning naming stand-in models."""
     by_model: dict[str, dict] = {}
+    mteb_prompts: dict[str, dict] = {}  # family mteb: the prompt of each role, from its stores
     for path in manifests:
         m = read_json(path)
         by_model.setdefault(m["model"], m)
+        record = m.get("mteb") or {}
+        if record.get("prompt"):
+            entry = mteb_prompts.setdefault(m["model"], {"version": record.get("version"), "roles": {}})
+            entry["roles"][record["prompt"]["role"]] = record["prompt"]
     lines = []
     stand_ins = [m for m, s in models.items() if s["family"] == "hashing"]
     if stand_ins:
@@ -307,7 +317,8 @@ def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, st
         settings = ", ".join(f"{k} {spec[k]}" for k in ("precision", "preset", "dim", "store_dtype", "pooling",
                                                         "normalize") if k in spec)
         rows.append([name + (" (STAND-IN)" if spec["family"] == "hashing" else ""), spec["family"],
-                     model_origin(spec, man), settings, text_forms(spec), model_checksum(spec, man),
+                     model_origin(spec, man), settings, text_forms(spec, mteb_prompts.get(name)),
+                     model_checksum(spec, man),
                      (man or {}).get("device", "")])
     lines += ["**Models** (sha256: of a local model's files; a hub id is named by its revision)", ""] + rst_table(
         ["model", "family", "origin", "settings", "texts embedded as", "sha256", "device"], rows)

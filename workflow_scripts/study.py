@@ -224,6 +224,9 @@ class Study:
         digest = self.model_digest(model)
         if digest:
             spec["model_sha256"] = digest
+        if spec["family"] == "mteb":  # a new registry may prompt or pin otherwise: it reruns the model
+            from workflow_scripts.mteb_models import mteb_version
+            spec["mteb_version"] = mteb_version()
         return spec if scope is None else role_spec(spec, self.scope_role(scope))
 
     @staticmethod

@@ -15,6 +15,9 @@ import copy
 
 from workflow_scripts.common import TORCH_FAMILIES
 
+# a recipe's base loads by name or path (an MTEB registry entry does not name its weights' folder)
+TRAINABLE_FAMILIES = tuple(f for f in TORCH_FAMILIES if f != "mteb")
+
 DEFAULTS = {
     "pt": {"max_texts": None, "mask_rate": 0.15, "epochs": 1, "max_steps": None, "learning_rate": 5e-5,
            "batch_size": 16, "max_length": 128, "warmup_ratio": 0.0, "weight_decay": 0.01, "save_steps": 50},
@@ -113,9 +116,9 @@ def problems(config: dict) -> list[str]:
             out.append(f"config key `{key}`: a model of that name exists; a recipe names the model it makes, so use another name")
         if r["base"] not in known:
             out.append(f"config key `{key}.base`: no model or recipe named {r['base']!r}")
-        elif r["base"] in models and models[r["base"]]["family"] not in TORCH_FAMILIES:
+        elif r["base"] in models and models[r["base"]]["family"] not in TRAINABLE_FAMILIES:
             out.append(f"config key `{key}.base`: model {r['base']!r} is of family {models[r['base']]['family']!r}; expected one "
-                       f"of {', '.join(TORCH_FAMILIES)} (a trainable transformer)")
+                       f"of {', '.join(TRAINABLE_FAMILIES)} (a trainable transformer)")
         elif r["base"] in models and models[r["base"]].get("gguf_file"):
             out.append(f"config key `{key}.base`: model {r['base']!r} is a GGUF file; expected a trainable transformer")
         other = (r.get("merge") or {}).get("with")

@@ -1,0 +1,158 @@
+"""Family openai_embeddings (embedding_api.py) against a real HTTP server on 127.0.0.1
+(embeddings_server.py): the vectors, batching by a token budget, retries, the cache that a rerun and
+a resumed job read, a wrong dimension refused, and the key kept out of files and messages."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embeddings_server import EmbeddingsServer, toy_vector
+from workflow_scripts.embed import embed_partition
+from workflow_scripts.embedding_api import OpenAIEmbeddingsEncoder, estimated_tokens, token_batches
+from workflow_scripts.endpoints import EndpointError
+from workflow_scripts.vector_store import VectorStore
+from test_embed import write_texts
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXTS = ["The ferry left at noon.", "A cat sat on the mat.", "Nobody answered the phone.", "Rain fell all night.",
+         "The shop is closed on Sundays.", "She did not take the train."]
+KEY = "sk-test-0123456789abcdef"
+
+
+def spec(server, **extra) -> dict:
+    return {"family": "openai_embeddings", "base_url": server.base_url, "model": "toy-embed", "backoff_s": 0.0,
+            **extra}
+
+
+@pytest.fixture
+def server():
+    with EmbeddingsServer(dim=8) as s:
+        yield s
+
+
+def test_vectors_are_the_servers_for_the_text_as_sent_and_the_store_holds_them(server, tmp_path, log):
+    files = [write_texts(tmp_path / "t.parquet", TEXTS + TEXTS[:2])]  # repeats: embedded once
+    entry = spec(server, templates={"query": "query: {text}"})
+    store_dir = tmp_path / "store"
+    manifest = embed_partition("served", entry, "retrieval.tiny.query", 0, 1, files, str(store_dir), 1, log,
+                               cache=str(tmp_path / "cache.jsonl"))
+    store = VectorStore([str(store_dir)])
+    from workflow_scripts.common import text_key
+    got, _ = store.lookup(np.array([text_key(t) for t in TEXTS], dtype=np.uint64))
+    want = np.array([toy_vector(f"query: {t}", 8) for t in TEXTS], dtype=np.float32)
+    np.testing.assert_array_equal(got, want)  # the template applied, each vector in its text's row
+    assert manifest["dim"] == 8 and manifest["text_form"] == {"role": "query", "template": "query: {text}"}
+    assert manifest["endpoint"]["model"] == "toy-embed" and manifest["origin"].startswith("endpoint http://127.0.0.1")
+    # each text sent once (plus the one probe that learns the dimension)
+    assert sorted(server.texts_received()) == sorted(["dimension"] + [f"query: {t}" for t in TEXTS])
+
+
+def test_token_budget_batches():
+    texts = ["a" * 40, "b" * 40, "c" * 40, "d" * 400, "e"]  # 11, 11, 11, 101, 1 estimated tokens
+    assert [estimated_tokens(t) for t in texts] == [11, 11, 11, 101, 1]
+    assert token_batches(texts, batch_tokens=25, batch_size=10) == [[0, 1], [2], [3], [4]]  # the long one alone
+    assert token_batches(texts, batch_tokens=1000, batch_size=2) == [[0, 1], [2, 3], [4]]
+
+
+def test_requests_follow_the_token_budget_and_concurrency_bound(server, tmp_path):
+    enc = OpenAIEmbeddingsEncoder(spec(server, dimensions=8, batch_tokens=16, concurrency=2), "served",
+                                  cache_path=str(tmp_path / "c.jsonl"))
+    out = enc.encode_texts(TEXTS)
+    np.testing.assert_array_equal(out, np.array([toy_vector(t, 8) for t in TEXTS], np.float32))
+    assert all(sum(estimated_tokens(t) for t in batch) <= 16 or len(batch) == 1 for batch in server.received)
+    assert len(server.received) >= 3 and sorted(server.texts_received()) == sorted(TEXTS)
+
+
+def test_429_and_5xx_are_retried_then_succeed(server, tmp_path, log):
+    server.script = ["429", "503", "500"]
+    enc = OpenAIEmbeddingsEncoder(spec(server, dimensions=8, concurrency=1, retries=3), "served", log,
+                                  str(tmp_path / "c.jsonl"))
+    out = enc.encode_texts(TEXTS[:3])
+    np.testing.assert_array_equal(out, np.array([toy_vector(t, 8) for t in TEXTS[:3]], np.float32))
+    assert len(server.received) == 4 and enc.api.stats["retried"] == 3
+
+
+def test_retries_spent_name_the_endpoint_and_keep_the_key_out(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("EMB_KEY", KEY)
+    server.script = ["500"] * 3
+    enc = OpenAIEmbeddingsEncoder(spec(server, dimensions=8, retries=2, api_key_env="EMB_KEY"), "served",
+                                  cache_path=str(tmp_path / "c.jsonl"))
+    with pytest.raises(EndpointError) as err:
+        enc.encode_texts(["x"])
+    assert f"{server.base_url}/embeddings" in str(err.value) and "3 attempt(s)" in str(err.value)
+    assert server.auth[-1] == f"Bearer {KEY}" and KEY not in str(err.value)
+    assert KEY not in json.dumps(enc.manifest_fields())
+
+
+def test_a_wrong_dimension_is_refused_naming_the_endpoint(server, tmp_path):
+    server.script = [("dim", 5)]
+    enc = OpenAIEmbeddingsEncoder(spec(server, dimensions=8), "served", cache_path=str(tmp_path / "c.jsonl"))
+    with pytest.raises(EndpointError, match=r"model 'served': POST http://127\.0\.0\.1:\d+/v1/embeddings answered "
+                                            r"vectors of 5 dimensions; the config says dimensions 8"):
+        enc.encode_texts(TEXTS[:2])
+    assert not (tmp_path / "c.jsonl").exists()  # nothing of the wrong size is cached
+
+
+def test_a_rerun_and_a_new_probe_send_only_new_texts(server, tmp_path):
+    cache = str(tmp_path / "c.jsonl")
+    first = OpenAIEmbeddingsEncoder(spec(server, dimensions=8), "served", cache_path=cache).encode_texts(TEXTS[:4])
+    assert len(server.texts_received()) == 4
+    again = OpenAIEmbeddingsEncoder(spec(server, dimensions=8), "served", cache_path=cache)
+    np.testing.assert_array_equal(again.encode_texts(TEXTS[:4]), first)
+    assert len(server.texts_received()) == 4  # nothing sent
+    again.encode_texts(TEXTS)  # a new probe sharing four texts
+    assert server.texts_received()[4:] == TEXTS[4:]
+    # another endpoint identity (or model, or dimensions) is another cache entry
+    OpenAIEmbeddingsEncoder(spec(server, dimensions=8, cache_tag="elsewhere"), "served", cache_path=cache) \
+        .encode_texts(TEXTS[:1])
+    assert server.texts_received()[-1] == TEXTS[0]
+
+
+KILLED_JOB = """
+import sys
+from workflow_scripts.embedding_api import OpenAIEmbeddingsEncoder
+spec = {"family": "openai_embeddings", "base_url": sys.argv[1], "model": "toy-embed", "dimensions": 8,
+        "concurrency": 1, "batch_size": 2, "timeout_s": 60}
+OpenAIEmbeddingsEncoder(spec, "served", cache_path=sys.argv[2]).encode_texts(sys.argv[3:])
+"""
+
+
+def test_a_job_killed_mid_run_resumes_sending_only_unanswered_batches(server, tmp_path):
+    cache = tmp_path / "c.jsonl"
+    server.script = [("dim", 8), ("dim", 8), "hang"]  # two batches of two answered, the third never
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_JOB, server.base_url, str(cache), *TEXTS], env=env,
+                            start_new_session=True)
+    try:
+        assert server.hanging.wait(60), "the third request never came"
+        time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert len(server.answered) == 4
+    lines = cache.read_text().splitlines()
+    assert len(lines) == 4  # the two answered batches, kept as they came
+    server.received.clear()
+    enc = OpenAIEmbeddingsEncoder({**spec(server, dimensions=8), "batch_size": 2}, "served", cache_path=str(cache))
+    out = enc.encode_texts(TEXTS)
+    assert server.texts_received() == TEXTS[4:]  # only the batches never answered
+    np.testing.assert_array_equal(out, np.array([toy_vector(t, 8) for t in TEXTS], np.float32))
+
+
+def test_schema_and_config_checks(server, monkeypatch):
+    from workflow_scripts.config import _served_model_problems
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    problems = _served_model_problems("served", spec(server, api_key_env="NO_SUCH_KEY_VAR"))
+    assert problems and "NO_SUCH_KEY_VAR" in problems[0] and "models.served.api_key_env" in problems[0]
+    monkeypatch.setenv("NO_SUCH_KEY_VAR", KEY)
+    assert _served_model_problems("served", spec(server, api_key_env="NO_SUCH_KEY_VAR")) == []
