@@ -54,6 +54,7 @@ import pyarrow.parquet as pq
 from workflow_scripts.bootstrap import (bootstrap_interval, interval_method, jackknife_weights, paired_rng,
                                         percentile_interval, replicate_rows, resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging, write_json
+from workflow_scripts.csc.probe import PROBE
 from workflow_scripts.density import (PAPER_GRID_STEP, Moments, Window, bandwidth, exact_density, make_grid,
                                       normalise, overlap, undefined_reason)
 from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN, surface_form_tokenizer
@@ -265,7 +266,6 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
                for c in conditions}
     # the overlap's curves are also drawn for the jackknife rows behind a BCa interval (appended
     # after the B replicates): the same groups for every model, so they are paired too
-    from workflow_scripts.csc.probe import PROBE
     bca = {c: bootstrap_b > 0 and interval_method(PROBE.intervals, f"{c}/overlap") == "bca" for c in conditions}
     jack = jackknife_weights(groups.count)
     curve_weights = {c: np.vstack([weights[c], jack]) if bca[c] else weights[c] for c in conditions}
