@@ -5,7 +5,8 @@
 #                                            a headline figure, Holm; exploratory: the rest, BH q),
 #                                            the better model; a share of right/wrong items with
 #                                            per-item files (ProbePlan.outcome_entries: triplets'
-#                                            accuracy) is tested by McNemar's exact test
+#                                            accuracy, retrieval's accuracy@k) is tested by McNemar's
+#                                            exact test
 # The pairs come from the config's `compare.against` (default: every model against the surface-form
 # baselines and against the first listed model). Code: workflow_scripts/compare.py, differences.py.
 COMPARED = {
@@ -18,7 +19,7 @@ COMPARED = {
 rule probe_differences:
     input:
         replicates=lambda wc: COMPARED[wc.probe].replicate_files(),
-        # per-item right/wrong files of the shares (triplets' accuracy): McNemar's exact test
+        # per-item right/wrong files of the shares (triplets' accuracy, retrieval's hits): McNemar's exact test
         outcomes=lambda wc: COMPARED[wc.probe].outcome_files(),
     output:
         f"{R}/tables/{{probe}}_differences.csv",

@@ -155,6 +155,8 @@ rule retrieval_metrics:
         summary=f"{R}/retrieval/{{dataset}}/{{model}}/summary.parquet",
         # the paired bootstrap replicates of the full-data accuracy and NDCG (differences tables)
         replicates=f"{R}/retrieval/{{dataset}}/{{model}}/replicates.parquet",
+        # each question's hit at every k: McNemar's exact test of two models' accuracies
+        outcomes=f"{R}/retrieval/{{dataset}}/{{model}}/outcomes.parquet",
     log:
         log_path("retrieval_metrics", "{dataset}", "{model}"),
     benchmark:
@@ -173,7 +175,7 @@ rule retrieval_metrics:
         " --search-summary {input.search:q} --transform-topk {input.transform_topk:q} --dataset {wildcards.dataset:q}"
         " --model {wildcards.model:q} --settings {params.settings:q} --seed {params.seed:q} --metrics {output.metrics:q}"
         " --thresholds {output.thresholds:q} --summary {output.summary:q} --replicates {output.replicates:q}"
-        " > {log:q} 2>&1"
+        " --outcomes {output.outcomes:q} > {log:q} 2>&1"
 
 
 rule retrieval_aggregate:

@@ -451,3 +451,24 @@ def test_the_b_mark_follows_mcnemar_and_tables_without_it_still_combine(tmp_path
     assert not_better_than_baseline(rows, both, models) == set()
     bootstrap_only = read_differences([str(tmp_path / "b.csv")])
     assert not_better_than_baseline(rows, bootstrap_only, models) == {("a", "triplets_fixed")}
+
+
+def test_23_of_23_against_0_of_23_is_better_on_the_first_screen(tmp_path, binary_items):
+    """Issue 32's case: a model right on all 23 fixed-point-reorder triplets, the word-overlap
+    baseline on none. McNemar: b = 23, c = 0, p = 2 x 2^-23 = 2^-22 (the bootstrap has no spread and
+    gives none); Holm over the family of 4 keeps it far below 0.05, and the first screen's verdict
+    is `better` (it was `no difference`, mark B, with the bootstrap's undefined p)."""
+    from workflow_scripts import report_overview as O
+    replicates, outcomes = binary_items
+    models = {"a": ST, "bow": BOW, "c": ST}
+    out = tmp_path / "triplets_differences.csv"
+    compare.build("triplets", [replicates], models, {}, str(out), outcomes=outcomes)
+    diffs = O.read_differences([str(out)])
+    fixed = diffs.filter((pl.col("dataset") == "fixed") & (pl.col("model_a") == "a")).row(0, named=True)
+    assert fixed["p_value"] == pytest.approx(2.0 ** -22, rel=1e-12)
+    cell = {"model": "a", "column": "triplets_fixed", "label": "triplets fixed accuracy", "value": 1.0,
+            "ci_low": 0.85, "ci_high": 1.0, "n": 23, "unit": "triplets", "probe": "triplets", "dataset": "fixed",
+            "statistic": "accuracy", "lower_is_better": False, "bounds": [0.0, 1.0]}
+    verdicts = O.baseline_verdicts([cell, {**cell, "model": "bow", "value": 0.0}], diffs, models)
+    assert verdicts[("a", "triplets_fixed")]["verdict"] == "better"
+    assert verdicts[("bow", "triplets_fixed")]["verdict"] == "no verdict"

@@ -194,8 +194,9 @@ def test_each_replicate_is_the_overlap_of_its_resample(tmp_path, log, monkeypatc
     neg = {i: list(rng.normal(0.8, 0.05, 3)) for i in range(1, 31)}
     path = write_sims(tmp_path / "s.parquet", fuzz, neg)
     seen = []
-    real = csc.percentile_interval
-    monkeypatch.setattr(csc, "percentile_interval", lambda reps: seen.append(reps.copy()) or real(reps))
+    real = csc.bootstrap_interval
+    monkeypatch.setattr(csc, "bootstrap_interval", lambda method, reps, *more: seen.append(reps.copy()) or
+                        real(method, reps, *more))
     analyse(path, "c", "m", log, exact_max_n=5, bootstrap_b=3, seed=11)  # 5: point estimate binned too
     # the paired stream (issue 26): config seed, probe, corpus, statistic -- no model
     weights = csc.resample_counts(csc.paired_rng(11, "csc", "c", "negation/overlap"), 3, 30)
@@ -412,3 +413,29 @@ def test_n_counts_the_sentences_the_bootstrap_resamples_not_their_variants(tmp_p
     assert fewer["n_units"] == 2
     (grouped,), _, _ = analyse(path, "c", "m", log, bootstrap_b=20, bootstrap_groups=2)
     assert (grouped["unit"], grouped["n_units"]) == ("sentence groups", 2)  # ids 1, 2, 3 mod 2
+
+
+def test_overlap_interval_is_bca_with_a_grouped_jackknife_over_the_sentences(tmp_path, log, monkeypatch):
+    """The KDE overlap is biased, so its interval is BCa (csc/probe.py declares it): the jackknife
+    leaves out each of 20 blocks of sentences (sentence g in block g % 20) and recomputes the
+    overlap, checked here against the overlap of the remaining sentences' similarities; the bias
+    correction's reference is the replicates' (binned) estimator on the full sample."""
+    import workflow_scripts.csc.curves as csc
+    from workflow_scripts.bootstrap import bca_interval
+    rng = np.random.default_rng(12)
+    fuzz = {i: list(rng.normal(0.9, 0.03, 3)) for i in range(1, 31)}
+    neg = {i: list(rng.normal(0.8, 0.05, 3)) for i in range(1, 31)}
+    calls = []
+    real = csc.bootstrap_interval
+    monkeypatch.setattr(csc, "bootstrap_interval", lambda *a: calls.append(a) or real(*a))
+    (row,), _, _ = analyse(write_sims(tmp_path / "s.parquet", fuzz, neg), "c", "m", log, bootstrap_b=60, seed=4)
+    method, reps, estimate, jack = calls[0]
+    assert method == "bca" and row["interval_method"] == "bca" and len(reps) == 60 and len(jack) == 20
+    ids = sorted(fuzz)
+    for j in (0, 7, 19):
+        kept = [i for g, i in enumerate(ids) if g % 20 != j]
+        explicit = overlap(normalise(exact_density(np.concatenate([fuzz[i] for i in kept]))),
+                           normalise(exact_density(np.concatenate([neg[i] for i in kept]))))
+        assert jack[j] == pytest.approx(explicit, abs=2e-5)
+    assert estimate == pytest.approx(row["overlap"], abs=2e-5)  # binned vs scipy's exact KDE
+    assert (row["overlap_ci_low"], row["overlap_ci_high"]) == pytest.approx(bca_interval(reps, estimate, jack)[:2])

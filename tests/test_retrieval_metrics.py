@@ -341,3 +341,41 @@ def test_a_full_data_accuracy_of_1_gets_the_exact_interval():
     for r in summary.iter_rows(named=True):
         assert r["accuracy_full"] == 0.75 and r["accuracy_full_ci_method"] == "percentile"
         assert r["accuracy_full_ci_low"] < 0.75 < r["accuracy_full_ci_high"]
+
+
+def test_each_questions_hit_is_written_for_mcnemar_and_compare_reads_one_k_of_it(tmp_path):
+    """The outcomes behind accuracy@k (issue 32): per question and k, a hit or not, by hand from the
+    ranks; the differences table reads the entry's k from the one file and tests two models by
+    McNemar: at k = 1, model m hits a and e, model w only b: b = 2, c = 1, p = 1."""
+    from workflow_scripts import compare
+    topk, sims = frames({"a": [1], "b": [2], "c": [3], "d": [], "e": [1, 3]}, relevant={"e": 2})
+    outcomes: list = []
+    M.evaluate(topk, sims, "s", "m", {**SETTINGS, "draws": {"count": 5, "size": 3, "replace": False}}, 1,
+               outcomes_out=outcomes)
+    (frame,) = outcomes
+    at = {k: frame.filter(pl.col("statistic") == f"accuracy@{k}").sort("id") for k in (1, 2, 3, 5)}
+    assert at[1]["id"].to_list() == ["a", "b", "c", "d", "e"]
+    assert at[1]["correct"].to_list() == [True, False, False, False, True]
+    assert at[3]["correct"].to_list() == [True, True, True, False, True]
+    frame.write_parquet(tmp_path / "m.parquet")
+    frame.with_columns(pl.col("id").is_in(["b"]).alias("correct")).write_parquet(tmp_path / "w.parquet")
+    read = compare.read_outcomes([{"dataset": "s", "statistic": "accuracy@1", "model": m, "path": str(tmp_path / f"{m}.parquet")}
+                                  for m in ("m", "w")])
+    row = compare.mcnemar_row(read[("s", "accuracy@1", "m")], read[("s", "accuracy@1", "w")])
+    assert (row["discordant_b"], row["discordant_c"], row["p_value"]) == (2, 1, 1.0)
+    assert read[("s", "accuracy@1", "m")].columns == ["id", "correct"]
+
+
+def test_the_retrieval_plan_hands_every_ks_outcomes_from_one_file_per_model():
+    from workflow_scripts.retrieval.plan import RetrievalPlan
+
+    class Pair:
+        def __init__(self, dataset, model):
+            self.dataset, self.model = dataset, model
+    plan = RetrievalPlan.__new__(RetrievalPlan)
+    plan.R, plan.config = "res", {"retrieval": {"k": {"min": 1, "max": 3, "step": 2}}}
+    plan.pairs = [Pair("q", "a"), Pair("q", "bow")]
+    entries = plan.outcome_entries()
+    assert [(e["statistic"], e["model"]) for e in entries] == [("accuracy@1", "a"), ("accuracy@3", "a"),
+                                                               ("accuracy@1", "bow"), ("accuracy@3", "bow")]
+    assert plan.outcome_files() == ["res/retrieval/q/a/outcomes.parquet", "res/retrieval/q/bow/outcomes.parquet"]

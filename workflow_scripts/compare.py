@@ -100,13 +100,19 @@ def read_replicates(paths: list[str]) -> pl.DataFrame:
 
 def read_outcomes(entries: list[dict]) -> dict[tuple[str, str, str], pl.DataFrame]:
     """(dataset, statistic, model) -> the items' `id` and `correct` (null: no verdict), from the
-    outcome entries {dataset, statistic, model, path} (ProbePlan.outcome_entries)."""
-    out = {}
+    outcome entries {dataset, statistic, model, path} (ProbePlan.outcome_entries). A file with a
+    `statistic` column holds several statistics (retrieval: every k): the entry's rows of it."""
+    out, files = {}, {}
     for e in entries:
         key = (e["dataset"], e["statistic"], e["model"])
         if key in out:
             raise ValueError(f"two outcome files for {key}: {e['path']}")
-        out[key] = pl.read_parquet(e["path"], columns=["id", "correct"])
+        if e["path"] not in files:
+            files[e["path"]] = pl.read_parquet(e["path"])
+        frame = files[e["path"]]
+        if "statistic" in frame.columns:
+            frame = frame.filter(pl.col("statistic") == e["statistic"])
+        out[key] = frame.select("id", "correct")
     return out
 
 

@@ -101,6 +101,10 @@ class Probe:
     # the differences table's `better`: (fnmatch pattern of a statistic, "higher" | "lower"), first
     # match wins; a statistic no pattern matches has no direction (e.g. a mean cosine)
     directions: tuple = ()
+    # the interval method per statistic of its replicates (bootstrap.interval_method): (fnmatch
+    # pattern, "percentile" | "bca"), first match wins; "percentile" where none matches. BCa where
+    # the estimator is biased (a KDE overlap), its jackknife over the probe's resampling units
+    intervals: tuple = ()
 
     @property
     def schema_path(self) -> Path:

@@ -354,5 +354,6 @@ class ProbePlan:
         return []
 
     def outcome_files(self) -> list[str]:
-        """Input function of the differences table: the files of `outcome_entries`."""
-        return [e["path"] for e in self.outcome_entries()]
+        """Input function of the differences table: the files of `outcome_entries` (a file that
+        holds several statistics, e.g. retrieval's every k, once)."""
+        return list(dict.fromkeys(e["path"] for e in self.outcome_entries()))

@@ -19,8 +19,14 @@ together), B times, seeded by the config seed and (corpus, model, condition). At
 originals are hashed into at most `bootstrap_groups` groups and the groups are resampled: every
 statistic here is a function of per-group histograms and moments, so one pass builds them and each
 replicate is a weighted sum of groups (with as many groups as sentences this is the plain
-bootstrap). Each replicate recomputes its bandwidths, densities and overlap; the 95% percentile
-interval of the replicate overlaps is reported.
+bootstrap). Each replicate recomputes its bandwidths, densities and overlap. The KDE overlap is a
+biased estimator (its replicates do not centre on it), so its 95% interval is BCa (the probe declares
+it: csc/probe.py `intervals`; bootstrap.bca_interval): bias-corrected by the share of replicates below
+the overlap, accelerated by a grouped jackknife over the same units -- JACKKNIFE_BLOCKS (20) blocks of
+sentences (groups), each left out in turn, 20 more overlaps per condition rather than one per
+sentence. The bias correction compares the replicates with the overlap of the same (binned)
+estimator on the full sample. Where BCa is undefined (every replicate on one side) the percentile
+interval stands in; `interval_method` says which a row has. Gap and AUC keep percentile intervals.
 
 Direction (issue 32): the overlap is unsigned, so a model whose negated variants stay *closer* to the
 original than the fuzzed ones can separate the curves as well as one that pushes the negations
@@ -45,8 +51,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from workflow_scripts.bootstrap import paired_rng, percentile_interval, replicate_rows, resample_counts, write_replicates
+from workflow_scripts.bootstrap import (bootstrap_interval, interval_method, jackknife_weights, paired_rng,
+                                        percentile_interval, replicate_rows, resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging, write_json
+from workflow_scripts.csc.probe import PROBE
 from workflow_scripts.density import (PAPER_GRID_STEP, Moments, Window, bandwidth, exact_density, make_grid,
                                       normalise, overlap, undefined_reason)
 from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN, surface_form_tokenizer
@@ -256,7 +264,12 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
     # draws the same sentences for every model scored on this corpus
     weights = {c: resample_counts(paired_rng(seed, "csc", corpus, f"{c}/overlap"), bootstrap_b, groups.count)
                for c in conditions}
-    plan = _curve_plan(moments, weights, conditions, grid_step)
+    # the overlap's curves are also drawn for the jackknife rows behind a BCa interval (appended
+    # after the B replicates): the same groups for every model, so they are paired too
+    bca = {c: bootstrap_b > 0 and interval_method(PROBE.intervals, f"{c}/overlap") == "bca" for c in conditions}
+    jack = jackknife_weights(groups.count)
+    curve_weights = {c: np.vstack([weights[c], jack]) if bca[c] else weights[c] for c in conditions}
+    plan = _curve_plan(moments, curve_weights, conditions, grid_step)
     windows = {k: Window.covering(grid_step, low[k], high[k], e["bw_min"], e["bw_max"])
                for k, e in plan.items() if e["bw_min"] is not None}
     widest = max((w.nodes for w in windows.values()), default=1)
@@ -270,7 +283,7 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
     # pass 2: per-group histograms on each kind's fine grid, for binned curves and the replicates
     binned_kinds = [k for k in windows if bootstrap_b > 0 or raw[k] is None]
     totals = {k: np.zeros(windows[k].nodes) for k in binned_kinds}
-    replicate_hists = {(k, c): np.zeros((bootstrap_b, windows[k].nodes)) for c in conditions
+    replicate_hists = {(k, c): np.zeros((len(curve_weights[c]), windows[k].nodes)) for c in conditions
                        for k in ("fuzz", c) if k in binned_kinds and bootstrap_b}
     buffers = {k: np.empty((min(block, groups.count), windows[k].nodes)) for k in binned_kinds}  # reused per block
     for start in range(0, groups.count if binned_kinds else 0, block):
@@ -289,7 +302,7 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
         for k in binned_kinds:
             totals[k] += hists[k].sum(axis=0)
         for (k, c), rep in replicate_hists.items():
-            rep += weights[c][:, start:stop] @ hists[k]
+            rep += curve_weights[c][:, start:stop] @ hists[k]
 
     curves, methods = {}, {}
     for k in KINDS:
@@ -307,16 +320,26 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
         notes = [f"{'fuzzed' if k == 'fuzz' else 'negated'}: {plan[k]['reason']}"
                  for k in ("fuzz", cond) if plan[k]["reason"]]
         value = float("nan") if notes else overlap(curves["fuzz"], curves[cond])
-        replicate_overlaps = np.full(bootstrap_b, np.nan)
+        curve_overlaps = np.full(len(curve_weights[cond]), np.nan)
+        binned_value = float("nan")  # the replicates' estimator on the full sample: BCa's reference
         if not notes and bootstrap_b:
             fz, ng = plan["fuzz"]["replicates"][cond], plan[cond]["replicates"][cond]
             hf, hn = replicate_hists[("fuzz", cond)], replicate_hists[(cond, cond)]
-            for b in range(bootstrap_b):
+            for b in range(len(curve_overlaps)):
                 if fz["ok"][b] and ng["ok"][b]:
                     f = normalise(windows["fuzz"].density(hf[b], fz["n"][b], fz["bw"][b], points))
                     g = normalise(windows[cond].density(hn[b], ng["n"][b], ng["bw"][b], points))
-                    replicate_overlaps[b] = overlap(f, g)
-        ci_low, ci_high, valid = percentile_interval(replicate_overlaps) if bootstrap_b else (np.nan, np.nan, 0)
+                    curve_overlaps[b] = overlap(f, g)
+            if bca[cond]:
+                binned_value = overlap(
+                    normalise(windows["fuzz"].density(totals["fuzz"], plan["fuzz"]["n"], plan["fuzz"]["bw"], points)),
+                    normalise(windows[cond].density(totals[cond], plan[cond]["n"], plan[cond]["bw"], points)))
+        replicate_overlaps, jack_overlaps = curve_overlaps[:bootstrap_b], curve_overlaps[bootstrap_b:]
+        if bootstrap_b:
+            ci_low, ci_high, valid, ci_method = bootstrap_interval(
+                "bca" if bca[cond] else "percentile", replicate_overlaps, binned_value, jack_overlaps)
+        else:
+            ci_low, ci_high, valid, ci_method = np.nan, np.nan, 0, None
         # the sign of the separation: the gap from the group moments, the AUC from the held
         # similarities or the fine-grid histograms; both over the overlap's resamples (paired)
         _, mean_fuzz, _ = moments["fuzz"].total()
@@ -337,8 +360,8 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
         elif defined and "fuzz" in binned_kinds and cond in binned_kinds:
             auc = float(_binned_auc(windows["fuzz"], totals["fuzz"], windows[cond], totals[cond])[0])
             if bootstrap_b:
-                replicate_aucs = _binned_auc(windows["fuzz"], replicate_hists[("fuzz", cond)], windows[cond],
-                                             replicate_hists[(cond, cond)])
+                replicate_aucs = _binned_auc(windows["fuzz"], replicate_hists[("fuzz", cond)][:bootstrap_b],
+                                             windows[cond], replicate_hists[(cond, cond)][:bootstrap_b])
             auc_methods[cond] = "binned"
         auc_note = ("auc undefined: above exact_kde_max_n it is read from the curves' histograms, and a curve is "
                     "undefined" if defined and auc_methods[cond] == "undefined" else "")
@@ -358,6 +381,8 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
                      "n_units": min(units["fuzz"], units[cond]), "unit": unit,
                      "kde": "+".join(sorted({methods["fuzz"], methods[cond]})),
                      "overlap_ci_low": ci_low, "overlap_ci_high": ci_high,
+                     # the overlap interval's method: bca, or percentile where BCa is undefined
+                     "interval_method": ci_method if np.isfinite(ci_low) else None,
                      "mean_fuzzed": mean_fuzz if defined else float("nan"),
                      "mean_negated": mean_neg if defined else float("nan"),
                      "gap": gap, "gap_ci_low": gap_low, "gap_ci_high": gap_high,
@@ -374,7 +399,10 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
                "fine_grids": {k: {"lo": w.lo, "hi": w.hi, "refine": w.refine} for k, w in windows.items()},
                "bootstrap": {"replicates": bootstrap_b, "seed": seed, "groups": groups.count,
                              "unit": "sentence" if groups.per_sentence and groups.count == groups.base
-                             else "hashed group of sentences", "level": 0.95, "method": "percentile"}}
+                             else "hashed group of sentences", "level": 0.95,
+                             "method": {"overlap": "bca" if any(bca.values()) else "percentile", "gap": "percentile",
+                                        "auc": "percentile"},
+                             "jackknife_blocks": len(jack) if any(bca.values()) else 0}}
     return rows, {"grid": grid, **curves}, details
 
 
@@ -493,7 +521,7 @@ def plot(curves_path: str, summary_path: str, out_png: str, out_svg: str) -> Non
 OVERLAP_SCHEMA = {"corpus": pl.String, "model": pl.String, "condition": pl.String, "overlap": pl.Float64,
                   "n_fuzzed": pl.Int64, "n_negated": pl.Int64, "n_dropped": pl.Int64,
                   "n_units": pl.Int64, "unit": pl.String, "kde": pl.String,
-                  "overlap_ci_low": pl.Float64, "overlap_ci_high": pl.Float64,
+                  "overlap_ci_low": pl.Float64, "overlap_ci_high": pl.Float64, "interval_method": pl.String,
                   "mean_fuzzed": pl.Float64, "mean_negated": pl.Float64,
                   "gap": pl.Float64, "gap_ci_low": pl.Float64, "gap_ci_high": pl.Float64,
                   "auc": pl.Float64, "auc_ci_low": pl.Float64, "auc_ci_high": pl.Float64,

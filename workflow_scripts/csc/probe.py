@@ -75,4 +75,8 @@ PROBE = Probe(
                        statistics=("*/overlap",)),),  # gap and AUC: exploratory rows, not verdicts
     # gap = mean fuzzed - mean negated similarity, auc = P(fuzzed > negated): higher separates more
     directions=(("*/overlap", "lower"), ("*/gap", "higher"), ("*/auc", "higher")),
+    # the KDE overlap is biased (its resamples sit off the estimate): BCa, with a grouped jackknife
+    # over the resampled sentences (groups); the gap (a difference of means) and the AUC (a
+    # U statistic) are unbiased: percentile
+    intervals=(("*/overlap", "bca"),),
 )

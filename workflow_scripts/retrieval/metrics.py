@@ -18,7 +18,10 @@ similarities C (query, each relevant document) and R (query, random documents) i
   of a model gets identical intervals, and replicate r of the full-data bootstrap draws the same
   questions for every model. The metrics job writes those replicates (accuracy@k, ndcg@k, also
   after each transformation) to replicates.parquet (bootstrap.write_replicates): the paired
-  comparisons use the full-data figures, since the draws without replacement are no bootstrap.
+  comparisons use the full-data figures, since the draws without replacement are no bootstrap. It
+  also writes each question's hit at every k (outcomes.parquet: id, statistic `accuracy@k`,
+  correct), so that two models' accuracies are compared by McNemar's exact test on the questions
+  (compare.py; the questions are the independent units, resampled one by one).
 - **Top-k accuracy**: a query is a hit when one of its relevant documents ranks <= k. Ranks come
   from the whole sentence set, judged by the query's own qrels: a copy of the right sentence under
   another id is not the right sentence (the reference's row-index scoring made it a miss whenever
@@ -46,7 +49,7 @@ similarities C (query, each relevant document) and R (query, random documents) i
 CLI:
   python -m workflow_scripts.retrieval.metrics metrics --topk P --similarities P --search-summary P
       [--transform-topk P] --dataset NAME --model M --settings JSON --seed N
-      --metrics OUT --thresholds OUT --summary OUT [--replicates OUT] [--log L]
+      --metrics OUT --thresholds OUT --summary OUT [--replicates OUT] [--outcomes OUT] [--log L]
   python -m workflow_scripts.retrieval.metrics aggregate --entries JSON --settings JSON --seed N
       --accuracy OUT.csv --isotropy OUT.csv --correlations OUT.csv --tables-dir DIR --plots-dir DIR
 """
@@ -265,12 +268,14 @@ def exact_at_the_bounds(hits: np.ndarray, full: list[tuple[float, float, float]]
 
 def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model: str, settings: dict, seed: int,
              transform_topk: pl.DataFrame | None = None, log=None,
-             replicates_out: list | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+             replicates_out: list | None = None,
+             outcomes_out: list | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(metrics per transform, k and draw; threshold candidates; one summary row per transform and k).
     `replicates_out`: a list that receives the classic bootstrap replicates of the full-data
     accuracy and NDCG at every k (statistics `accuracy@k`, `ndcg@k`, and `<transform>/accuracy@k`
     ... after a transformation; bootstrap.replicate_rows): the same question resamples for every
-    model of the set, so two models' replicates can be subtracted."""
+    model of the set, so two models' replicates can be subtracted. `outcomes_out`: a list that
+    receives the per-question hits (question_outcomes)."""
     ks = list(settings["ks"])
     top_k = settings["top_k"]
     if max(ks) > top_k:
@@ -289,6 +294,8 @@ def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model
                        ["similarity"].to_numpy())
     threshold_rows, chosen = choose_threshold(j, ks, idx, tidx, th)
     hit, ndcg = hits_and_ndcg(j, ks)
+    if outcomes_out is not None:
+        outcomes_out.append(question_outcomes(j.query_ids, hit, ks))
     kept: list = []
     full_acc, full_ndcg = full_data(hit, counts, kept), full_data(ndcg, counts, kept)
     parts = full_data_replicates(dataset, model, "", ks, full_acc, full_ndcg, kept)
@@ -382,6 +389,19 @@ SUMMARY_SCHEMA = {"set": pl.String, "model": pl.String, "transform": pl.String, 
                   "ndcg_form": pl.String}
 
 
+OUTCOME_SCHEMA = {"id": pl.String, "statistic": pl.String, "correct": pl.Boolean}
+
+
+def question_outcomes(query_ids: list, hit: np.ndarray, ks: list[int]) -> pl.DataFrame:
+    """Per question and k: was it a hit (a relevant document ranked <= k)? Rows id, statistic
+    `accuracy@k` (the replicates' name of the full-data accuracy), correct; a question with a zero
+    vector retrieves nothing and is a miss, as in the accuracy."""
+    n = len(query_ids)
+    ids = [str(q) for q in query_ids]
+    return pl.DataFrame({"id": ids * len(ks), "statistic": [f"accuracy@{k}" for k in ks for _ in range(n)],
+                         "correct": hit.T.reshape(-1).astype(bool)}, schema=OUTCOME_SCHEMA)
+
+
 def full_data_replicates(dataset: str, model: str, prefix: str, ks: list[int], acc: list, ndcg: list,
                          kept: list) -> list[dict]:
     """Replicate rows of the full-data accuracy and NDCG at every k (kept: their (B x k) replicates,
@@ -395,14 +415,18 @@ def full_data_replicates(dataset: str, model: str, prefix: str, ks: list[int], a
 
 def metrics_job(topk_path: str, sims_path: str, search_summary: str, transform_topk_path: str | None, dataset: str,
                 model: str, settings: dict, seed: int, metrics_out: str, thresholds_out: str, summary_out: str, log,
-                replicates_out: str | None = None):
+                replicates_out: str | None = None, outcomes_out: str | None = None):
     topk = pl.read_parquet(topk_path)
     sims = pl.read_parquet(sims_path)
     ttopk = pl.read_parquet(transform_topk_path) if transform_topk_path else None
     parts: list = []
-    metrics, thresholds, summary = evaluate(topk, sims, dataset, model, settings, seed, ttopk, log, parts)
+    outcomes: list = []
+    metrics, thresholds, summary = evaluate(topk, sims, dataset, model, settings, seed, ttopk, log, parts, outcomes)
     if replicates_out:
         write_replicates(replicates_out, parts)
+    if outcomes_out:
+        with atomic_path(outcomes_out) as tmp:
+            outcomes[0].write_parquet(tmp)
     searched = read_json(search_summary)
     summary = summary.with_columns(pl.lit(searched["corpus"], pl.Int64).alias("n_corpus"),
                                    pl.lit(searched.get("zero_vector_documents", 0), pl.Int64).alias("n_zero_documents"))
@@ -635,6 +659,7 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("--thresholds", required=True)
     m.add_argument("--summary", required=True)
     m.add_argument("--replicates", help="the paired bootstrap replicates of the full-data accuracy and NDCG (Parquet)")
+    m.add_argument("--outcomes", help="each question's hit at every k (Parquet: id, statistic, correct), for McNemar")
     m.add_argument("--log")
     a = sub.add_parser("aggregate")
     a.add_argument("--entries", required=True, help="JSON list of {dataset, model, summary, isotropy, similarities, topk}")
@@ -652,7 +677,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.cmd == "metrics":
         metrics_job(args.topk, args.similarities, args.search_summary, args.transform_topk, args.dataset, args.model,
                     json.loads(args.settings), args.seed, args.metrics, args.thresholds, args.summary, log,
-                    args.replicates)
+                    args.replicates, args.outcomes)
     else:
         aggregate(_entries(args.entries), json.loads(args.settings), args.seed, args.accuracy, args.isotropy,
                   args.correlations, args.tables_dir, args.plots_dir, args.datasets, log)

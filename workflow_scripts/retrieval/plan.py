@@ -96,6 +96,13 @@ class RetrievalPlan(ProbePlan):
         """The metrics jobs' paired bootstrap replicates, one file per (set, model)."""
         return [f"{self.R}/retrieval/{p.dataset}/{p.model}/replicates.parquet" for p in self.pairs]
 
+    def outcome_entries(self) -> list[dict]:
+        # the full-data accuracy@k is the share of questions with a hit: each model's per-question
+        # hits (metrics' outcomes.parquet, one file for every k) give McNemar's exact test
+        return [{"dataset": p.dataset, "statistic": f"accuracy@{k}", "model": p.model,
+                 "path": f"{self.R}/retrieval/{p.dataset}/{p.model}/outcomes.parquet"}
+                for p in self.pairs for k in self.ks()]
+
     def aggregate_inputs(self, wildcards) -> dict:
         return {f"{key}_{i}": path for i, pair in enumerate(self.pairs) for key, path in self.pair_files(pair).items()}
 
