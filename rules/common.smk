@@ -257,8 +257,9 @@ def model_resource(key):
 
 def tfidf_fit_inputs(wildcards):
     """A corpus: its directory (the originals), and unless fitted on the originals alone its text
-    partitions and its variants (whose insertions are counted from their originals); a probe
-    dataset: its text partitions."""
+    partitions and its variants (whose insertions are counted from their originals; the folder
+    the probe that writes them declares, probes.corpus_variants); a probe dataset: its text
+    partitions."""
     texts = STUDY.texts(wildcards.scope)
     if STUDY.scope_corpus(wildcards.scope) is None:
         return {"texts": texts}
@@ -267,7 +268,9 @@ def tfidf_fit_inputs(wildcards):
         config["models"][wildcards.model].get("fit_on", "originals_and_variants")
         != "originals"
     ):
-        inputs.update(texts=texts, variants=f"{R}/perturbations/{wildcards.scope}")
+        inputs["texts"] = texts
+        if probes.corpus_variants():
+            inputs["variants"] = f"{R}/{probes.corpus_variants()}/{wildcards.scope}"
     return inputs
 
 

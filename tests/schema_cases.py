@@ -30,6 +30,7 @@ import jsonschema
 import yaml
 
 from workflow_scripts.config import load_schema
+from workflow_scripts.probes import declarations
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = yaml.safe_load((ROOT / "config.yaml").read_text())
@@ -140,9 +141,19 @@ def unknown_keywords(schema: dict = SCHEMA) -> set[str]:
 
 # ---- the config the constraints are broken in ------------------------------------------------------
 
+def study_sections() -> dict:
+    """The section of each declared probe or stage config.yaml has none of, from its one-probe study
+    (resources/configs/study_<name>.yaml): a new probe's constraints get their place without a line
+    here."""
+    return {f"the {p.name} study's section (config.yaml has none)":
+            {(p.name,): yaml.safe_load(p.study_config.read_text())[p.name]}
+            for p in declarations() if p.name not in DEFAULT and p.study_config.is_file()}
+
+
 # What config.yaml lacks, so that every constraint has a place to be broken: a value to shorten,
 # repeat or copy, or an entry for which a conditional (if/then) holds. Each is valid (test_config).
 CONTEXTS = {
+    **study_sections(),
     "a transformers model": {
         ("models", "hf"): {"family": "transformers", "name": "org/encoder", "pooling": "mean",
                            "templates": {"query": "query: {text}"}}},
@@ -198,8 +209,6 @@ CONTEXTS = {
                                              "prompt": "fuse_fewshot", "windows_per_article": 2}},
     "a downloaded hf article collection": {
         ("articles", "cnn"): {"format": "hf", "url": "https://h/a.parquet", "sha256": "unpinned"}},
-    "the adapt study's recipes (PT, FT, PT-FT, a merge; config.yaml has none)": {
-        ("adapt",): yaml.safe_load((ROOT / "resources" / "configs" / "study_adapt.yaml").read_text())["adapt"]},
     "a recipe pre-trained on a corpus": {
         ("adapt", "recipes", "minilm_pt_corpus"): {"base": "minilm", "steps": ["pt"], "pt": {"corpus": "pc_en"},
                                                    "corpora": ["pc_en"], "probes": ["retrieval"]}},

@@ -318,3 +318,80 @@ def test_checker_catches_a_cycle_through_a_local_import(tmp_path):
 def test_relative_and_absolute_imports_resolve(tmp_path, text, target):
     package = make_package(tmp_path, {**CLEAN, "pkg/one/a.py": text + "\n"})
     assert {i.imported for i in imports_of(package) if i.importer == "pkg.one.a"} == {target}
+
+
+# ---- no shared module names a probe ----------------------------------------------------------------
+# A probe plugs into shared stages that do not know its name (docs/adding-a-probe.md): what a shared
+# module needs of a probe (the rules that write its text sets, their embedding roles, where the TF-IDF
+# fit finds a corpus's variants, its folders under results/) it asks the registry. The code of the
+# shared modules (workflow_scripts/*.py but the registry, rules/*.smk but the probes' and stages' own)
+# names no probe, none of their rules and none of the folders they declare; comments and docstrings
+# may, as examples.
+
+def registry_words() -> tuple[set[str], set[str]]:
+    """(the declared probes' and stages' names and rule names; the folders they declare under results/)."""
+    from workflow_scripts import probes
+    names = {p.name for p in probes.declarations()} | {r for p in probes.declarations() for r in p.rules}
+    return names, probes.results_folders() - {p.name for p in probes.declarations()}
+
+
+def _docstring_lines(text: str) -> set[int]:
+    lines = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                lines.update(range(first.lineno, first.end_lineno + 1))
+    return lines
+
+
+def named_probes(path: Path, names: set[str], folders: set[str]) -> list[str]:
+    """`file:line: word` for each declared name in the code of `path` (a name, or a word of a string:
+    a probe or rule name; a path segment or whole string: a folder), comments and docstrings aside."""
+    import io
+    import re
+    import tokenize
+    text = path.read_text(encoding="utf-8")
+    docstrings = _docstring_lines(text) if path.suffix == ".py" else set()
+    found = []
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type not in (tokenize.NAME, tokenize.STRING) or token.start[0] in docstrings:
+            continue
+        words = set(re.findall(r"\w+", token.string)) & names
+        if token.type == tokenize.STRING:
+            words |= {f for f in folders if re.search(rf"(?:^|[/'\"]){re.escape(f)}(?:[/'\"]|$)", token.string)}
+        found += [f"{path.name}:{token.start[0]}: {word}" for word in sorted(words)]
+    return found
+
+
+def shared_files(root: Path, declared: set[str]) -> list[Path]:
+    return [p for p in sorted((root / PACKAGE).glob("*.py")) if p.name != "probes.py"] + \
+        [p for p in sorted((root / "rules").glob("*.smk")) if p.stem not in declared]
+
+
+def test_no_shared_module_names_a_probe():
+    from workflow_scripts.probes import declarations
+    names, folders = registry_words()
+    files = shared_files(ROOT, {p.name for p in declarations()})
+    assert any(p.name == "common.smk" for p in files) and any(p.name == "shards.py" for p in files)
+    found = [hit for path in files for hit in named_probes(path, names, folders)]
+    assert not found, "shared code names a probe (ask workflow_scripts/probes.py instead):\n" + "\n".join(found)
+
+
+def test_the_name_check_catches_a_probe_named_in_code_not_in_prose(tmp_path):
+    (tmp_path / PACKAGE).mkdir()
+    (tmp_path / "rules").mkdir()
+    shared = tmp_path / PACKAGE / "shared.py"
+    shared.write_text('"""Roles: e.g. retrieval\'s questions are queries."""\n'
+                      "# the retrieval probe's questions\n"
+                      "def role(probe):\n"
+                      '    """As csc does."""\n'
+                      '    return "query" if probe == "retrieval" else "text"\n'
+                      'RULES = {"t": "triplets_build"}\n')
+    (tmp_path / "rules" / "common.smk").write_text('def f(wc):\n    return f"{R}/perturbations/{wc.scope}"  # csc\n')
+    (tmp_path / "rules" / "csc.smk").write_text('rule perturb:\n    output: "x"\n')
+    names, folders = {"retrieval", "csc", "triplets_build", "perturb"}, {"perturbations"}
+    files = shared_files(tmp_path, {"csc"})
+    assert [p.name for p in files] == ["shared.py", "common.smk"]
+    assert [hit for p in files for hit in named_probes(p, names, folders)] == [
+        "shared.py:5: retrieval", "shared.py:6: triplets_build", "common.smk:2: perturbations"]

@@ -103,3 +103,24 @@ def test_embedding_inputs_name_an_unreadable_text_partition(tmp_path, text_set, 
     damage_the_middle(files[0])  # opens (its footer is whole), fails while its rows are read
     with pytest.raises(ShardError, match=rf"^{files[0]}: cannot read this Parquet file \(OSError: "):
         list(iter_chunks([str(files[0])], masks[:1], 100))
+
+
+def test_a_text_partition_is_blamed_on_the_rule_its_probe_declares():
+    """The rule named for a text set comes from the probes' declarations (probes.TextSet), shards.py
+    lists none: each declared text set's own rule (retrieval's questions their own), a corpus's the
+    rule of the probe that writes corpora's text sets, and no rule for a text set nobody declares."""
+    from workflow_scripts import probes
+    from workflow_scripts.shards import producer
+
+    def rule_of(text_set):
+        return producer(f"results/texts/{text_set}/part-000.parquet")[1]
+
+    assert rule_of("retrieval.scifact.query") == "retrieval_query_texts"
+    assert rule_of("retrieval.scifact") == "retrieval_build"
+    assert rule_of("c1") == "perturb"
+    assert rule_of("nosuchprobe.d") is None
+    for declared in probes.declarations():
+        for text_set in declared.text_sets:
+            if not text_set.corpus:
+                assert rule_of(f"{declared.name}.{text_set.pattern.replace('*', 'd')}") == text_set.rule
+    assert producer("results/perturbations/c1/part-00000.parquet")[:2] == ("perturbation shards of corpus c1", "perturb")

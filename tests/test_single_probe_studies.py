@@ -31,18 +31,25 @@ from workflow_scripts.probes import declarations
 # slow tier (make test-slow): six whole studies, each with its HTML report, about 4 minutes on 2 cores
 pytestmark = pytest.mark.slow
 
-CONFIGS = ROOT / "resources" / "configs"
-# the probes' report titles: report.md's section headings and the HTML report's categories (their
-# declarations' titles, checked against the published names so that a renamed title is noticed)
-TITLES = {p.name: p.title for p in declarations(stages=False)}
-assert TITLES == {"csc": "Concept Separation Curves", "triplets": "Sentence triplets", "montague": "Montague modifiers",
-                  "retrieval": "Retrieval", "settheory": "Set-theoretic compositionality",
-                  "domain_shift": "Domain shift and adaptation"}
+# the probes' report titles: report.md's section headings and the HTML report's categories, and
+# their one-probe studies: every declared probe's, none listed here (a new probe needs no line)
+DECLARED = {p.name: p for p in declarations(stages=False)}
+TITLES = {name: p.title for name, p in DECLARED.items()}
 PROBES = list(TITLES)
-WITHOUT_CORPORA = {"triplets", "montague", "retrieval", "settheory"}
 SETTHEORY_RECORDING = "study_settheory"  # tests/data/generations/<name>.jsonl
 SHARED_SECTIONS = ("sources", "corpora", "models", "resources", "articles", "adapt", "seed", "shard_rows",
                    "embedding_partitions", "results", "nltk_download")
+
+
+def study_config(probe: str) -> dict:
+    path = DECLARED[probe].study_config
+    assert path.is_file(), f"probe {probe} has no one-probe study {path.relative_to(ROOT)} (docs/adding-a-probe.md)"
+    return yaml.safe_load(path.read_text())
+
+
+def without_corpora(probe: str) -> bool:
+    """A study that reads no corpus: no ingest, no length filter, no perturbation."""
+    return "corpora" not in study_config(probe)
 
 
 def probe_rules() -> dict[str, set[str]]:
@@ -58,7 +65,7 @@ def heading(title: str) -> re.Pattern:
 @pytest.fixture(scope="module", params=PROBES)
 def study(request, tmp_path_factory):
     probe = request.param
-    config = yaml.safe_load((CONFIGS / f"study_{probe}.yaml").read_text())
+    config = study_config(probe)
     run = tmp_path_factory.mktemp(f"study_{probe}")
     (run / "resources").symlink_to(ROOT / "resources")
     config["results"] = str(run / "results")
@@ -102,8 +109,10 @@ def test_config_holds_only_its_probe(study):
     probe, config = study["probe"], study["config"]
     sections = set(config) - set(SHARED_SECTIONS)
     assert sections == {probe}, sections
-    if probe in WITHOUT_CORPORA:
-        assert "sources" not in config and "corpora" not in config
+    if DECLARED[probe].needs_corpora:
+        assert "corpora" in config
+    if without_corpora(probe):  # no sources without a corpus to read them
+        assert "sources" not in config
 
 
 @pytest.mark.parametrize("probe", PROBES)
@@ -113,7 +122,7 @@ def test_config_is_valid_with_a_corpus_added(probe, monkeypatch):
     optional), so that a mistake in the probe's section shows here, apart from the run."""
     from workflow_scripts.config import validate
     monkeypatch.chdir(ROOT)  # the configs' paths are relative to the repository root
-    config = yaml.safe_load((CONFIGS / f"study_{probe}.yaml").read_text())
+    config = study_config(probe)
     config.setdefault("sources", {"standin": {"format": "lines", "path": "resources/triplets/reported_speech.txt",
                                               "languages": ["en"]}})
     config.setdefault("corpora", {"standin_en": {"source": "standin", "language": "en"}})
@@ -127,7 +136,7 @@ def test_plans_no_job_of_another_probe(study):
     others = set().union(*(r for p, r in probe_rules().items() if p != study["probe"]))
     assert not rules & others, f"jobs of other probes planned: {sorted(rules & others)}"
     assert rules & probe_rules()[study["probe"]], f"no job of the probe itself: {sorted(rules)}"
-    if study["probe"] in WITHOUT_CORPORA:
+    if without_corpora(study["probe"]):
         assert not rules & {"ingest", "derive_corpus", "length_buckets", "perturb"}, sorted(rules)
 
 
@@ -178,11 +187,11 @@ def test_html_report_names_its_category(study):
 def test_nothing_ingested_without_corpora(study):
     needs_run(study)
     res = study["results"]
-    if study["probe"] in WITHOUT_CORPORA:
+    if without_corpora(study["probe"]):
         assert not (res / "ingest").exists() and not (res / "perturbations").exists()
         assert not (res / "corpora").exists()
     else:
-        assert (res / "ingest").is_dir()  # csc and domain_shift read a corpus
+        assert (res / "ingest").is_dir()  # its study reads a corpus
 
 
 def test_replicate_files_are_the_ones_the_rules_write(study):

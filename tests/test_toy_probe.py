@@ -1,6 +1,10 @@
-"""Adding a probe is its package, its rule file and one `include:` (docs/adding-a-probe.md): a toy probe in a
-temporary copy of the workflow is planned, scored and shown in the report (Markdown section, overview
-column, table page, HTML report category) with no other file of the workflow edited."""
+"""Adding a probe is its package, its rule file, its one-probe study and one `include:`
+(docs/adding-a-probe.md): the toy probe, added to a temporary copy of the repository's tracked files
+as that page says (its rule file, study and page are read from the page itself), is planned, scored
+and shown in the report (Markdown section, overview column, table page, HTML report category), and
+the shared tests a new probe meets pass on that copy, with no other file edited."""
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,7 +18,7 @@ from workflow_runner import write_config
 ROOT = Path(__file__).resolve().parents[1]
 
 DECLARATION = '''"""A toy probe: the mean cosine similarity of configured sentence pairs."""
-from workflow_scripts.probes import Headline, Probe, Resources, headline_rows
+from workflow_scripts.probes import Headline, Probe, Resources, TextSet, headline_rows
 
 
 def check(config):
@@ -35,6 +39,8 @@ PROBE = Probe(
     plan="workflow_scripts.toy.plan:ToyPlan",
     summary="Mean cosine similarity of configured sentence pairs, with a bootstrapped 95% interval.",
     rules={"toy_texts": Resources(), "toy_score": Resources(heavy=True), "toy_aggregate": Resources()},
+    text_sets=(TextSet("toy_texts"),),
+    n_note="toy: sentence pairs",
     check=check,
     tables=(("toy_scores.csv", "Tables", "overview_table.rst"),),
     headlines=(Headline("toy_scores.csv", mean_headlines),),
@@ -124,77 +130,53 @@ if __name__ == "__main__":
     main(sys.argv[1:])
 '''
 
-RULES = '''# The toy probe: code in workflow_scripts/toy/.
-TOY = PLANS["toy"]
-
-
-rule toy_texts:
-    output: expand(f"{R}/texts/toy.{{{{dataset}}}}/part-{{part}}.parquet", part=PART_IDS)
-    params: pairs=TOY.pairs_of
-    log: log_path("toy_texts", "{dataset}")
-    threads: res("toy_texts", "threads")
-    resources: mem_mb=res("toy_texts", "mem_mb"), runtime=res("toy_texts", "runtime")
-    conda: "../envs/workflow.yaml"
-    shell: "python -m workflow_scripts.toy.score texts --pairs {params.pairs:q} --texts {output:q} > {log:q} 2>&1"
-
-
-rule toy_score:
-    input: TOY.stores
-    output: f"{R}/toy/{{dataset}}/{{model}}/score.json"
-    params: pairs=TOY.pairs_of, spec=TOY.spec
-    log: log_path("toy_score", "{dataset}", "{model}")
-    benchmark: bench_path("toy_score", "{dataset}", "{model}")
-    threads: res("toy_score", "threads")
-    resources: mem_mb=res("toy_score", "mem_mb"), runtime=res("toy_score", "runtime")
-    conda: "../envs/workflow.yaml"
-    shell:
-        "python -m workflow_scripts.toy.score score --pairs {params.pairs:q} --stores {input:q} --model {wildcards.model:q}"
-        " --spec {params.spec:q} --dataset {wildcards.dataset:q} --out {output:q} > {log:q} 2>&1"
-
-
-rule toy_aggregate:
-    input: TOY.scores()
-    output:
-        report(f"{R}/tables/toy_scores.csv", category=REPORT_CATEGORY["toy"], subcategory="Data", caption="../resources/report/overview_table.rst"),
-    params: seed=SEED, bootstrap_b=lambda wc: config["toy"]["bootstrap_b"]
-    localrule: True
-    log: log_path("toy_aggregate", "all")
-    threads: res("toy_aggregate", "threads")
-    resources: mem_mb=res("toy_aggregate", "mem_mb"), runtime=res("toy_aggregate", "runtime")
-    conda: "../envs/workflow.yaml"
-    shell:
-        "python -m workflow_scripts.toy.score aggregate --scores {input:q} --seed {params.seed:q}"
-        " --bootstrap-b {params.bootstrap_b:q} --out {output:q} > {log:q} 2>&1"
-'''
 
 PAIRS = [["the cat sat on the mat", "a cat sat on a mat"], ["the dog ran home", "the dog did not run home"],
          ["it rains today", "today it rains"], ["she reads a book", "she does not read a book"]]
 
 
+def documented_files() -> dict[str, str]:
+    """The files docs/adding-a-probe.md's worked example shows: `<!-- file: path -->` and a fenced block."""
+    text = (ROOT / "docs" / "adding-a-probe.md").read_text(encoding="utf-8")
+    return {path: body + "\n" for path, body in re.findall(r"^<!-- file: (\S+) -->\n```\w*\n(.*?)\n```$", text, re.M | re.S)}
+
+
+TOY_FILES = {**{f"workflow_scripts/toy/{name}": text for name, text in
+                {"__init__.py": "", "probe.py": DECLARATION, "plan.py": PLAN, "schema.yaml": SCHEMA,
+                 "score.py": SCORE}.items()},
+             **documented_files()}
+
+
+def tracked_files() -> list[str]:
+    return subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.split("\0")[:-1]
+
+
 @pytest.fixture(scope="module")
 def toy_copy(tmp_path_factory):
-    """A copy of the workflow with the toy probe added: its package, its rule file, one include."""
-    copy = tmp_path_factory.mktemp("workflow")
-    for name in ("Snakefile", "rules", "workflow_scripts", "resources", "envs"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, copy / name,
-                                                            **({"ignore": shutil.ignore_patterns("__pycache__")}
-                                                               if src.is_dir() else {}))
-    package = copy / "workflow_scripts" / "toy"
-    package.mkdir()
-    for name, text in {"__init__.py": "", "probe.py": DECLARATION, "plan.py": PLAN, "schema.yaml": SCHEMA,
-                       "score.py": SCORE}.items():
-        (package / name).write_text(text)
-    (copy / "rules" / "toy.smk").write_text(RULES)
+    """A copy of the repository's tracked files with the toy probe added as docs/adding-a-probe.md
+    says: its package and page, its rule file, its study, and one include. ../shared beside it is the
+    checkout's, where there is one (the tests that read it then run on the copy too)."""
+    assert sorted(documented_files()) == ["resources/configs/study_toy.yaml", "rules/toy.smk",
+                                          "workflow_scripts/toy/README.md"]
+    copy = tmp_path_factory.mktemp("toy") / "repo"
+    tracked = [name for name in tracked_files() if (ROOT / name).is_file()]
+    for name in tracked:
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, copy / name)
+    if (ROOT.parent / "shared").is_dir():
+        (copy.parent / "shared").symlink_to(ROOT.parent / "shared")
+    for name, text in TOY_FILES.items():
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        (copy / name).write_text(text)
     snakefile = copy / "Snakefile"
     text = snakefile.read_text()
     assert 'include: "rules/report.smk"' in text
     snakefile.write_text(text.replace('include: "rules/report.smk"', 'include: "rules/toy.smk"\ninclude: "rules/report.smk"'))
-    # the only edit outside the toy's own files: one line of the Snakefile
-    changed = [p.relative_to(copy) for p in copy.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-               and not (ROOT / p.relative_to(copy)).exists()]
-    assert sorted(map(str, changed)) == sorted(["rules/toy.smk"] + [f"workflow_scripts/toy/{n}" for n in
-                                                                    ("__init__.py", "probe.py", "plan.py", "schema.yaml", "score.py")])
+    # nothing else edited: every tracked file but the Snakefile as it is, the Snakefile one line longer
+    changed = [name for name in tracked if (copy / name).read_bytes() != (ROOT / name).read_bytes()]
+    assert changed == ["Snakefile"]
+    assert len(snakefile.read_text().splitlines()) == len((ROOT / "Snakefile").read_text().splitlines()) + 1
     return copy
 
 
@@ -238,3 +220,33 @@ def test_a_toy_probe_is_planned_scored_and_reported(toy_copy, tmp_path):
     config["toy"]["datasets"]["pairs4"]["pairs"] = []
     bad = run(toy_copy, tmp_path, config, "--dry-run", check=False)
     assert bad.returncode != 0 and "config key `toy.datasets.pairs4.pairs`: needs at least one pair" in bad.stdout + bad.stderr
+
+
+def shared_tests(copy: Path, *args: str) -> str:
+    """pytest on the copy (its conftest puts the copy first on the path): the output, which must pass."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", *args], cwd=copy,
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+@pytest.mark.slow  # about 40 s on 2 cores: the shared tests below, run again on the copy
+def test_the_shared_tests_a_new_probe_meets_pass_with_the_toy_in(toy_copy):
+    """The shared tests a new probe meets (docs, conventions and snakefmt, layers, the config cases'
+    coverage, the one-probe studies' collection and configs) pass on the copy and cover the toy:
+    none of them lists probes by hand. Not rerun here: the generated config cases of the other probes,
+    and the one-probe studies' runs (the slow tier runs them, the toy's run is tested above)."""
+    out = shared_tests(toy_copy, "tests/test_docs.py", "tests/test_conventions.py", "tests/test_layers.py",
+                       "tests/test_config.py::test_every_constraint_of_every_schema_has_a_case_whose_message_is_checked",
+                       "tests/test_config.py::test_the_contexts_the_cases_are_made_in_are_a_valid_config",
+                       "tests/test_single_probe_studies.py::test_config_is_valid_with_a_corpus_added")
+    for test in ("test_probe_page_has_the_sections[toy]", "test_probe_page_carries_its_citation_and_method_notes[toy]",
+                 "test_relative_links_resolve[workflow_scripts/toy/README.md]", "test_snakefmt_check_is_clean",
+                 "test_one_rule_file_per_stage_and_probe", "test_config_is_valid_with_a_corpus_added[toy]",
+                 "test_no_shared_module_names_a_probe"):
+        assert re.search(rf"::{re.escape(test)} PASSED", out), test
+    assert "toy_score" in out  # its heavy rule's declarations were checked
+    # every constraint of the toy's schema broken by a generated case, with its message checked
+    cases = shared_tests(toy_copy, "tests/test_config.py", "-k", "toy")
+    assert len(re.findall(r"\[toy\.[^\]]*\] PASSED", cases)) >= 8, cases[-3000:]

@@ -425,7 +425,7 @@ def _check_references(config: dict) -> None:
                 problems.append(f"config key `models.{name}.probes`: {probe} reads corpora, but the study has "
                                 "none; expected `sources:` and `corpora:` entries, or drop it from the list")
     against = (config.get("compare") or {}).get("against", "default")
-    recipes = list(((config.get("adapt") or {}).get("recipes") or {}))  # models the adapt stage adds
+    recipes = probes.added_models(config)  # models a stage adds (adapt: its recipes)
     if against not in ("default", "all_pairs", *config["models"], *recipes):
         problems.append(f"config key `compare.against`: no model named {against!r}; expected `default`, `all_pairs` "
                         f"or one of the models ({', '.join([*config['models'], *recipes])})")

@@ -33,7 +33,7 @@ KERNEL_REACH = 8.0  # kernel truncated at this many bandwidths (exp(-32) ~ 1e-14
 def make_grid(step: float = PAPER_GRID_STEP) -> np.ndarray:
     intervals = int(round(2.0 / step))
     if intervals < 2 or abs(intervals * step - 2.0) > 1e-9:
-        raise ValueError(f"csc.grid_step {step} must divide 2 (the grid runs from -1 to 1)")
+        raise ValueError(f"grid_step {step} must divide 2 (the grid runs from -1 to 1)")
     return np.linspace(-1.0, 1.0, intervals + 1)
 
 
@@ -101,8 +101,9 @@ def bandwidth(n: float, m2: float) -> float:
     return COVARIANCE_FACTOR * math.sqrt(max(m2, 0.0) / (n - 1)) if n >= 2 else 0.0
 
 
-def undefined_reason(n: float, m2: float, grid_step: float) -> str | None:
-    """Why the KDE of a sample cannot be evaluated on the grid, or None."""
+def undefined_reason(n: float, m2: float, grid_step: float, setting: str = "grid_step") -> str | None:
+    """Why the KDE of a sample cannot be evaluated on the grid, or None (`setting`: the config key of
+    the grid step, for the advice)."""
     if n == 0:
         return "no similarities"
     if n < 2:
@@ -112,7 +113,7 @@ def undefined_reason(n: float, m2: float, grid_step: float) -> str | None:
     bw = bandwidth(n, m2)
     if bw < grid_step * RESOLVABLE:
         return (f"bandwidth {bw:.3g} is below grid_step x {RESOLVABLE} = {grid_step * RESOLVABLE:.3g}: the grid "
-                "does not represent the curve (set csc.grid_step smaller)")
+                f"does not represent the curve (set {setting} smaller)")
     return None
 
 

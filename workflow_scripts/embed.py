@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     f.add_argument("--corpus-dir", help="a corpus (for fit_on); absent for a probe dataset: all its texts")
     f.add_argument("--scope", help="name of the text set")
     f.add_argument("--texts", nargs="*", default=[])
-    f.add_argument("--variants-dir", help="the corpus's perturbations: insertion variants' terms counted from their originals")
+    f.add_argument("--variants-dir", help="the corpus's variants: insertion variants' terms counted from their originals")
     f.add_argument("--out", required=True)
     f.add_argument("--log")
     e = sub.add_parser("embed")

@@ -1,10 +1,11 @@
 """What decides a model's vectors beyond its config entry: the text role a store is embedded for
 (its template or prompt) and the content of a local model (a digest of its files).
 
-Roles: `query` and `document` (the retrieval probe's questions and the texts searched), `text`
-(every other probe). A model entry may give a text form per role: `templates` (family
-transformers: a format string with `{text}`), `prompt_name` (family sentence_transformers: one of
-the model's own prompts, by name) or `prompts` (sentence_transformers: a literal prefix).
+Roles: `query` and `document` (e.g. a retrieval probe's questions and the texts searched), `text`
+(the default); each probe declares the role of each text set it writes (probes.TextSet). A model
+entry may give a text form per role: `templates` (family transformers: a format string with
+`{text}`), `prompt_name` (family sentence_transformers: one of the model's own prompts, by name) or
+`prompts` (sentence_transformers: a literal prefix).
 `role_spec` resolves an entry for one role: the per-role mappings are dropped and the role's form,
 if it has one, becomes `text_form`; a role without one gets the entry unchanged, so a prompt set
 only for `query` changes only the query stores' spec (and so reruns only them). Roles do not fall
@@ -61,13 +62,12 @@ def role_spec(spec: dict, role: str = "text") -> dict:
 
 
 def scope_role(scope: str) -> str:
-    """The text role a store is embedded for: the retrieval probe's question sets
-    (`retrieval.<dataset>.query`) `query`, its sets (the texts searched) `document`, every other
-    text set (corpora, other probes' datasets) `text`."""
-    probe, _, rest = scope.partition(".")
-    if probe == "retrieval" and rest:
-        return "query" if rest.endswith(".query") else "document"
-    return "text"
+    """The text role a store of text set `scope` is embedded for: the one the probe that writes the
+    text set declares (probes.TextSet), `text` where none does."""
+    from workflow_scripts.probes import text_set
+
+    declared = text_set(scope)
+    return declared.role if declared else "text"
 
 
 def apply_template(template: str | None, texts: list[str]) -> list[str]:

@@ -7,14 +7,17 @@ A probe is a package `workflow_scripts/<name>/` holding
   plan.py       its planner: a `workflow_scripts.study.ProbePlan` subclass with the (dataset, model)
                 pairs it plans from config and its rules' input functions
 and a rule file `rules/<name>.smk` included from the Snakefile. The config schema, the cross-field
-checks, the default resources, the NLTK data a study needs, `rule all`, the report (categories, table
-pages, the Markdown sections, the model-by-probe overview) and the conventions tests all iterate over
-`declarations()`; nothing else keeps a list of probes. A stage laid out like a probe (adapt: models the
+checks, the default resources, the NLTK data a study needs, `rule all`, the text sets' roles and
+writers (embedding, shard errors, the TF-IDF fit's variants), the report (categories, table pages, the
+Markdown sections, the model-by-probe overview) and the shared tests all iterate over
+`declarations()`; nothing else keeps a list of probes, and no shared module names one
+(tests/test_layers.py). A stage laid out like a probe (adapt: models the
 workflow trains) declares itself the same way with `is_stage=True`: it has a config section, rules
 and resources, but no model runs it as a probe and it has no report section.
 """
 from __future__ import annotations
 
+import fnmatch
 import functools
 import importlib
 from dataclasses import dataclass, field
@@ -79,6 +82,23 @@ class NltkNeeds:
 
 
 @dataclass(frozen=True)
+class TextSet:
+    """A kind of text set a probe writes (results/texts/<scope>/part-NNN.parquet, rules/common.smk),
+    as the shared stages need to know it: the rule that writes it (the error about a damaged
+    partition names it, shards.py), the role its texts are embedded for (model_settings.scope_role)
+    and, for a corpus's text set, where the TF-IDF fit finds its variants."""
+    rule: str
+    # fnmatch pattern of the scope after `<probe>.` (a dataset `d`: `d`; retrieval's questions: `d.query`)
+    pattern: str = "*"
+    role: str = "text"  # `query`, `document` or `text` (model_settings.ROLES)
+    # each corpus's text set (its scope: the corpus's name), not one of `<probe>.<dataset>`
+    corpus: bool = False
+    # with `corpus`: the folder under results/ holding each corpus's variants by its name (variants.py's
+    # format), from which the TF-IDF fit counts the insertion variants' terms; "" where there are none
+    variants: str = ""
+
+
+@dataclass(frozen=True)
 class Probe:
     name: str                    # package, config section, rule-file and report-category key
     title: str                   # report category and Markdown section title
@@ -105,10 +125,26 @@ class Probe:
     # pattern, "percentile" | "bca"), first match wins; "percentile" where none matches. BCa where
     # the estimator is biased (a KDE overlap), its jackknife over the probe's resampling units
     intervals: tuple = ()
+    # the text sets it writes, first match wins (TextSet); the shared stages ask text_set(scope)
+    text_sets: tuple = ()
+    # results/<folder>/<name>/ directories of Parquet shards it writes: folder -> (what they are, with
+    # {name}; the rule that writes them), for the error about a damaged shard (shards.py)
+    shard_folders: dict = field(default_factory=dict)
+    # the models it adds to `models` (a stage's: adapt's recipes), named by the config checks that run
+    # before `prepare` registers them
+    added_models: Callable[[dict], list[str]] | None = None
+    # what the n of its headline figures counts, for the report's overview (e.g. "triplets")
+    n_note: str = ""
 
     @property
     def schema_path(self) -> Path:
         return PACKAGE_DIR / self.name / "schema.yaml"
+
+    @property
+    def study_config(self) -> Path:
+        """Its one-probe study (docs/adding-a-probe.md), which the shared tests run and whose section
+        the generated config cases start from when config.yaml has none (tests/schema_cases.py)."""
+        return PACKAGE_DIR.parent / "resources" / "configs" / f"study_{self.name}.yaml"
 
     def planner(self):
         module, _, cls = self.plan.partition(":")
@@ -142,6 +178,40 @@ def get(name: str) -> Probe:
         if p.name == name:
             return p
     raise KeyError(f"no probe or stage named {name!r} (declared: {', '.join(p.name for p in declarations())})")
+
+
+def text_set(scope: str) -> TextSet | None:
+    """The declaration of text set `scope`: a probe's (`<probe>.<dataset>...`), or a corpus's (a
+    scope without a dot); None where no probe declares it."""
+    probe, dot, rest = scope.partition(".")
+    for p in declarations():
+        for t in p.text_sets:
+            a_corpus = t.corpus and not dot
+            a_dataset = not t.corpus and dot and p.name == probe and fnmatch.fnmatchcase(rest, t.pattern)
+            if a_corpus or a_dataset:
+                return t
+    return None
+
+
+def corpus_variants() -> str:
+    """The folder under results/ holding each corpus's variants ("" where no probe writes them)."""
+    return next((t.variants for p in declarations() for t in p.text_sets if t.corpus and t.variants), "")
+
+
+def shard_folders() -> dict[str, tuple[str, str]]:
+    """results/<folder>/ -> (what its directories hold, the rule that writes them), of every probe."""
+    return {folder: produced for p in declarations() for folder, produced in p.shard_folders.items()}
+
+
+def results_folders() -> set[str]:
+    """The folders the probes write directly under a results folder: each one's name and its shard
+    and variants folders."""
+    return ({p.name for p in declarations()} | set(shard_folders()) | {corpus_variants()}) - {""}
+
+
+def added_models(config: dict) -> list[str]:
+    """The models the stages add to `models` (adapt's recipes), before they are registered."""
+    return [m for p in declarations() if p.added_models for m in p.added_models(config)]
 
 
 # Categories of the HTML report that are not a probe's.

@@ -65,7 +65,9 @@ def first_screen_section(screen: dict) -> list[str]:
     banner where the run is on the shipped samples, the verdicts (verdict_section), then the wide
     table: a row per headline figure with which direction is better and its n, a column per model,
     cells `value [ci_low, ci_high] MARKS`, and the legend."""
+    from workflow_scripts.probes import declarations
     from workflow_scripts.report_overview import arrow, cell_text, n_text
+    units = "; ".join(p.n_note for p in declarations(stages=False) if p.n_note)
     models = [m["model"] for m in screen["models"]]
     names = [m["model"] + (" (stand-in)" if m["stand_in"] else "") for m in screen["models"]]
     head = ["figure", "better", "n", *names]
@@ -79,11 +81,8 @@ def first_screen_section(screen: dict) -> list[str]:
     parts += ["The headline figure of each probe per model with its bootstrapped 95% interval (from the probes' "
               "tables; the same as `tables/overview.csv`, the heat map is `plots/overview.png`). `better`: which "
               "direction is better (`no direction`: the probe claims none, so the figure gets no verdict); `n`: the "
-              "independent units behind the figure, the ones its bootstrap resamples, named beside it (CSC: "
-              "original sentences, or hashed groups of them at corpus scale, for the smaller of the two curves; "
-              "triplets; questions; Montague: phrases, resampled by adjective and noun; set theory: samples; "
-              "domain shift: texts of the smaller group). How to read a verdict: `docs/verdicts.md` in the "
-              "workflow's repository.", "", *verdict_section(screen),
+              f"independent units behind the figure, the ones its bootstrap resamples, named beside it ({units}). "
+              "How to read a verdict: `docs/verdicts.md` in the workflow's repository.", "", *verdict_section(screen),
               "Marks: " + "; ".join(f"**{k}** {v}" for k, v in screen["legend"].items()) + ".", "",
               "## Every model side by side", "", table, ""]
     notes = [f"`{r['column']}`: {r['interval']}" for r in screen["rows"] if r.get("interval")]

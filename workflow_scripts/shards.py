@@ -18,19 +18,11 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 # results/<folder>/<name>/<file>: what the directories in <folder> hold, and the rule that writes them
+# (the shared stages'; a probe declares its own, probes.shard_folders)
 PRODUCERS = {
     "ingest": ("ingest shards of source {name}", "ingest"),
     "corpora": ("shards of corpus {name}", "derive_corpus"),
-    "perturbations": ("perturbation shards of corpus {name}", "perturb"),
     "articles": ("shards of article collection {name}", "articles"),
-}
-# results/texts/<text set>/part-NNN.parquet: the rule by the text set's prefix; a corpus's: perturb
-TEXT_PRODUCERS = {
-    "domain_shift": "domain_shift_build",
-    "montague": "montague_phrases",
-    "retrieval": "retrieval_build",
-    "settheory": "settheory_samples",
-    "triplets": "triplets_build",
 }
 
 
@@ -41,13 +33,17 @@ class ShardError(ValueError):
 def producer(path: str | os.PathLike) -> tuple[str, str | None, Path | None]:
     """(what the file is, the rule that writes it, the output to delete so that only its job
     reruns), from where the file lies; ("a Parquet input", None, None) where that is not known."""
+    from workflow_scripts import probes
+
     path = Path(path)
     folder, name = path.parent.parent.name, path.parent.name
-    if folder in PRODUCERS:
-        what, rule = PRODUCERS[folder]
+    producers = {**PRODUCERS, **probes.shard_folders()}
+    if folder in producers:
+        what, rule = producers[folder]
         return what.format(name=name), rule, path.parent
-    if folder == "texts":
-        return f"text partitions of text set {name}", TEXT_PRODUCERS.get(name.split(".", 1)[0], "perturb"), path
+    if folder == "texts" and (declared := probes.text_set(name)) is not None:
+        # results/texts/<text set>/part-NNN.parquet: the rule its probe declares
+        return f"text partitions of text set {name}", declared.rule, path
     return "a Parquet input", None, None
 
 

@@ -32,9 +32,10 @@ DEFAULT_STUDY = "config"  # the stem of the default config.yaml: its study keeps
 RESULTS_ROOT = "results"
 # folders a study writes directly under its results folder (rules/*.smk, workflow_scripts): a study
 # named like one of them would nest its folder among the default study's outputs
+# (the shared stages'; each probe's are its name and the folders it declares, probes.results_folders)
 RESERVED = frozenset({
-    "adapt", "articles", "benchmarks", "cache", "corpora", "downloads", "embeddings", "ingest", "logs",
-    "models", "nltk_data", "perturbations", "plots", "report", "reports", "tables", "texts",
+    "articles", "benchmarks", "cache", "corpora", "downloads", "embeddings", "ingest", "logs",
+    "models", "nltk_data", "plots", "report", "reports", "tables", "texts",
 })
 
 
@@ -67,7 +68,7 @@ def default_results(study: dict) -> str:
     if name == DEFAULT_STUDY:
         return RESULTS_ROOT
     from workflow_scripts import probes
-    if name in RESERVED or name in {p.name for p in probes.declarations()}:
+    if name in RESERVED or name in probes.results_folders():
         raise StudyConflict(
             f"study `{name}` ({', '.join(study['configfiles'])}): its default results folder "
             f"`{RESULTS_ROOT}/{name}` is a folder the default study writes; set `results:` (e.g. "

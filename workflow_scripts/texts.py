@@ -42,6 +42,19 @@ def write_text_partitions(texts, out_files: list) -> dict:
     return {"texts": len(texts), "unique_texts": len(unique), "partitions": len(out_files)}
 
 
+def write_dataset(frame, out: str, texts: list[str], text_files: list[str], report: dict, report_out: str,
+                  counts_key: str = "texts") -> dict:
+    """A probe dataset's outputs, each atomic: its items (`frame`, Parquet), its text set (`texts`,
+    write_text_partitions) and its build report (`report`, with the text set's counts under
+    `counts_key`). Returns the report written."""
+    from workflow_scripts.common import write_json
+    with atomic_path(out) as tmp:
+        frame.write_parquet(tmp, compression="zstd")
+    report = {**report, counts_key: write_text_partitions(texts, text_files)}
+    write_json(report_out, report)
+    return report
+
+
 def unique_rows(text_files: list[str]) -> tuple[list[np.ndarray], int]:
     """Per file, a mask of the rows that hold the first occurrence of their text key (the same text
     comes from several corpora and shards). Only the key column is read: 8 bytes per row."""

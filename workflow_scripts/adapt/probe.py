@@ -41,4 +41,5 @@ PROBE = Probe(
     rules={"adapt_train": Resources(threads=2, mem_mb=8000, runtime=240, heavy=True)},
     check=check,
     prepare=register_models,
+    added_models=lambda config: list(((config.get("adapt") or {}).get("recipes") or {})),
 )

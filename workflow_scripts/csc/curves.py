@@ -143,8 +143,8 @@ def _curve_plan(moments: dict, weights: dict, conditions: list[str], grid_step: 
     plan = {}
     for kind, m in moments.items():
         n, mean, m2 = m.total()
-        entry = {"n": n, "m2": m2, "reason": undefined_reason(n, m2, grid_step), "bw": bandwidth(n, m2),
-                 "replicates": {}}
+        entry = {"n": n, "m2": m2, "reason": undefined_reason(n, m2, grid_step, "csc.grid_step"),
+                 "bw": bandwidth(n, m2), "replicates": {}}
         bws = [entry["bw"]] if entry["reason"] is None else []
         for cond in conditions:
             if kind != "fuzz" and kind != cond:

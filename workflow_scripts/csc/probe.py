@@ -1,5 +1,5 @@
 """Declaration of the Concept Separation Curves probe (seed 000; methods.md §1): workflow_scripts/probes.py."""
-from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, headline_rows
+from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, TextSet, headline_rows
 
 
 def check(config: dict) -> list[str]:
@@ -71,6 +71,10 @@ PROBE = Probe(
                             "English grammatical negation by rules only (sentences that need tags are counted, "
                             "not negated)")),
     tables=(("csc_table3.csv", "Tables", "csc_table3.rst"), ("csc_overlap.csv", "Tables", "csc_overlap.rst")),
+    # it writes each corpus's text set: the originals and their variants, the variants also by corpus
+    text_sets=(TextSet("perturb", corpus=True, variants="perturbations"),),
+    shard_folders={"perturbations": ("perturbation shards of corpus {name}", "perturb")},
+    n_note="CSC: original sentences, or hashed groups of them at corpus scale, for the smaller of the two curves",
     headlines=(Headline("csc_overlap.csv", overlap_headlines, lower_is_better=True, unit="sentences",
                        statistics=("*/overlap",)),),  # gap and AUC: exploratory rows, not verdicts
     # gap = mean fuzzed - mean negated similarity, auc = P(fuzzed > negated): higher separates more

@@ -1,5 +1,5 @@
 """Declaration of the domain-shift probe (seed 003; methods.md §4): workflow_scripts/probes.py."""
-from workflow_scripts.probes import Headline, Probe, Resources, headline_rows, smallest
+from workflow_scripts.probes import Headline, Probe, Resources, TextSet, headline_rows, smallest
 
 
 def check(config: dict) -> list[str]:
@@ -57,6 +57,8 @@ PROBE = Probe(
     # close), so "lower is better" would be our choice. The figure is shown without a verdict: no
     # confirmatory family (its comparisons are exploratory rows), no `better` in the differences table
     # and no B mark. Declare a direction here only with the reason beside it.
+    text_sets=(TextSet("domain_shift_build"),),
+    n_note="domain shift: texts of the smaller group",
     headlines=(Headline("domain_shift.csv", overlap_headlines, lower_is_better=None, unit="texts",
                         statistics=()),),
     directions=(),

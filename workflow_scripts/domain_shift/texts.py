@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from workflow_scripts.common import atomic_path, setup_logging, stable_id, write_json
-from workflow_scripts.texts import text_keys, write_text_partitions
+from workflow_scripts.common import setup_logging, stable_id
+from workflow_scripts.texts import text_keys, write_dataset
 
 GROUPS = ("specific", "agnostic")
 
@@ -131,10 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     log = setup_logging(None, "domain_shift")
     frame, report = build(a.dataset, json.loads(a.spec), json.loads(a.paths), a.seed)
-    report["partitions"] = write_text_partitions(frame["text"].to_list(), a.texts)
-    with atomic_path(a.out) as tmp:
-        frame.write_parquet(tmp)
-    write_json(a.report, report)
+    write_dataset(frame, a.out, frame["text"].to_list(), a.texts, report, a.report, counts_key="partitions")
     log.info("%s: %s texts (%s)", a.dataset, report["texts"], report["counts"])
 
 

@@ -53,7 +53,7 @@ from pathlib import Path
 
 import polars as pl
 
-from workflow_scripts.common import atomic_path, setup_logging, stable_id, write_json
+from workflow_scripts.common import setup_logging, stable_id
 
 # the published adjectives.csv headers -> the type names used in keys, tables and plots
 PUBLISHED_TYPES = {
@@ -292,12 +292,8 @@ def build(dataset: str, spec: dict, log) -> tuple[WordLists, pl.DataFrame, list[
 
 def write_outputs(phrases: pl.DataFrame, strings: list[str], report: dict, out: str, texts_out: list[str],
                   report_out: str) -> dict:
-    from workflow_scripts.texts import write_text_partitions
-    with atomic_path(out) as tmp:
-        phrases.write_parquet(tmp, compression="zstd")
-    report = dict(report, texts=write_text_partitions(strings, texts_out))
-    write_json(report_out, report)
-    return report
+    from workflow_scripts.texts import write_dataset
+    return write_dataset(phrases, out, strings, texts_out, report, report_out)
 
 
 def main(argv: list[str] | None = None) -> None:

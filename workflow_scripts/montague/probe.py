@@ -1,6 +1,6 @@
 """Declaration of the Montague modifier probe (Carvalho et al., seed 004; methods.md §5):
 workflow_scripts/probes.py."""
-from workflow_scripts.probes import Headline, Probe, Resources, headline_rows
+from workflow_scripts.probes import Headline, Probe, Resources, TextSet, headline_rows
 
 
 TABLE_KIND = {"single": "AN", "pair": "pair", "nonsubsective": "AN"}  # where a table has no kind column
@@ -41,6 +41,8 @@ PROBE = Probe(
     tables=(("montague_single.csv", "Tables", "montague_single.rst"),
             ("montague_pair.csv", "Tables", "montague_pair.rst"),
             ("montague_nonsubsective.csv", "Tables", "montague_nonsubsective.rst")),
+    text_sets=(TextSet("montague_phrases"),),
+    n_note="Montague: phrases, resampled by adjective and noun",
     # n: the phrases (pairs of phrases) behind a share; the bootstrap draws their nouns and adjectives
     # (two-way), so a phrase is not resampled alone
     headlines=(Headline("montague_single.csv", consistency_headlines("single", "intersective", kind="AN"),

@@ -1,5 +1,5 @@
 """Declaration of the retrieval probe (seed 003; methods.md §4): workflow_scripts/probes.py."""
-from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, number
+from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, TextSet, number
 
 # Keys each kind of retrieval set reads (workflow_scripts/retrieval/sets.py SPEC_KEYS, plus the
 # probe's own `eval_split`), and the qrels splits each built kind writes (None: the user's).
@@ -149,6 +149,9 @@ PROBE = Probe(
     + (("retrieval_isotropy.csv", "Tables", "retrieval_isotropy.rst"),
        ("retrieval_correlations.csv", "Tables", "retrieval_correlations.rst"),
        ("retrieval_accuracy.csv", "Tables", "retrieval_accuracy.rst")),
+    # a set's questions (`<set>.query`) are embedded as queries, the texts they search as documents
+    text_sets=(TextSet("retrieval_query_texts", "*.query", role="query"), TextSet("retrieval_build", role="document")),
+    n_note="questions",
     headlines=(Headline("retrieval_accuracy.csv", accuracy_headlines, statistics=accuracy_statistics,
                         unit="questions"),),
     directions=(("*accuracy@*", "higher"), ("*ndcg@*", "higher")),

@@ -1,6 +1,6 @@
 """Declaration of the set-theoretic compositionality probe (seed 001; methods.md §2):
 workflow_scripts/probes.py."""
-from workflow_scripts.probes import Headline, Probe, Resources, headline_rows
+from workflow_scripts.probes import Headline, Probe, Resources, TextSet, headline_rows
 
 # the fields of a fusion prompt's user template: the two sentences to fuse
 FUSION_FIELDS = ("first", "second")
@@ -112,6 +112,8 @@ PROBE = Probe(
        ("settheory_histograms.csv", "Tables", "settheory_histograms.rst")),
     # a page per sample set: 20 accepted and 10 rejected fusions beside their inputs (the quality gate)
     dataset_tables=(("settheory_fusions_{dataset}.csv", "settheory_fusions.rst"),),
+    text_sets=(TextSet("settheory_samples"),),
+    n_note="set theory: samples",
     headlines=(Headline("settheory_shares.csv", share_headlines, statistics=share_statistics, unit="samples"),),
     # the (T,T) shares: fusions whose embedding satisfies the criterion; the other cases describe
     directions=(("c1/*/T,T", "higher"), ("c3/*/T,T", "higher")),

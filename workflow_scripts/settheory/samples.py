@@ -92,9 +92,9 @@ from pathlib import Path
 import polars as pl
 
 from workflow_scripts import articles as art
-from workflow_scripts.common import atomic_path, setup_logging, stable_id, write_json
+from workflow_scripts.common import atomic_path, setup_logging, stable_id
 from workflow_scripts.generator import SMOLLM2, Generator, make_generator, spec_digest
-from workflow_scripts.texts import write_text_partitions
+from workflow_scripts.texts import write_dataset
 
 SENTENCES = ("previous", "S0", "next", "S1", "S2")
 SCHEMA = {"sample_id": pl.UInt64, "article_id": pl.UInt64, "doc_id": pl.String, "window": pl.Int32,
@@ -565,10 +565,7 @@ def write(frame: pl.DataFrame, report: dict, out: str, text_files: list[str], re
     texts = [t for s in SENTENCES for t in frame[s].to_list()]
     if fusions_path:
         write_fusion_page(fusions_path, report.get("fusion_page", []))
-    report["texts"] = write_text_partitions(texts, text_files)
-    with atomic_path(out) as tmp:
-        frame.write_parquet(tmp)
-    write_json(report_path, report)
+    write_dataset(frame, out, texts, text_files, report, report_path)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -84,7 +84,7 @@ from typing import Callable, NamedTuple
 
 import polars as pl
 
-from workflow_scripts.common import atomic_path, n_tokens, setup_logging, stable_id, write_json
+from workflow_scripts.common import n_tokens, setup_logging, stable_id
 from workflow_scripts.triplets import sources as src
 from workflow_scripts.triplets.lexical import not_negation, quantifier_negation, synonym_substitution
 from workflow_scripts.triplets.parsing import FINAL, NEGATIONS, NEGATORS, REPORTING, Parsed, Result, parse
@@ -645,14 +645,8 @@ def build_user_dataset(name: str, spec: dict, log) -> tuple[pl.DataFrame, dict]:
 # --- CLI ------------------------------------------------------------------------------------------
 def write_outputs(frame: pl.DataFrame, report: dict, out: str, texts_out: list[str], report_out: str) -> dict:
     """triplets.parquet, the texts of all three columns (hash-partitioned), the report; each atomic."""
-    from workflow_scripts.texts import write_text_partitions
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out) as tmp:
-        frame.write_parquet(tmp, compression="zstd")
-    texts = [t for col in SLOTS for t in frame[col].to_list()]
-    report = dict(report, texts=write_text_partitions(texts, texts_out))
-    write_json(report_out, report)
-    return report
+    from workflow_scripts.texts import write_dataset
+    return write_dataset(frame, out, [t for col in SLOTS for t in frame[col].to_list()], texts_out, report, report_out)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,6 @@
 """Declaration of the sentence-triplet probe (Zhu, Li & de Melo, seed 002; methods.md §3):
 workflow_scripts/probes.py."""
-from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, headline_rows
+from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, TextSet, headline_rows
 
 # The source formats each kind of triplet dataset can be built from (methods.md §3).
 SOURCE_FORMATS = {
@@ -102,6 +102,8 @@ PROBE = Probe(
     tables=(("triplets_overview.csv", "Tables", "triplets_overview.rst"),
             ("triplets_accuracy.csv", "Tables", "triplets_accuracy.rst")),
     dataset_tables=(("triplets_{dataset}.csv", "triplets_dataset.rst"),),
+    text_sets=(TextSet("triplets_build"),),
+    n_note="triplets",
     headlines=(Headline("triplets_accuracy.csv", accuracy_headlines, statistics=("accuracy",), unit="triplets"),),
     directions=(("accuracy", "higher"),),  # the mean cosines describe; neither way is better
 )
