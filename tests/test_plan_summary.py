@@ -148,6 +148,12 @@ def test_summary_estimates_embedding_from_throughput_and_other_jobs_from_benchma
     # 3.5 + 2 + 9 = 14.5 s of job time, bounded below (csc_plot); 1 thread each, 2 cores: 7.25 s wall
     assert "Estimated: >= 14 s of job time; on 2 core(s) >= 7 s wall" in text
     assert "Generations to request: none" in text
+    assert "What `>=` leaves out: the rules not estimated (" in text
+    # nothing planned: both stores are kept, nothing estimated
+    nothing = plan_summary.summary(study, {}, [], cores=2, calibrate_missing=False)
+    assert ["dense", "csc", "0", "0", "10", "-"] in [line.split() for line in nothing.splitlines()]
+    assert "Other jobs: none" in nothing and "no embedding job planned" in nothing
+    assert "Estimated: ~0 s of job time" in nothing
 
 
 def test_a_model_never_measured_is_not_estimated_without_calibration(tmp_path):
@@ -158,7 +164,6 @@ def test_a_model_never_measured_is_not_estimated_without_calibration(tmp_path):
     assert "sparse: unknown: no measurement" in text
 
 
-@pytest.mark.slow  # a fresh interpreter importing the encoders: 3 s idle, 20 s on a loaded machine
 def test_calibration_measures_a_model_in_a_fresh_process_and_records_it(tmp_path):
     study = small_study(tmp_path)
     speeds = plan_summary.model_throughputs(study, ["dense"], calibrate_missing=True)
@@ -213,7 +218,6 @@ def test_embedding_job_records_its_throughput_under_the_results_cache(tmp_path):
     assert np.isfinite(record["job_s"])
 
 
-@pytest.mark.slow  # make, Snakemake planning a study: 10 s idle, 30 s on a loaded machine
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 def test_make_dry_run_ends_with_the_plan_summary(tmp_path):
     """The old `make dry-run` ended with Snakemake's listing; now the summary follows it. The tiny

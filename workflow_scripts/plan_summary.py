@@ -404,7 +404,8 @@ def summary(study, plans: dict, jobs: list[Job], cores: int, calibrate_missing: 
     lines += ["  " + s for s in table(["model", "stage", "jobs", "texts new", "reused", "estimate"], out)]
     _, how = texts_per_sentence(study)
     lines += [f"  (~: estimated; a corpus not perturbed yet: its sentences x texts per sentence, {how})", ""]
-    lines += ["Throughput on this machine (" + str(throughput.cache_path(study.results)) + "):"]
+    lines += ["Throughput on this machine (" + str(throughput.cache_path(study.results)) + "):"
+              + ("" if speeds else " not needed, no embedding job planned")]
     for model, speed in speeds.items():
         lines.append(f"  {model}: " + (speed.describe() if isinstance(speed, throughput.Throughput)
                                        else f"unknown: {speed}"))
@@ -424,7 +425,9 @@ def summary(study, plans: dict, jobs: list[Job], cores: int, calibrate_missing: 
     other_s = sum(o["jobs"] * o["mean_s"] for o in known)
     thread_s += sum(o["jobs"] * o["mean_s"] * o["threads"] for o in known)
     n_other = sum(o["jobs"] for o in others)
-    if known:
+    if not others:
+        lines.append("Other jobs: none")
+    elif known:
         top = ", ".join(f"{o['rule']} {o['jobs']} x {o['mean_s']:.1f} s" for o in known[:5])
         lines.append(f"Other jobs: {n_other}; {sum(o['jobs'] for o in known)} estimated from the benchmark "
                      f"files of an earlier run, {fmt_s(other_s)} ({top}{', ...' if len(known) > 5 else ''})")
@@ -438,9 +441,11 @@ def summary(study, plans: dict, jobs: list[Job], cores: int, calibrate_missing: 
     bound = ">= " if lower_bound or unknown else "~"
     lines += ["", f"Estimated: {bound}{fmt_s(total)} of job time; on {cores} core(s) {bound}{fmt_s(wall)} "
               f"wall (embedding {fmt_s(embed_s)}, other jobs {fmt_s(other_s)})."]
-    if unknown or lower_bound:
-        lines.append("  What `>=` leaves out: texts of text sets not built yet and the rules not estimated; "
-                     "after a run, the benchmark files and measured throughput make it complete.")
+    left_out = (["the texts of text sets not built yet (counted once a run has built them)"] * lower_bound
+                + ["the rules not estimated (no benchmark files of theirs: an earlier run's, or rules without "
+                   "`benchmark:`)"] * bool(unknown))
+    if left_out:
+        lines.append(f"  What `>=` leaves out: {'; '.join(left_out)}.")
     return "\n".join(lines)
 
 
