@@ -93,8 +93,15 @@ report: setup
 	$(VENV)/bin/snakemake --report $(call sq,$(STUDY_RESULTS)/report.html) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 	@echo "Done. The report is "$(call sq,$(STUDY_RESULTS))"/report.html."
 
+# Snakemake's dry run, then the plan summary (workflow_scripts/plan_summary.py): per model and stage the
+# texts to embed (new, reused), the generations to request and an estimated time, from the throughput
+# measured on this machine (<results>/.cache/throughput.json) or, before any run, a short calibration
+# that loads each model (CALIBRATE=no: none; models never measured are then not estimated)
+CALIBRATE ?= yes
 dry-run: setup
-	$(VENV)/bin/snakemake --dry-run --cores $(CORES) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
+	$(VENV)/bin/python -m workflow_scripts.plan_summary --results $(call sq,$(STUDY_RESULTS)) --cores $(call sq,$(CORES)) \
+		$(if $(strip $(CONFIG_FILES)),--configfile $(CONFIG_FILES)) $(if $(filter no,$(CALIBRATE)),--no-calibrate) \
+		-- $(VENV)/bin/snakemake --dry-run --cores $(CORES) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
 # Snakemake's lock, left by a killed run, removed; refused while a run of this checkout holds a study's
 # results lock: `--unlock` clears the whole working directory's lock, that run's too

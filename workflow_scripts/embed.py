@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workflow_scripts import throughput
 from workflow_scripts.common import SPARSE_FAMILIES, TORCH_FAMILIES, atomic_path, setup_logging, vector_settings
 from workflow_scripts.encoders import (SurfaceFormEncoder, check_device, load_encoder, resolve_device, software_versions,
                                        tfidf_transform)
@@ -118,7 +119,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                     out_dir: str, threads: int, log, fitted: str | None = None, model_file: str | None = None,
                     chunk_rows: int = 100_000, batch_size: int | None = None, cpu_workers: int | None = None,
                     reuse: str | None = None, vocabulary_texts: list[str] | None = None,
-                    cache: str | None = None) -> dict:
+                    cache: str | None = None, throughput_file: str | None = None) -> dict:
     """Embed every unique text of the partition into a store, `chunk_rows` texts at a time, so the
     job's memory follows the chunk size (plus 8 bytes of key per text), not the partition size.
 
@@ -132,7 +133,10 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
 
     `batch_size` and `cpu_workers` default to the spec's. The workflow passes them apart from the
     spec, so that changing them reruns nothing where they change vectors by float rounding only
-    (fp32); in bf16/fp16 the batch size is part of the spec (common.vector_settings)."""
+    (fp32); in bf16/fp16 the batch size is part of the spec (common.vector_settings).
+
+    `throughput_file`: where the texts it encoded and the seconds they took are recorded for the
+    plan summary's estimates (workflow_scripts/throughput.py); nothing decides results by it."""
     spec = role_spec(spec, scope_role(scope))  # the workflow passes it resolved already (idempotent)
     masks, n_unique = unique_rows(text_files)
     label = f"{model}/{scope}/part-{partition}"
@@ -146,6 +150,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
     started = time.perf_counter()
     done = reused = 0
     workers = 1
+    seconds = {"encode": 0.0, "load": 0.0}  # in encode calls; loading the model (inside them or before)
     with atomic_path(out_dir, is_dir=True) as tmp:
         if spec["family"] == "tfidf":
             fit = json.loads(Path(fitted).read_text())
@@ -170,6 +175,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                 """Import the model's library and load it (about 10 s for sentence-transformers):
                 only once a text needs encoding, so a derived corpus whose every text is in its
                 parent's store loads nothing."""
+                load_started = time.perf_counter()
                 device, worker_threads, workers = "cpu", threads, 1
                 if spec["family"] in TORCH_FAMILIES:
                     import torch
@@ -199,6 +205,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                                         # family mteb: the registry entry and each role's prompt;
                                         # openai_embeddings: the endpoint
                                         **(encoder.manifest_fields() if hasattr(encoder, "manifest_fields") else {})})
+                seconds["load"] += time.perf_counter() - load_started
 
             def encode(texts, pool):
                 if not loaded:
@@ -221,16 +228,23 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
             stack.enter_context(writer)
             pool = stack.enter_context(WorkerPool(spec, model_file, workers, worker_threads, log, label)) \
                 if workers > 1 else None
+            def timed_encode(texts):
+                """encode(texts), its seconds counted apart from a model load it started"""
+                loads, call_started = seconds["load"], time.perf_counter()
+                vectors = encode(texts, pool)
+                seconds["encode"] += time.perf_counter() - call_started - (seconds["load"] - loads)
+                return vectors
+
             for keys, texts in iter_chunks(text_files, masks, chunk_rows):
                 if parent is None:
-                    writer.add(keys, encode(texts, pool))
+                    writer.add(keys, timed_encode(texts))
                 else:
                     found, rows = parent.find(keys)
                     out = np.empty((len(texts), parent.manifest["dim"]), np.float32)
                     out[found] = parent.vectors[np.sort(rows)][np.argsort(np.argsort(rows))] if len(rows) else 0
                     new = np.flatnonzero(~found)
                     if len(new):
-                        out[new] = encode([texts[i] for i in new], pool)
+                        out[new] = timed_encode([texts[i] for i in new])
                     writer.add(keys, out)
                     reused += int(found.sum())
                     parent.release_pages()
@@ -250,7 +264,22 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
     elapsed = time.perf_counter() - started
     log.info("%s: %d texts in %.1f s (%.0f texts/s): %d encoded, %d reused%s", label, done, elapsed,
              done / max(elapsed, 1e-9), done - reused, reused, f" from {reuse}" if reuse else "")
+    if throughput_file and done - reused > 0:
+        record_throughput(throughput_file, spec, manifest.get("device") or "cpu", done - reused, seconds["encode"],
+                          log, label)
     return manifest
+
+
+def record_throughput(path: str, spec: dict, device: str, encoded: int, encode_s: float, log, label: str) -> None:
+    """This job's texts and seconds for the plan summary's estimates; a cache, so a failure to
+    write it is logged, never fatal."""
+    try:
+        job_s = throughput.process_seconds()
+        throughput.record(path, throughput.model_key(spec, device), encoded, encode_s, job_s)
+        log.info("%s: throughput recorded in %s (%d texts, %.2f s encoding, %.1f s since the job started)",
+                 label, path, encoded, encode_s, job_s)
+    except (OSError, ImportError) as err:
+        log.warning("%s: throughput not recorded in %s: %s", label, path, err)
 
 
 def open_reuse(directory: str, manifest: dict, partition: int) -> Partition:
@@ -265,6 +294,15 @@ def open_reuse(directory: str, manifest: dict, partition: int) -> Partition:
     if m["format"] != "dense":
         raise StoreMismatch(f"{directory}: only dense stores are reused (tf-idf is fitted per text set)")
     return parent
+
+
+def throughput_file_of(out_dir: str) -> str | None:
+    """<results>/.cache/throughput.json for a store at <results>/embeddings/<model>/<text set>/part-NNN
+    (rules/embed.smk's layout); None for a store elsewhere."""
+    parents = Path(out_dir).parents
+    if len(parents) > 3 and parents[2].name == "embeddings":
+        return str(throughput.cache_path(parents[3]))
+    return None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -306,7 +344,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         embed_partition(args.model, json.loads(args.spec), args.scope, args.partition, args.partitions,
                         args.texts, args.out, args.threads, log, args.fitted, args.model_file, args.chunk_rows,
-                        args.batch_size, args.cpu_workers, args.reuse, args.vocabulary_texts, args.cache)
+                        args.batch_size, args.cpu_workers, args.reuse, args.vocabulary_texts, args.cache,
+                        throughput_file_of(args.out))
 
 
 if __name__ == "__main__":

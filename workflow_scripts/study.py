@@ -304,6 +304,12 @@ class ProbePlan:
     def pair_scope(self, pair) -> str:
         return self.scope(pair.dataset)
 
+    def planned_generations(self, rule: str, wildcards: dict) -> dict | None:
+        """What a planned job of this probe asks a generator for, for the plan summary
+        (workflow_scripts/plan_summary.py): {"what", "generator", "requests" (an upper bound, None
+        when unknown), "cache" (its answers cache file)}; None for a job that generates nothing."""
+        return None
+
     # ---- what the probe made: rule all and the report ----
     def targets(self) -> list[str]:
         """The final outputs `rule all` asks for (the probe's tables and plots) when the probe ran."""

@@ -57,6 +57,20 @@ class RetrievalPlan(ProbePlan):
         uses = "generator" in spec.get("questions", [])
         return 1 if uses and (spec.get("generator") or {}).get("device") == "cuda" else 0
 
+    def planned_generations(self, rule: str, wildcards: dict) -> dict | None:
+        """A set with `generator` questions: one question per sentence of its seeded sample."""
+        spec = self.set_spec(wildcards.get("dataset", "")) if rule == "retrieval_build" else {}
+        if "generator" not in spec.get("questions", []):
+            return None
+        from workflow_scripts.retrieval.questions import GENERATOR_DEFAULTS
+
+        settings = {**GENERATOR_DEFAULTS, **(spec.get("generator") or {})}
+        model = settings.get("model") or {}
+        return {"what": f"retrieval {wildcards['dataset']}: questions",
+                "generator": model.get("name") or model.get("path") or "SmolLM2-135M-Instruct",
+                "requests": settings["max_sentences"],
+                "cache": f"{self.R}/cache/generations/retrieval.{wildcards['dataset']}.jsonl"}
+
     def eval_split(self, dataset: str):
         return self.set_spec(dataset).get("eval_split", self.config["retrieval"]["eval_split"])
 

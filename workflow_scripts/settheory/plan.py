@@ -45,16 +45,33 @@ class SettheoryPlan(ProbePlan):
         return as_json(self.set_spec(wildcards.dataset))
 
     def samples_options(self, wildcards, input) -> str:
-        from workflow_scripts.generator import spec_digest
-
         if "file" in input.keys():
             return ""
         name, spec = self.generator(wildcards.dataset)
-        cache_dir = self.config["settheory"].get("generation_cache") or f"{self.R}/cache/generations"
-        cache = os.path.join(cache_dir, f"{name}-{spec_digest(spec)}.jsonl")
+        cache = self.generation_cache(wildcards.dataset)
         return cli_options(("--articles", input.articles), ("--generator", as_json({"name": name, "spec": spec})),
                            ("--prompt", as_json(self.prompt(wildcards.dataset))),
                            ("--device", self.device(wildcards.dataset)), ("--cache", cache))
+
+    def generation_cache(self, dataset: str) -> str:
+        from workflow_scripts.generator import spec_digest
+
+        name, spec = self.generator(dataset)
+        cache_dir = self.config["settheory"].get("generation_cache") or f"{self.R}/cache/generations"
+        return os.path.join(cache_dir, f"{name}-{spec_digest(spec)}.jsonl")
+
+    def planned_generations(self, rule: str, wildcards: dict) -> dict | None:
+        """Two fusions per window: up to max_articles x windows_per_article windows (every article's
+        when max_articles is not set: unknown here)."""
+        if rule != "settheory_samples" or "file" in self.set_spec(wildcards["dataset"]):
+            return None
+        from workflow_scripts.settheory.samples import DEFAULT_SET
+
+        spec = {**DEFAULT_SET, **self.set_spec(wildcards["dataset"])}
+        windows = spec["max_articles"] * spec["windows_per_article"] if spec.get("max_articles") else None
+        return {"what": f"settheory {wildcards['dataset']}: fusions", "generator": self.generator(wildcards["dataset"])[0],
+                "requests": None if windows is None else 2 * windows,
+                "cache": self.generation_cache(wildcards["dataset"])}
 
     def filter_inputs(self, wildcards) -> dict:
         scope = self.scope(wildcards.dataset)

@@ -1,0 +1,489 @@
+"""What a run will cost, said before it starts: `make dry-run` ends with this plan summary.
+
+It runs Snakemake's dry run (echoing its output), reads the jobs it plans, and prints per model and
+stage (the probe whose text sets it embeds; corpora are CSC's) the embedding jobs, the texts to
+encode (new) and the texts whose vectors are kept (reused: stores that are up to date, and a derived
+corpus's texts copied from its parent's store), and an estimated time from the throughput measured
+on this machine (workflow_scripts/throughput.py: earlier embedding jobs, else a calibration it runs
+now); then the generations the run will request (minus what their caches hold), the other jobs,
+estimated from the benchmark files of an earlier run where there are some, and a total.
+
+Text counts are exact where a text set's files exist and no planned job rebuilds them. Before that,
+a corpus's texts are estimated as its sentences (the built corpus, else the ingested source, else
+the source file's lines) times the texts per sentence that perturbation made of the corpora built
+so far (default VARIANTS_PER_SENTENCE); a probe dataset's texts are unknown until its build job
+has run, and its estimate counts only the jobs' fixed cost (shown as `>=`).
+
+CLI (the Makefile's dry-run):
+python -m workflow_scripts.plan_summary --results DIR [--configfile F ...] [--cores N] [--no-calibrate]
+    -- snakemake --dry-run ...
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workflow_scripts import throughput
+
+# texts per corpus sentence before any corpus was perturbed: the default run's corpora made 6.2-7.4
+# (pc_en: 405 sentences, 2,990 texts), the issue that asked for this summary saw 7.4 (1,751 -> 12,986)
+VARIANTS_PER_SENTENCE = 7.0
+CALIBRATION_TIMEOUT_S = 300
+SAMPLE_FILE = Path(__file__).resolve().parents[1] / "resources" / "corpora" / "en_nl_sample.txt"
+LINE_FORMATS = {"bitext": 0, "lines": 0, "jsonl": 0, "csv": 1, "tsv": 1}  # format -> header lines
+NOT_ESTIMATED = "not estimated"
+
+
+# ---- the jobs Snakemake plans ---------------------------------------------------------------------
+
+@dataclass
+class Job:
+    rule: str
+    wildcards: dict = field(default_factory=dict)
+    outputs: list = field(default_factory=list)
+    threads: int = 1
+
+
+RULE_LINE = re.compile(r"^(?:local)?rule (\S+):$")
+FIELD_LINE = re.compile(r"^\s+(output|wildcards|threads): (.*)$")
+
+
+def parse_dry_run(lines) -> list[Job]:
+    """The jobs of `snakemake --dry-run`'s listing: each `rule NAME:` block's wildcards, outputs and
+    threads (1 when the block names none)."""
+    jobs: list[Job] = []
+    for line in lines:
+        line = line.rstrip("\n")
+        if m := RULE_LINE.match(line):
+            jobs.append(Job(m.group(1)))
+        elif jobs and (m := FIELD_LINE.match(line)):
+            key, value = m.groups()
+            if key == "output":
+                jobs[-1].outputs = value.split(", ")
+            elif key == "threads":
+                jobs[-1].threads = int(value)
+            else:
+                jobs[-1].wildcards = dict(item.split("=", 1) for item in value.split(", ") if "=" in item)
+    return jobs
+
+
+# ---- the study, as rules/common.smk plans it ------------------------------------------------------
+
+def load_study(configfiles: list[str], results: str):
+    """(Study, probe plans) of these config files and results folder: validated, with the models a
+    stage adds (adapt), as rules/common.smk builds them."""
+    from workflow_scripts import probes, studies
+    from workflow_scripts.config import validate
+    from workflow_scripts.study import Study
+
+    config = studies.load_configs(configfiles or [studies.DEFAULT_CONFIG])
+    config["results"] = results
+    config = validate(config, check_paths=False)
+    for probe in probes.declarations():
+        if probe.prepare:
+            probe.prepare(config, results)
+    study = Study(config, results)
+    return study, {p.name: p.planner()(study, p) for p in probes.declarations()}
+
+
+# ---- counting texts -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Count:
+    n: int | None  # None: unknown
+    exact: bool
+    how: str = ""
+
+
+def parquet_rows(paths) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+
+
+def folder_rows(folder: str) -> int | None:
+    files = sorted(glob.glob(os.path.join(folder, "*.parquet")))
+    return parquet_rows(files) if files else None
+
+
+def file_lines(path: str, header: int) -> int | None:
+    try:
+        with open(path, "rb") as f:
+            return max(0, sum(1 for line in f if line.strip()) - header)
+    except OSError:
+        return None
+
+
+def corpus_sentences(study, corpus: str) -> Count:
+    """Sentences of a corpus: the built corpus, else (an unfiltered corpus) its ingested source or
+    its source file's lines; a derived corpus not built yet: at most its parent's."""
+    built = folder_rows(f"{study.results}/corpora/{corpus}")
+    if built is not None:
+        return Count(built, True, "built corpus")
+    parent = study.parent_corpus(corpus)
+    if parent:
+        upper = corpus_sentences(study, parent)
+        return Count(upper.n, False, f"at most {parent}'s")
+    source = study.config["corpora"][corpus]["source"]
+    ingested = folder_rows(f"{study.results}/ingest/{source}")
+    if ingested is not None:
+        return Count(ingested, False, "ingested source")
+    spec = study.source_spec(source)
+    path = study.source_file(source)
+    header = LINE_FORMATS.get(spec.get("format"))
+    if path is None or header is None or path.endswith((".gz", ".zip")):
+        return Count(None, False, "source not read yet")
+    lines = file_lines(path, header)
+    return Count(lines, False, "source file lines") if lines is not None else Count(None, False, "source not here yet")
+
+
+def texts_per_sentence(study) -> tuple[float, str]:
+    """Texts per corpus sentence that perturbation made of the corpora built so far (all their text
+    files and corpus shards present), else VARIANTS_PER_SENTENCE."""
+    texts = sentences = 0
+    for corpus in study.config.get("corpora") or {}:
+        files = study.texts(corpus)
+        rows = folder_rows(f"{study.results}/corpora/{corpus}")
+        if rows and all(os.path.exists(f) for f in files):
+            texts += parquet_rows(files)
+            sentences += rows
+    if sentences:
+        return texts / sentences, f"{texts / sentences:.1f} texts per sentence, measured on the corpora built"
+    return VARIANTS_PER_SENTENCE, f"{VARIANTS_PER_SENTENCE:.0f} texts per sentence assumed (no corpus perturbed yet)"
+
+
+def text_count(study, scope: str, part: int, planned: set[str], factor: float) -> Count:
+    """Unique texts of one partition of a text set (its file holds unique rows)."""
+    path = study.texts(scope)[part]
+    if os.path.exists(path):
+        n = parquet_rows([path])
+        return Count(n, path not in planned, "text files" if path not in planned else "current text files, rebuilt")
+    corpus = study.scope_corpus(scope)
+    if corpus is None:
+        return Count(None, False, "built by its dataset job")
+    sentences = corpus_sentences(study, corpus)
+    if sentences.n is None:
+        return Count(None, False, sentences.how)
+    return Count(round(sentences.n * factor / study.parts), False, f"{sentences.how} x {factor:.1f}")
+
+
+def reused_count(study, model: str, scope: str, part: int, count: Count) -> tuple[int | None, str | None]:
+    """(texts copied from the parent corpus's store, its name) for a derived corpus's store; the
+    texts the parent lacks are encoded. (0, None) for any other store."""
+    parent = study.reuse_scope(model, scope)
+    if parent is None:
+        return 0, None
+    mine, theirs = study.texts(scope)[part], study.texts(parent)[part]
+    if os.path.exists(mine) and os.path.exists(theirs):
+        import numpy as np
+        import pyarrow.parquet as pq
+
+        keys = [pq.read_table(p, columns=["text_key"])["text_key"].to_numpy() for p in (mine, theirs)]
+        return int(np.isin(keys[0], keys[1]).sum()), parent
+    return count.n, parent  # a derived corpus's sentences and variants are its parent's
+
+
+def up_to_date_stores(study, planned: set[str]) -> dict[tuple[str, str], int]:
+    """(model, stage) -> texts in existing stores that no planned job rebuilds (read from manifests)."""
+    kept: dict[tuple[str, str], int] = defaultdict(int)
+    for model in study.config["models"]:
+        for manifest in sorted(glob.glob(f"{study.results}/embeddings/{model}/*/part-*/manifest.json")):
+            store = os.path.dirname(manifest)
+            if store in planned:
+                continue
+            try:
+                rows = json.loads(Path(manifest).read_text())["rows"]
+            except (OSError, ValueError, KeyError):
+                continue
+            kept[model, stage_of(study, Path(store).parent.name)] += int(rows)
+    return kept
+
+
+def stage_of(study, scope: str) -> str:
+    """The probe a text set belongs to: `<probe>.<dataset>`, or a corpus (CSC's)."""
+    return "csc" if study.scope_corpus(scope) else scope.split(".", 1)[0]
+
+
+# ---- throughput -----------------------------------------------------------------------------------
+
+def sample_texts(study, n: int = throughput.CALIBRATION_TEXTS) -> list[str]:
+    """Texts to calibrate on: the first text set built in this results folder, else the English side
+    of the shipped EN-NL sample."""
+    import pyarrow.parquet as pq
+
+    for path in sorted(glob.glob(f"{study.results}/texts/*/part-*.parquet")):
+        texts = pq.read_table(path, columns=["text"])["text"].to_pylist()[:n]
+        if len(texts) >= n // 2:
+            return texts
+    with open(SAMPLE_FILE, encoding="utf-8") as f:
+        return [line.split("\t")[0].strip() for line, _ in zip(f, range(n))]
+
+
+def calibrate(study, model: str, key: str, texts: list[str], cache: Path) -> str | None:
+    """Run throughput's calibration for a model in a fresh process and record it; None on success,
+    else why it could not (the model cannot load here, or it is built by this run)."""
+    spec = study.embed_spec(model)
+    if study.trained(model) or spec["family"] == "precomputed":
+        return "built or read by the run"
+    model_file = study.model_file(model)
+    if model_file and not os.path.exists(model_file):
+        return "model file not here yet"
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(texts, f)
+    command = [sys.executable, "-m", "workflow_scripts.throughput", "calibrate", "--spec", json.dumps(spec),
+               "--device", study.resolved_device(model), "--sample", f.name]
+    if model_file:
+        command += ["--model-file", model_file]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=CALIBRATION_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"calibration took over {CALIBRATION_TIMEOUT_S} s"
+    finally:
+        os.unlink(f.name)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        return f"cannot load here ({last[:120]})"
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    throughput.record(cache, key, measured["texts"], measured["encode_s"], measured["job_s"], source="calibration")
+    return None
+
+
+def model_throughputs(study, models, calibrate_missing: bool) -> dict[str, throughput.Throughput | str]:
+    """model -> its Throughput, or why there is none."""
+    cache = throughput.cache_path(study.results)
+    out: dict[str, throughput.Throughput | str] = {}
+    texts = None
+    for model in models:
+        key = throughput.model_key(study.embed_spec(model), study.resolved_device(model))
+        found = throughput.summarise(throughput.load(cache).get(key, []))
+        if found is None and calibrate_missing:
+            texts = texts or sample_texts(study)
+            problem = calibrate(study, model, key, texts, cache)
+            found = throughput.summarise(throughput.load(cache).get(key, [])) if problem is None else problem
+        out[model] = found or "no measurement (make dry-run calibrates)"
+    return out
+
+
+# ---- other jobs: benchmark files of earlier runs --------------------------------------------------
+
+def benchmark_seconds(results: str, rule: str) -> list[float]:
+    """Wall seconds of each benchmarked job of `rule` in this results folder (Snakemake's `s`)."""
+    seconds = []
+    for path in glob.glob(f"{results}/benchmarks/{rule}/**/*.tsv", recursive=True):
+        try:
+            with open(path, newline="") as f:
+                seconds += [float(row["s"]) for row in csv.DictReader(f, delimiter="\t")]
+        except (OSError, ValueError, KeyError):
+            continue
+    return seconds
+
+
+# ---- the summary ----------------------------------------------------------------------------------
+
+@dataclass
+class EmbedRow:
+    model: str
+    stage: str
+    jobs: int = 0
+    loading_jobs: int = 0
+    new: int = 0
+    reused: int = 0
+    unknown_jobs: int = 0  # jobs whose text count is not known yet
+    estimated: bool = False  # some count is an estimate
+    job_threads: int = 1
+
+
+def embed_rows(study, jobs: list[Job]) -> list[EmbedRow]:
+    planned = {o for j in jobs for o in j.outputs}
+    factor, _ = texts_per_sentence(study)
+    rows: dict[tuple[str, str], EmbedRow] = {}
+    for job in jobs:
+        if job.rule != "embed":
+            continue
+        model, scope, part = job.wildcards["model"], job.wildcards["scope"], int(job.wildcards["part"])
+        row = rows.setdefault((model, stage_of(study, scope)), EmbedRow(model, stage_of(study, scope)))
+        row.jobs += 1
+        row.job_threads = max(row.job_threads, job.threads)
+        count = text_count(study, scope, part, planned, factor)
+        copied, parent = reused_count(study, model, scope, part, count)
+        row.estimated |= not count.exact
+        if count.n is None:
+            row.unknown_jobs += 1
+            row.loading_jobs += parent is None
+            continue
+        new = count.n - (copied or 0)
+        row.new += new
+        row.reused += copied or 0
+        row.loading_jobs += new > 0
+    for (model, stage), texts in up_to_date_stores(study, planned).items():
+        rows.setdefault((model, stage), EmbedRow(model, stage)).reused += texts
+    order = {m: i for i, m in enumerate(study.config["models"])}
+    return sorted(rows.values(), key=lambda r: (order.get(r.model, len(order)), r.stage))
+
+
+def other_rules(results: str, jobs: list[Job]) -> list[dict]:
+    """Per planned rule other than embed: jobs, and the mean seconds of its benchmarked jobs."""
+    counts: dict[str, list[Job]] = defaultdict(list)
+    for job in jobs:
+        if job.rule not in ("embed", "all"):
+            counts[job.rule].append(job)
+    out = []
+    for rule, its_jobs in counts.items():
+        seconds = benchmark_seconds(results, rule)
+        mean = sum(seconds) / len(seconds) if seconds else None
+        out.append({"rule": rule, "jobs": len(its_jobs), "mean_s": mean,
+                    "threads": max(j.threads for j in its_jobs)})
+    return sorted(out, key=lambda r: -(r["jobs"] * (r["mean_s"] or 0)))
+
+
+def generation_rows(plans: dict, jobs: list[Job]) -> list[dict]:
+    """What the planned jobs will ask generators for: each probe's plan answers for its own jobs."""
+    from workflow_scripts.generator import GenerationCache
+
+    rows = []
+    for job in jobs:
+        for plan in plans.values():
+            asked = plan.planned_generations(job.rule, job.wildcards)
+            if asked:
+                cache = asked.get("cache")
+                rows.append({**asked, "cached": len(GenerationCache(cache).entries) if cache else 0})
+    return rows
+
+
+def fmt_n(n: float | None) -> str:
+    return "?" if n is None else f"{n:,.0f}"
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds:,.0f} s" if seconds < 600 else f"{seconds:,.0f} s ({seconds / 60:.0f} min)"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return [line(header), line(["-" * w for w in widths]), *map(line, rows)]
+
+
+def summary(study, plans: dict, jobs: list[Job], cores: int, calibrate_missing: bool = True) -> str:
+    """The plan summary's text."""
+    rows = embed_rows(study, jobs)
+    speeds = model_throughputs(study, sorted({r.model for r in rows if r.jobs}), calibrate_missing)
+    lines = [f"Plan summary: {len(jobs)} jobs planned, {sum(r.jobs for r in rows)} of them embedding "
+             f"(results: {study.results}/)", ""]
+    embed_s = thread_s = 0.0
+    lower_bound = False
+    out = []
+    for r in rows:
+        speed = speeds.get(r.model)
+        if not r.jobs:
+            est = "-"
+        elif isinstance(speed, throughput.Throughput):
+            seconds = speed.seconds(r.new, r.loading_jobs)
+            embed_s += seconds
+            thread_s += seconds * r.job_threads
+            lower_bound |= r.unknown_jobs > 0
+            est = (">= " if r.unknown_jobs else "~" if r.estimated else "") + fmt_s(seconds)
+        else:
+            est = NOT_ESTIMATED
+        new = fmt_n(r.new) if not r.unknown_jobs else \
+            (f"{fmt_n(r.new)} + ?" if r.new else "?") + f" ({r.unknown_jobs} text set part(s) not built yet)"
+        out.append([r.model, r.stage, str(r.jobs), ("~" if r.estimated and r.new else "") + new, fmt_n(r.reused),
+                    est])
+    lines += ["Embedding, per model and stage (texts: new = to encode; reused = kept in up-to-date stores "
+              "or copied from a parent corpus's):"]
+    lines += ["  " + s for s in table(["model", "stage", "jobs", "texts new", "reused", "estimate"], out)]
+    _, how = texts_per_sentence(study)
+    lines += [f"  (~: estimated; a corpus not perturbed yet: its sentences x texts per sentence, {how})", ""]
+    lines += ["Throughput on this machine (" + str(throughput.cache_path(study.results)) + "):"
+              + ("" if speeds else " not needed, no embedding job planned")]
+    for model, speed in speeds.items():
+        lines.append(f"  {model}: " + (speed.describe() if isinstance(speed, throughput.Throughput)
+                                       else f"unknown: {speed}"))
+    lines.append("")
+    generations = generation_rows(plans, jobs)
+    if generations:
+        lines.append("Generations to request:")
+        for g in generations:
+            lines.append(f"  {g['what']}: up to {fmt_n(g.get('requests'))} with {g['generator']} "
+                         f"({g['cached']} answers in its cache, {g.get('cache')})")
+    else:
+        lines.append("Generations to request: none")
+    lines.append("")
+    others = other_rules(study.results, jobs)
+    known = [o for o in others if o["mean_s"] is not None]
+    unknown = [o for o in others if o["mean_s"] is None]
+    other_s = sum(o["jobs"] * o["mean_s"] for o in known)
+    thread_s += sum(o["jobs"] * o["mean_s"] * o["threads"] for o in known)
+    n_other = sum(o["jobs"] for o in others)
+    if not others:
+        lines.append("Other jobs: none")
+    elif known:
+        top = ", ".join(f"{o['rule']} {o['jobs']} x {o['mean_s']:.1f} s" for o in known[:5])
+        lines.append(f"Other jobs: {n_other}; {sum(o['jobs'] for o in known)} estimated from the benchmark "
+                     f"files of an earlier run, {fmt_s(other_s)} ({top}{', ...' if len(known) > 5 else ''})")
+    else:
+        lines.append(f"Other jobs: {n_other}; {NOT_ESTIMATED} (no benchmark files of an earlier run in "
+                     f"{study.results}/benchmarks/)")
+    if unknown:
+        lines.append(f"  {NOT_ESTIMATED}: " + ", ".join(f"{o['rule']} ({o['jobs']})" for o in unknown))
+    total = embed_s + other_s
+    wall = thread_s / max(1, cores)
+    bound = ">= " if lower_bound or unknown else "~"
+    lines += ["", f"Estimated: {bound}{fmt_s(total)} of job time; on {cores} core(s) {bound}{fmt_s(wall)} "
+              f"wall (embedding {fmt_s(embed_s)}, other jobs {fmt_s(other_s)})."]
+    left_out = (["the texts of text sets not built yet (counted once a run has built them)"] * lower_bound
+                + ["the rules not estimated (no benchmark files of theirs: an earlier run's, or rules without "
+                   "`benchmark:`)"] * bool(unknown))
+    if left_out:
+        lines.append(f"  What `>=` leaves out: {'; '.join(left_out)}.")
+    return "\n".join(lines)
+
+
+def run_dry_run(command: list[str]) -> tuple[int, list[str]]:
+    """Run Snakemake's dry run, echoing its output as it comes; (exit status, its lines)."""
+    lines = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            lines.append(line)
+    sys.stdout.flush()
+    return proc.returncode, lines
+
+
+def cores_of(value: str) -> int:
+    return (os.cpu_count() or 1) if value == "all" else max(1, int(value))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in argv:
+        print("usage: python -m workflow_scripts.plan_summary --results DIR [--configfile F ...] [--cores N] "
+              "[--no-calibrate] -- snakemake --dry-run ...", file=sys.stderr)
+        return 2
+    split = argv.index("--")
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--configfile", nargs="*", default=[])
+    ap.add_argument("--cores", default="all")
+    ap.add_argument("--no-calibrate", action="store_true", help="no calibration: models never measured are unknown")
+    args = ap.parse_args(argv[:split])
+    rc, lines = run_dry_run(argv[split + 1:])
+    if rc != 0:
+        return rc
+    study, plans = load_study(args.configfile, args.results)
+    print("\n" + summary(study, plans, parse_dry_run(lines), cores_of(args.cores), not args.no_calibrate))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
