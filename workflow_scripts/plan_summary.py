@@ -33,7 +33,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workflow_scripts import throughput
+from workflow_scripts import probes, throughput
 
 # texts per corpus sentence before any corpus was perturbed: the default run's corpora made 6.2-7.4
 # (pc_en: 405 sentences, 2,990 texts), the issue that asked for this summary saw 7.4 (1,751 -> 12,986)
@@ -210,8 +210,8 @@ def up_to_date_stores(study, planned: set[str]) -> dict[tuple[str, str], int]:
 
 
 def stage_of(study, scope: str) -> str:
-    """The probe a text set belongs to: `<probe>.<dataset>`, or a corpus (CSC's)."""
-    return "csc" if study.scope_corpus(scope) else scope.split(".", 1)[0]
+    """The probe a text set belongs to: `<probe>.<dataset>`, or a corpus's (the registry's corpus probe)."""
+    return probes.corpus_probe() if study.scope_corpus(scope) else scope.split(".", 1)[0]
 
 
 # ---- throughput -----------------------------------------------------------------------------------

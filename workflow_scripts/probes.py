@@ -198,6 +198,11 @@ def corpus_variants() -> str:
     return next((t.variants for p in declarations() for t in p.text_sets if t.corpus and t.variants), "")
 
 
+def corpus_probe() -> str:
+    """The probe whose text sets are the corpora themselves ("" where none declares one)."""
+    return next((p.name for p in declarations() for t in p.text_sets if t.corpus), "")
+
+
 def shard_folders() -> dict[str, tuple[str, str]]:
     """results/<folder>/ -> (what its directories hold, the rule that writes them), of every probe."""
     return {folder: produced for p in declarations() for folder, produced in p.shard_folders.items()}
