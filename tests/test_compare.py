@@ -413,8 +413,8 @@ def test_the_triplets_plan_hands_each_models_verdicts_to_the_differences_table()
     study = Study(config, "res")
     plans = {p.name: p.planner()(study, p) for p in probes.declarations()}
     assert plans["triplets"].outcome_entries() == [
-        {"dataset": "one", "statistic": "accuracy", "model": m, "path": f"res/triplets/one/{m}/scores.parquet"}
-        for m in ("a", "bow")]
+        {"dataset": "one", "statistic": "accuracy", "model": m, "path": f"res/triplets/one/{m}/scores.parquet",
+         "cluster": "original"} for m in ("a", "bow")]
     assert plans["triplets"].outcome_files() == ["res/triplets/one/a/scores.parquet",
                                                  "res/triplets/one/bow/scores.parquet"]
     assert plans["csc"].outcome_entries() == []  # no per-item shares: the bootstrap decides
@@ -472,3 +472,70 @@ def test_23_of_23_against_0_of_23_is_better_on_the_first_screen(tmp_path, binary
     verdicts = O.baseline_verdicts([cell, {**cell, "model": "bow", "value": 0.0}], diffs, models)
     assert verdicts[("a", "triplets_fixed")]["verdict"] == "better"
     assert verdicts[("bow", "triplets_fixed")]["verdict"] == "no verdict"
+
+
+# ---- triplets sharing an original: the exact cluster sign-flip test (issue 32, point 2) -------------
+
+def test_sign_flip_exact_by_hand_and_equal_to_mcnemar_with_one_item_per_cluster():
+    """d = [2, 1, -1]: observed sum 2; the 8 sign patterns +-2 +-1 +-1 sum to 4, 2, 2, 0, 0, -2, -2,
+    -4, of which 6 reach |2|: p = 6/8. d = [3, 1]: sums 4, 2, -2, -4, two reach 4: p = 1/2. A zero
+    d_c weighs nothing; no nonzero d_c: p = 1. One item per cluster: d_c = +-1, McNemar's test
+    (b = 23, c = 0: 2 x 2^-23 = 2^-22; b = 9, c = 2: 134/2048)."""
+    from workflow_scripts.differences import mcnemar_exact, sign_flip_exact
+    assert sign_flip_exact([2, 1, -1]) == 0.75
+    assert sign_flip_exact([3, 1]) == 0.5
+    assert sign_flip_exact([3, 0, 1, 0]) == 0.5
+    assert sign_flip_exact([0, 0]) == 1.0 and sign_flip_exact([]) == 1.0
+    assert sign_flip_exact([1] * 23) == 2.0 ** -22 == pytest.approx(mcnemar_exact(23, 0))
+    assert sign_flip_exact([1] * 9 + [-1] * 2) == pytest.approx(134 / 2048)
+    for b, c in ((0, 5), (7, 7), (12, 3), (30, 18)):
+        assert sign_flip_exact([1] * b + [-1] * c) == pytest.approx(mcnemar_exact(b, c), rel=1e-12)
+    # exact, never 0: 1,100 clusters all one way is 2^-1099, below the smallest float; the floor is > 0
+    assert 0 < sign_flip_exact([1] * 1100) < 1e-300
+
+
+def test_cluster_differences_sum_each_clusters_items():
+    from workflow_scripts.differences import cluster_differences
+    # clusters x: (1-0) + (1-1) = 1; y: (0-1) = -1; z: (1-0) + (1-0) = 2 (sorted labels x, y, z)
+    d = cluster_differences([1, 1, 0, 1, 1], [0, 1, 1, 0, 0], ["x", "x", "y", "z", "z"])
+    assert d.tolist() == [1, -1, 2]
+
+
+def write_clustered_outcomes(path, correct, originals):
+    pl.DataFrame({"id": pl.Series(range(len(correct)), dtype=pl.UInt64),
+                  "correct": pl.Series(correct, dtype=pl.Boolean),
+                  "original": pl.Series(originals, dtype=pl.String)}).write_parquet(path)
+    return str(path)
+
+
+def test_triplets_sharing_an_original_are_tested_by_the_cluster_sign_flip(tmp_path):
+    """Dataset `shared`: 4 triplets from 3 originals P, Q, R; a right on P's two and on R, bow on Q:
+    d = [2, -1, 1] (P, Q, R), observed 2, p = 6/8 by hand (as [2, 1, -1]); McNemar over the 4
+    triplets as if independent (b = 3, c = 1) would say 5/8. Dataset `alone`: each triplet its own
+    original, so McNemar's test as before (b = 3, c = 1: p = 10/16)."""
+    a, bow = [True, True, False, True], [False, False, True, False]
+    parts, outcomes = [], []
+    for dataset, originals in (("shared", ["P", "P", "Q", "R"]), ("alone", ["P", "Q", "R", "S"])):
+        for model, correct in (("a", a), ("bow", bow)):
+            parts.append(accuracy_replicates(dataset, model, correct))
+            outcomes.append({"dataset": dataset, "statistic": "accuracy", "model": model, "cluster": "original",
+                             "path": write_clustered_outcomes(tmp_path / f"{dataset}-{model}.parquet", correct,
+                                                              originals)})
+    table = compare.build("triplets", [write(tmp_path / "r.parquet", parts)], {"a": ST, "bow": BOW}, {},
+                          str(tmp_path / "t.csv"), outcomes=outcomes)
+    rows = {r["dataset"]: r for r in table.iter_rows(named=True)}
+    shared = rows["shared"]
+    assert (shared["test"], shared["discordant_b"], shared["discordant_c"]) == ("sign_flip_exact", 3, 1)
+    assert shared["p_value"] == 0.75 and shared["b_too_small"] is False
+    assert (rows["alone"]["test"], rows["alone"]["p_value"]) == ("mcnemar", pytest.approx(10 / 16))
+    assert "exact cluster sign-flip" in compare.summary("triplets", table)
+    from workflow_scripts.report import differences_block
+    lines = differences_block(str(tmp_path / "t.csv"), [{"dataset": "shared", "statistic": "accuracy"}])
+    assert any("| 0.750 (sign flip, b = 3, c = 1) |" in line for line in lines)
+    assert any("cluster sign-flip test" in line for line in lines)
+    # the same files without the entry's `cluster`: every triplet alone, McNemar (5/8 for `shared`)
+    plain = compare.build("triplets", [write(tmp_path / "r.parquet", parts)], {"a": ST, "bow": BOW}, {},
+                          str(tmp_path / "p.csv"), outcomes=[{k: v for k, v in e.items() if k != "cluster"}
+                                                             for e in outcomes])
+    assert plain.filter(pl.col("dataset") == "shared")["test"].to_list() == ["mcnemar"]
+    assert plain.filter(pl.col("dataset") == "shared")["p_value"][0] == pytest.approx(10 / 16)

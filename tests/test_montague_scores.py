@@ -295,3 +295,84 @@ def test_identical_copies_of_a_model_get_identical_intervals_and_replicates(tmp_
     values = ra.filter(pl.col("statistic") == "single/AN/colour").sort("replicate")
     assert values["point"][0] == row["consistency"]
     assert percentile_interval(values["value"].to_numpy())[:2] == (row["ci_low"], row["ci_high"])
+
+
+# ---- shares at 0 or 1: the exact interval over a conservative effective n (issue 32, point 5) ------
+
+def crossed_items(n_nouns=6, n_adjs=15):
+    """Every adjective with every noun, one AN item each, one key."""
+    nouns, adjs = np.repeat(np.arange(n_nouns), n_adjs), np.tile(np.arange(n_adjs), n_nouns)
+    return nouns, adjs, np.zeros(len(nouns), np.int64)
+
+
+def test_a_share_of_1_over_6_nouns_and_15_adjectives_is_clopper_pearson_of_6_of_6():
+    """All 90 phrases pass: the bootstrap interval would be [1, 1]. The phrases cross 6 nouns and 15
+    adjectives, so n = min(6, 15) = 6 and the interval is Clopper-Pearson of 6 of 6:
+    [0.025^(1/6), 1] = [0.5407, 1]. None passing: [0, 1 - 0.025^(1/6)] = [0, 0.4593]. Resampling
+    adjectives only: n = 15, [0.025^(1/15), 1] = [0.7820, 1]. A share inside keeps the percentile
+    interval of its replicates."""
+    nouns, adjs, key = crossed_items()
+    names = ("montague", "d", "single")
+    everything = np.ones(len(key), bool)
+    [row] = shares(nouns, adjs, key, everything, everything, 1, 6, 15, 200, 3, names)
+    assert row["consistency"] == 1.0 and row["n"] == 90
+    assert (round(row["ci_low"], 4), row["ci_high"]) == (0.5407, 1.0)
+    assert row["ci_low"] == pytest.approx(0.025 ** (1 / 6))
+    assert (row["ci_method"], row["ci_exact_n"]) == ("clopper_pearson_min_factor", 6)
+    [none] = shares(nouns, adjs, key, ~everything, everything, 1, 6, 15, 200, 3, names)
+    assert (none["ci_low"], round(none["ci_high"], 4), none["ci_exact_n"]) == (0.0, 0.4593, 6)
+    [adjectives] = shares(nouns, adjs, key, everything, everything, 1, 6, 15, 200, 3, names, unit="adjectives")
+    assert adjectives["ci_low"] == pytest.approx(0.025 ** (1 / 15)) and adjectives["ci_exact_n"] == 15
+    # only the defined items count: with nouns 0-2 undefined, n = min(3, 15) = 3
+    [fewer] = shares(nouns, adjs, key, everything, nouns >= 3, 1, 6, 15, 200, 3, names)
+    assert fewer["ci_low"] == pytest.approx(0.025 ** (1 / 3)) and fewer["ci_exact_n"] == 3
+    # the exact interval needs no B
+    [no_b] = shares(nouns, adjs, key, everything, everything, 1, 6, 15, 0, 3, names)
+    assert no_b["ci_low"] == pytest.approx(0.025 ** (1 / 6))
+    reps: dict = {}
+    [inside] = shares(nouns, adjs, key, adjs < 5, everything, 1, 6, 15, 200, 3, names, replicates_out=reps)
+    assert (inside["ci_method"], inside["ci_exact_n"]) == ("percentile", None)
+    assert (inside["ci_low"], inside["ci_high"]) == percentile_interval(reps["consistency"][:, 0])[:2]
+
+
+def test_pair_shares_at_the_bounds_count_the_keys_words():
+    """Test 2 with adjectives of types [0, 0, 1] and 4 nouns (6 noun pairs). Key (0, 1): a1 in {0, 1},
+    a2 = 2, every comparison passes: 3 adjectives, 4 nouns, Clopper-Pearson of 3 of 3 ([0.2924, 1]).
+    Key (0, 0): a1, a2 in {0, 1}, none passes: 2 adjectives, [0, 1 - 0.025^(1/2)] = [0, 0.8419]; the
+    mean of noun means takes the same interval. `shares` item by item says the same."""
+    adj_type = np.array([0, 0, 1])
+    n1, n2 = (np.array(x) for x in zip(*[(i, j) for i in range(4) for j in range(i + 1, 4)]))
+    defined = np.broadcast_to(~np.eye(3, dtype=bool)[:, :, None], (3, 3, len(n1))).copy()
+    passed = defined & ((adj_type[:, None] == 0) & (adj_type[None, :] == 1))[:, :, None]
+    rows = pair_shares(passed, defined, adj_type, 2, n1, n2, 4, 100, 2, ("montague", "d", "pair"))
+    zero_one, zero_zero = rows[0 * 2 + 1], rows[0]
+    assert zero_one["consistency"] == 1.0 and zero_one["ci_exact_n"] == 3
+    assert zero_one["ci_low"] == pytest.approx(0.025 ** (1 / 3)) and zero_one["ci_high"] == 1.0
+    assert zero_zero["consistency"] == 0.0 and zero_zero["ci_exact_n"] == 2
+    assert zero_zero["ci_high"] == pytest.approx(1 - 0.025 ** 0.5) and zero_zero["ci_low"] == 0.0
+    assert zero_zero["mean_of_noun_means_ci_high"] == zero_zero["ci_high"]
+    a1, a2 = np.nonzero(~np.eye(3, dtype=bool))
+    key = adj_type[np.repeat(a1, len(n1))] * 2 + adj_type[np.repeat(a2, len(n1))]
+    slow = shares(np.column_stack([np.tile(n1, len(a1)), np.tile(n2, len(a1))]),
+                  np.column_stack([np.repeat(a1, len(n1)), np.repeat(a2, len(n1))]), key,
+                  passed[a1, a2].ravel(), defined[a1, a2].ravel(), 4, 4, 3, 100, 2, ("montague", "d", "pair"),
+                  group=np.tile(n1, len(a1)))
+    for fast, item in zip(rows, slow):
+        assert (fast["ci_method"], fast["ci_exact_n"]) == (item["ci_method"], item["ci_exact_n"])
+
+
+def test_the_first_screen_names_the_exact_interval_and_marks_no_zero_width(tmp_path):
+    """A Montague share of 1 with its exact interval has width: the first screen marks C (at the
+    ceiling), not Z, and names the interval, as for triplets."""
+    from workflow_scripts import report_overview as O
+    from workflow_scripts.montague.probe import consistency_headlines
+    nouns, adjs, key = crossed_items()
+    everything = np.ones(len(key), bool)
+    [row] = shares(nouns, adjs, key, everything, everything, 1, 6, 15, 200, 3, ("montague", "d", "single"))
+    frame = pl.DataFrame([{"dataset": "d", "model": "m", "test": "nonsubsective", "kind": "AN", "key": "privative",
+                           "type1": "privative", "type2": None, **row, "resampled": "nouns_and_adjectives",
+                           "bootstrap_b": 200}])
+    [headline] = consistency_headlines("nonsubsective", "privative", kind="AN")(frame, {})
+    assert "Clopper-Pearson" in headline["interval"]
+    marks = O.marks(headline["value"], headline["ci_low"], headline["ci_high"], headline["n"], (0.0, 1.0), 10)
+    assert marks == "C"

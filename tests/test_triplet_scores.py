@@ -80,9 +80,11 @@ def random_scores(path, n, seed=0, undefined=0):
 def test_similarities_and_strict_verdicts_equal_hand_values(tmp_path, log, sparse):
     stores = make_store(tmp_path, sparse=sparse)
     out = ts.score(write_triplets(tmp_path / "t.parquet"), stores, "m", SPEC, "strict", log)
-    assert out.columns == ["id", "sim_s_splus", "sim_s_sstar", "sim_splus_sstar", "correct", "subject", "verb"]
-    assert out.dtypes == [pl.UInt64, pl.Float64, pl.Float64, pl.Float64, pl.Boolean, pl.String, pl.String]
+    assert out.columns == ["id", "sim_s_splus", "sim_s_sstar", "sim_splus_sstar", "correct", "subject", "verb",
+                           "original"]
+    assert out.dtypes == [pl.UInt64, pl.Float64, pl.Float64, pl.Float64, pl.Boolean, pl.String, pl.String, pl.String]
     assert out["subject"].null_count() == out.height  # no clusters in these triplets
+    assert out["original"].to_list() == [t[1] for t in TRIPLETS]  # S: five triplets share "e1"
     assert out["id"].to_list() == [t[0] for t in TRIPLETS]
     want = np.array([t[4:7] for t in TRIPLETS], dtype=np.float64)
     got = out.select("sim_s_splus", "sim_s_sstar", "sim_splus_sstar").to_numpy()
@@ -448,3 +450,74 @@ def test_clustered_triplets_leave_mcnemar_to_the_cluster_bootstrap():
         return [e["dataset"] for e in TripletsPlan.outcome_entries(plan)]
     assert outcome_datasets() == ["negation_detection"]
     assert outcome_datasets(bootstrap_unit="items") == ["argument_sensitivity", "negation_detection"]
+
+
+# ---- triplets sharing an original sentence (issue 32, point 2) -------------------------------------
+
+def shared_original_scores(path, originals, right):
+    """Strict-scored triplets with the given originals (S) and verdicts (True: right)."""
+    right = np.asarray(right, dtype=bool)
+    sims = np.where(right[:, None], [0.9, 0.5, 0.6], [0.5, 0.9, 0.4])
+    pl.DataFrame({"id": pl.Series(np.arange(len(right)), dtype=pl.UInt64),
+                  "sim_s_splus": sims[:, 0], "sim_s_sstar": sims[:, 1], "sim_splus_sstar": sims[:, 2],
+                  "correct": pl.Series(right.tolist(), dtype=pl.Boolean),
+                  "subject": pl.Series([None] * len(right), dtype=pl.String),
+                  "verb": pl.Series([None] * len(right), dtype=pl.String),
+                  "original": list(originals)}).write_parquet(path)
+    return str(path)
+
+
+def test_triplets_sharing_an_original_resample_the_originals(tmp_path, log):
+    """6 triplets from 3 originals (A: 3 triplets, B: 2, C: 1). The cluster bootstrap draws
+    originals, each with all its triplets: replicate accuracy = (draws . right per original) /
+    (draws . triplets per original), from the model-free stream; n_units counts originals."""
+    originals = ["A", "A", "A", "B", "B", "C"]
+    right = [True, True, False, True, False, False]
+    path = shared_original_scores(tmp_path / "s.parquet", originals, right)
+    reps: list = []
+    row = ts.aggregate([{"dataset": "fixed_point_reorder", "model": "m", "scores": path, "scoring": "strict"}],
+                       300, 4, log, reps).row(0, named=True)
+    assert (row["unit"], row["n_units"], row["n"], row["accuracy"]) == ("originals", 3, 6, 0.5)
+    draws = resample_counts(paired_rng(4, "triplets", "fixed_point_reorder", "accuracy"), 300, 3)  # A, B, C
+    want = (draws @ [2, 1, 0]) / (draws @ [3, 2, 1])
+    got = next(np.array(r["value"]) for r in reps if r["statistic"][0] == "accuracy")
+    assert np.allclose(got, want)
+    assert (row["accuracy_ci_low"], row["accuracy_ci_high"]) == percentile_interval(want)[:2]
+    # `items` keeps the triplet bootstrap
+    items = ts.aggregate([{"dataset": "fixed_point_reorder", "model": "m", "scores": path, "scoring": "strict"}],
+                         300, 4, log, bootstrap_unit="items").row(0, named=True)
+    assert (items["unit"], items["n_units"]) == ("triplets", 6)
+
+
+def test_where_no_original_repeats_nothing_changes(tmp_path, log):
+    """Each triplet its own original: the same row and replicates as scores without the column."""
+    path, sims, correct = random_scores(tmp_path / "r.parquet", 40, seed=7, undefined=2)
+    with_originals = tmp_path / "o.parquet"
+    pl.read_parquet(path).with_columns(pl.Series("original", [f"s{i}" for i in range(40)])).write_parquet(
+        with_originals)
+    runs = []
+    for p in (path, str(with_originals)):
+        reps: list = []
+        table = ts.aggregate([{"dataset": "d", "model": "m", "scores": p, "scoring": "strict"}], 100, 2, log, reps)
+        runs.append((table, pl.concat([pl.DataFrame(r) for r in reps])))
+    assert runs[0][0].equals(runs[1][0]) and runs[0][1].equals(runs[1][1])
+    assert runs[1][0]["unit"][0] == "triplets"
+
+
+def test_an_accuracy_of_1_over_shared_originals_takes_the_exact_interval_over_originals(tmp_path, log):
+    """All 6 triplets right, from 3 originals: Clopper-Pearson of 3 of 3, [0.025^(1/3), 1] =
+    [0.2924, 1], not 6 of 6 ([0.5407, 1]): the originals are the independent units."""
+    path = shared_original_scores(tmp_path / "s.parquet", ["A", "A", "A", "B", "B", "C"], [True] * 6)
+    row = ts.aggregate([{"dataset": "d", "model": "m", "scores": path, "scoring": "strict"}], 100, 4,
+                       log).row(0, named=True)
+    assert row["accuracy_ci_method"] == "clopper_pearson"
+    assert row["accuracy_ci_low"] == pytest.approx(0.025 ** (1 / 3)) and row["accuracy_ci_high"] == 1.0
+
+
+def test_the_first_screen_counts_originals(tmp_path, log):
+    from workflow_scripts.triplets.probe import accuracy_headlines
+    path = shared_original_scores(tmp_path / "s.parquet", ["A", "A", "B"], [True, False, True])
+    table = ts.aggregate([{"dataset": "fixed_point_reorder", "model": "m", "scores": path, "scoring": "strict"}],
+                         50, 3, log)
+    row = accuracy_headlines(table, {})[0]
+    assert (row["n"], row["unit"]) == (2, "originals")

@@ -4,7 +4,9 @@ Input: the probe's replicates files (bootstrap.write_replicates; ProbePlan.repli
 statistic's B replicates of every model come from the same item resamples (bootstrap.paired_rng),
 and, where a statistic is a share of right/wrong items, the per-item outcome files behind it
 (ProbePlan.outcome_entries: per dataset, statistic and model a Parquet file with the items' `id`
-and `correct`, null where the model has no verdict; triplets' scores.parquet for `accuracy`).
+and `correct`, null where the model has no verdict, and where the entry names a `cluster` column, the
+independent unit each item belongs to; triplets' scores.parquet for `accuracy`, clustered by
+`original`, the triplet's S).
 For every (dataset, statistic) the models that have it are compared in the pairs that
 `compare.against` asks for (differences.compared_pairs: by default every model against the
 surface-form baselines and against the first listed model), and each pair A, B gives
@@ -17,9 +19,14 @@ surface-form baselines and against the first listed model), and each pair A, B g
                       exact McNemar test on the items both have a verdict on (Dror et al. 2018:
                       the exact paired test for right/wrong items; it needs no B, and a
                       difference the same in every resample still gets its p);
+                      `sign_flip_exact` where the outcomes name clusters and some cluster holds
+                      more than one of those items (triplets sharing an original sentence): the
+                      exact cluster sign-flip test (differences.sign_flip_exact), McNemar's test
+                      with the cluster, not the item, as the independent unit (with one item per
+                      cluster the two are the same p);
                       `bootstrap` otherwise: the bootstrap p, never 0, at least 2 / (B + 1)
                       (differences.bootstrap_p_value)
-  discordant_b, _c    McNemar rows: the items A gets right and B wrong (b), and the reverse (c)
+  discordant_b, _c    exact rows: the items A gets right and B wrong (b), and the reverse (c)
   family              `confirmatory`: a model against a surface-form baseline on one of the probe's
                       headline statistics (probes.headline_statistics; `compare.family:
                       headline_vs_baseline`), the comparisons behind the first screen's B mark; or
@@ -59,8 +66,9 @@ import polars as pl
 
 from workflow_scripts.bootstrap import LEVEL
 from workflow_scripts.common import atomic_path
-from workflow_scripts.differences import (CONFIRMATORY, adjust_families, b_too_small, compared_pairs,
-                                          discordant_counts, family_of, mcnemar_exact, paired_difference)
+from workflow_scripts.differences import (CONFIRMATORY, adjust_families, b_too_small, cluster_differences,
+                                          compared_pairs, discordant_counts, family_of, mcnemar_exact,
+                                          paired_difference, sign_flip_exact)
 
 ALPHA = 1.0 - LEVEL
 SCHEMA = {"probe": pl.String, "dataset": pl.String, "statistic": pl.String, "model_a": pl.String,
@@ -99,9 +107,10 @@ def read_replicates(paths: list[str]) -> pl.DataFrame:
 
 
 def read_outcomes(entries: list[dict]) -> dict[tuple[str, str, str], pl.DataFrame]:
-    """(dataset, statistic, model) -> the items' `id` and `correct` (null: no verdict), from the
-    outcome entries {dataset, statistic, model, path} (ProbePlan.outcome_entries). A file with a
-    `statistic` column holds several statistics (retrieval: every k): the entry's rows of it."""
+    """(dataset, statistic, model) -> the items' `id` and `correct` (null: no verdict), and their
+    `cluster` where the entry names the file's cluster column (entry key `cluster`), from the
+    outcome entries {dataset, statistic, model, path[, cluster]} (ProbePlan.outcome_entries). A file
+    with a `statistic` column holds several statistics (retrieval: every k): the entry's rows of it."""
     out, files = {}, {}
     for e in entries:
         key = (e["dataset"], e["statistic"], e["model"])
@@ -112,19 +121,27 @@ def read_outcomes(entries: list[dict]) -> dict[tuple[str, str, str], pl.DataFram
         frame = files[e["path"]]
         if "statistic" in frame.columns:
             frame = frame.filter(pl.col("statistic") == e["statistic"])
-        out[key] = frame.select("id", "correct")
+        cluster = e.get("cluster")  # a file written before its cluster column: every item alone
+        has_cluster = cluster is not None and cluster in frame.columns
+        out[key] = frame.select("id", "correct", *([pl.col(cluster).alias("cluster")] if has_cluster else []))
     return out
 
 
 def mcnemar_row(items_a: pl.DataFrame, items_b: pl.DataFrame) -> dict:
-    """McNemar's exact test of two models' right/wrong verdicts, paired by item `id` over the items
-    both have a verdict on (an item one model cannot judge, e.g. a zero-norm vector, says nothing
-    about the pair)."""
-    both = (items_a.join(items_b, on="id", how="inner", suffix="_b")
+    """The exact test of two models' right/wrong verdicts, paired by item `id` over the items both
+    have a verdict on (an item one model cannot judge, e.g. a zero-norm vector, says nothing about
+    the pair): McNemar's, or, where the items carry a `cluster` and some cluster holds more than one
+    of them, the exact cluster sign-flip test (items sharing a source are not independent)."""
+    both = (items_a.join(items_b.select("id", "correct"), on="id", how="inner", suffix="_b")
             .drop_nulls(["correct", "correct_b"]))
-    b, c = discordant_counts(both["correct"].to_numpy(), both["correct_b"].to_numpy())
-    p = mcnemar_exact(b, c) if both.height else float("nan")  # no shared item: nothing to test
-    return {"p_value": p, "test": "mcnemar", "discordant_b": b, "discordant_c": c}
+    right_a, right_b = both["correct"].to_numpy(), both["correct_b"].to_numpy()
+    b, c = discordant_counts(right_a, right_b)
+    if not both.height:  # no shared item: nothing to test
+        return {"p_value": float("nan"), "test": "mcnemar", "discordant_b": b, "discordant_c": c}
+    if "cluster" in both.columns and both["cluster"].n_unique() < both.height:
+        p = sign_flip_exact(cluster_differences(right_a, right_b, both["cluster"].cast(pl.String).to_numpy()))
+        return {"p_value": p, "test": "sign_flip_exact", "discordant_b": b, "discordant_c": c}
+    return {"p_value": mcnemar_exact(b, c), "test": "mcnemar", "discordant_b": b, "discordant_c": c}
 
 
 def differences(replicates: pl.DataFrame, probe: str, models: dict[str, dict], compare: dict | None,
@@ -134,7 +151,7 @@ def differences(replicates: pl.DataFrame, probe: str, models: dict[str, dict], c
     `models`: name -> config entry (its `family` decides the baselines), in config order;
     `headline`: fnmatch patterns of the headline statistics (the confirmatory family);
     `outcomes`: (dataset, statistic, model) -> per-item verdicts (read_outcomes): a pair with both
-    models' verdicts gets McNemar's exact p instead of the bootstrap's. Rows: datasets and
+    models' verdicts gets an exact p (McNemar's, or the cluster sign-flip test) instead of the bootstrap's. Rows: datasets and
     statistics in the order the replicates give them, then the pairs' order."""
     outcomes = outcomes or {}
     compare = compare or {}
@@ -210,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--headline-options", default="{}",
                     help="JSON: the probes' headline options (retrieval_k, settheory_measure): which statistics are headline")
     ap.add_argument("--outcomes", default="[]",
-                    help="JSON: [{dataset, statistic, model, path}, ...], per-item right/wrong files (McNemar)")
+                    help="JSON: [{dataset, statistic, model, path[, cluster]}, ...], per-item right/wrong files (exact tests)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     models = {name: {"family": family} for name, family in json.loads(a.models)}
@@ -225,9 +242,11 @@ def summary(probe: str, table: pl.DataFrame) -> str:
     line = (f"{probe}: {table.height} comparisons; confirmatory family {confirmatory.height} "
             f"({int(confirmatory['significant'].sum()) if confirmatory.height else 0} significant, Holm, "
             f"alpha {ALPHA:.2f}), {table.height - confirmatory.height} exploratory")
-    exact = int((table["test"] == "mcnemar").sum()) if table.height else 0
-    if exact:
-        line += f"; {exact} by McNemar's exact test (per-item right/wrong)"
+    for test, words in (("mcnemar", "McNemar's exact test (per-item right/wrong)"),
+                        ("sign_flip_exact", "the exact cluster sign-flip test (items sharing a source)")):
+        exact = int((table["test"] == test).sum()) if table.height else 0
+        if exact:
+            line += f"; {exact} by {words}"
     if confirmatory.height and confirmatory["b_too_small"].any():
         line += ("; B too small for this family: smallest p 2/(B+1) > alpha/m, raise the probe's bootstrap_b")
     return line

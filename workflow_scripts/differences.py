@@ -8,6 +8,8 @@ percentile interval is the paired interval.
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from workflow_scripts.bootstrap import LEVEL, percentile_interval
@@ -246,3 +248,50 @@ def share_interval(k: int, n: int, bootstrap: tuple[float, float], level: float 
         low, high = clopper_pearson(k, n, level)
         return low, high, "clopper_pearson"
     return float(bootstrap[0]), float(bootstrap[1]), "percentile"
+
+
+def cluster_differences(correct_a, correct_b, cluster) -> np.ndarray:
+    """d_c per cluster: the sum over the cluster's items of (A right) - (B right), clusters in the
+    sorted order of their labels. The caller leaves out items either model has no verdict on."""
+    a = np.asarray(correct_a, dtype=np.int64)
+    b = np.asarray(correct_b, dtype=np.int64)
+    labels = np.asarray(cluster)
+    if not a.shape == b.shape == labels.shape:
+        raise ValueError(f"paired verdicts and clusters differ in number: {a.shape}, {b.shape}, {labels.shape}")
+    if not len(labels):
+        return np.zeros(0, dtype=np.int64)
+    index = np.unique(labels, return_inverse=True)[1].ravel()
+    return np.bincount(index, weights=a - b).round().astype(np.int64)
+
+
+def sign_flip_exact(cluster_diffs) -> float:
+    """Two-sided exact cluster sign-flip p-value of "no difference" for paired right/wrong items
+    grouped in clusters (items sharing a source are not independent; the clusters are).
+
+    d_c = sum over cluster c's items of (A right) - (B right). Under H0 the two models are
+    exchangeable within every cluster, so each d_c is as likely +d_c as -d_c, independently across
+    clusters: p = P(|sum_c e_c d_c| >= |sum_c d_c|), e_c = +-1, over all 2^K sign patterns. The
+    distribution of the sum is built exactly by convolving the clusters' two-point distributions on
+    the integers (counts as Python integers: no enumeration, no rounding), so p is exact and never
+    0 (the observed pattern is one of them). Clusters with d_c = 0 weigh nothing either way. With
+    one item per cluster this is McNemar's exact test (mcnemar_exact(b, c)): d_c = +-1, the sum of
+    K = b + c signs is 2 Bin(b + c, 1/2) - (b + c). 1.0 without a nonzero d_c."""
+    d = np.abs(np.asarray(cluster_diffs, dtype=np.int64))
+    d = d[d != 0]
+    if not len(d):
+        return 1.0
+    observed = abs(int(np.sum(np.asarray(cluster_diffs, dtype=np.int64))))
+    total = int(d.sum())
+    # counts[s + total]: the sign patterns so far whose sum is s
+    counts = np.zeros(2 * total + 1, dtype=object)
+    counts[total] = 1
+    for x in d.tolist():
+        shifted = np.zeros_like(counts)
+        shifted[x:] += counts[:len(counts) - x]  # +x
+        shifted[:len(counts) - x] += counts[x:]  # -x
+        counts = shifted
+    sums = np.arange(-total, total + 1)
+    extreme = sum(counts[np.abs(sums) >= observed].tolist())
+    # an exact ratio of integers; its float is > 0 unless 2^K is beyond float range
+    p = float(Fraction(int(extreme), 2 ** len(d)))
+    return min(1.0, max(p, np.nextafter(0.0, 1.0)))

@@ -118,7 +118,10 @@ def differences_block(path: str, figures: list[dict]) -> list[str]:
              f"and `significant`)."
              + (" Where each item is right or wrong, p is McNemar's exact test on the items one model gets "
                 "right and the other wrong (b: A right, c: B right), not the bootstrap's."
-                if any(r.get("test") == "mcnemar" for r in rows) else ""), ""]
+                if any(r.get("test") == "mcnemar" for r in rows) else "")
+             + (" Where right/wrong items share a source (items built from one original sentence), p is the exact "
+                "cluster sign-flip test over the sources instead (sign flip), McNemar's test with the source as "
+                "the unit." if any(r.get("test") == "sign_flip_exact" for r in rows) else ""), ""]
     if any(str(r.get("b_too_small")).lower() == "true" for r in confirmatory):
         lines += ["**B too small for this family**: the smallest bootstrap p, 2/(B+1), is above alpha/m "
                   f"(m = {sum(1 for r in confirmatory if r['p_value'] is not None and r['p_value'] == r['p_value'])}), so no comparison can be "
@@ -138,6 +141,8 @@ def differences_block(path: str, figures: list[dict]) -> list[str]:
         p = p_text(r["p_value"])
         if r.get("test") == "mcnemar":
             p += f" (McNemar, b = {r['discordant_b']}, c = {r['discordant_c']})"
+        elif r.get("test") == "sign_flip_exact":
+            p += f" (sign flip, b = {r['discordant_b']}, c = {r['discordant_c']})"
         lines.append(f"| {r['dataset']} | {r['statistic']} | {r['model_a']} | {r['model_b']} | "
                      f"{num(r['difference'])} [{num(r['ci_low'])}, {num(r['ci_high'])}] | {p} | "
                      f"{r.get('family') or ''} | {adjusted} | {verdict} | {r.get('better') or ''} |")

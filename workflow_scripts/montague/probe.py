@@ -6,6 +6,14 @@ from workflow_scripts.probes import Headline, Probe, Resources, TextSet, headlin
 TABLE_KIND = {"single": "AN", "pair": "pair", "nonsubsective": "AN"}  # where a table has no kind column
 
 
+def exact_at_the_bounds(r: dict) -> str:
+    """The first screen's note where a share of 0 or 1 carries the exact interval (scores.bounded_interval)."""
+    if r.get("ci_method") == "clopper_pearson_min_factor":
+        return ("exact (Clopper-Pearson) interval where the share is 0 or 1, over n = the fewer of the distinct "
+                "adjectives and nouns (a conservative effective n for the crossed design)")
+    return ""
+
+
 def consistency_headlines(test: str, key: str, kind: str | None = None):
     """Montague consistency of one test at one key (the per-key shares are the probe's figures; there
     is no pooled share per test, so the overview shows the key the test is about)."""
@@ -17,7 +25,7 @@ def consistency_headlines(test: str, key: str, kind: str | None = None):
             rows = rows.filter(pl.col("kind") == kind)
         out = headline_rows(rows, lambda r: f"montague_{r['dataset']}_{test}_{key.replace('|', '_')}",
                             lambda r: f"Montague {r['dataset']} {test} ({key})", "consistency", "ci_low", "ci_high",
-                            n="n")
+                            n="n", interval=exact_at_the_bounds)
         # the figure's statistic in the replicates (scores.share_rows), for the differences table
         for row, r in zip(out, rows.iter_rows(named=True)):
             row.update(dataset=r["dataset"], statistic=f"{test}/{r.get('kind') or TABLE_KIND[test]}/{key}")

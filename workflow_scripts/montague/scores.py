@@ -42,6 +42,15 @@ What the reference code does wrong and this module does not (methods.md §5):
   of a test share a replicate's draws (the intervals are marginal, one per key). Test 2's 241,560 comparisons are summed type by type
   (`pair_shares`: same draws, same numbers as item by item, ~100x less work). B = 0 gives NaN bounds; a replicate in which a key has
   no defined item is NaN, and fewer than half defined replicates give NaN bounds.
+- A share of exactly 0 or 1 is the same in every replicate, so its bootstrap interval is [0, 0] or
+  [1, 1] and says nothing. There the exact Clopper-Pearson interval is given instead, over the
+  number of independent units: phrases cross adjectives and nouns, so they are not independent, and
+  a conservative effective n for the crossed design is the smaller number of distinct levels of
+  the resampled factors among the key's defined items, n = min(distinct adjectives, distinct nouns)
+  (one factor where only it is resampled). All 6 nouns x 15 adjectives passing: Clopper-Pearson of
+  6 of 6, [0.5407, 1] (`bounded_interval`). `ci_method` says which interval a row has (percentile |
+  clopper_pearson_min_factor), `ci_exact_n` the n behind an exact one; the mean of noun means, 0 or
+  1 exactly when the pooled share is, takes the same interval. The replicates stay the bootstrap's.
 
 Outputs of `score` (one job per dataset and model):
 - distances.parquet, per phrase: phrase_id, phrase, kind, key, noun_idx, adj1_idx, adj2_idx,
@@ -72,6 +81,7 @@ import scipy.sparse as sp
 from workflow_scripts.bootstrap import (LEVEL, bootstrap_rng, percentile_interval, replicate_rows, resample_counts,
                                         write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging, text_key, write_json
+from workflow_scripts.differences import clopper_pearson
 from workflow_scripts.montague.phrases import aan_key, join_words
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
@@ -89,7 +99,9 @@ SHARE_SCHEMA = {"dataset": pl.String, "model": pl.String, "test": pl.String, "ki
                 "type1": pl.String, "type2": pl.String, "n": pl.Int64, "n_undefined": pl.Int64,
                 "consistency": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
                 "mean_of_noun_means": pl.Float64, "mean_of_noun_means_ci_low": pl.Float64,
-                "mean_of_noun_means_ci_high": pl.Float64, "resampled": pl.String, "bootstrap_b": pl.Int64}
+                "mean_of_noun_means_ci_high": pl.Float64, "resampled": pl.String, "bootstrap_b": pl.Int64,
+                # percentile | clopper_pearson_min_factor (a share at 0 or 1), and the n of the exact one
+                "ci_method": pl.String, "ci_exact_n": pl.Int64}
 TABLE_FILES = {"single": "montague_single.csv", "pair": "montague_pair.csv",
                "nonsubsective": "montague_nonsubsective.csv"}
 
@@ -142,6 +154,35 @@ def reference_padding_verdicts(d_phrase: np.ndarray, d_split: np.ndarray, n_word
 
 
 # ---- shares with two-way bootstrap intervals ---------------------------------------------------
+
+EXACT_METHOD = "clopper_pearson_min_factor"
+
+
+def bounded_interval(row: dict, n_nouns: int, n_adjs: int, unit: str) -> dict:
+    """The row's interval method (`ci_method`, `ci_exact_n`), and at a share of exactly 0 or 1 its
+    exact interval: every replicate gives the same share there, so the bootstrap's percentile
+    interval has zero width. The exact (Clopper-Pearson) interval needs the number of independent
+    units; the phrases of a key cross adjectives and nouns and are not independent, so n is a
+    conservative effective n for a crossed design: the fewest distinct levels among the factors the
+    bootstrap resamples (`unit`), counted over the key's defined items -- min(distinct nouns,
+    distinct adjectives) for the two-way default. Every item passing with 6 nouns and 15 adjectives:
+    Clopper-Pearson of 6 of 6, [0.5407, 1]. The mean of noun means (where the row has one) is 0 or
+    1 exactly when the pooled share is, and takes the same interval."""
+    factors = {"nouns_and_adjectives": (n_nouns, n_adjs), "nouns": (n_nouns,), "adjectives": (n_adjs,)}[unit]
+    share = row["consistency"]
+    if not (row["n"] > 0 and share in (0.0, 1.0) and min(factors) > 0):
+        return {**row, "ci_method": "percentile", "ci_exact_n": None}
+    n = int(min(factors))
+    low, high = clopper_pearson(0 if share == 0.0 else n, n)
+    out = {**row, "ci_low": low, "ci_high": high, "ci_method": EXACT_METHOD, "ci_exact_n": n}
+    if row.get("mean_of_noun_means") is not None:
+        out.update(mean_of_noun_means_ci_low=low, mean_of_noun_means_ci_high=high)
+    return out
+
+
+def _levels(index: np.ndarray) -> int:
+    """Distinct word indices (-1: no word) in an index array."""
+    return int(len(np.unique(index[index >= 0])))
 
 def _onehot(columns: np.ndarray, select: np.ndarray, n_columns: int) -> sp.csr_matrix:
     rows = np.flatnonzero(select)
@@ -213,7 +254,8 @@ def shares(noun_idx: np.ndarray, adj_idx: np.ndarray, key: np.ndarray, passed: n
             g_low, g_high, _ = percentile_interval(g_reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
             row.update(mean_of_noun_means=float(g_point[k]), mean_of_noun_means_ci_low=g_low,
                        mean_of_noun_means_ci_high=g_high)
-        rows.append(row)
+        used = defined & (key == k)
+        rows.append(bounded_interval(row, _levels(noun_idx[used]), _levels(adj_idx[used]), unit))
     return rows
 
 
@@ -279,10 +321,17 @@ def pair_shares(passed: np.ndarray, defined: np.ndarray, adj_type: np.ndarray, n
     for k in range(n_keys):
         low, high, _ = percentile_interval(reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
         g_low, g_high, _ = percentile_interval(g_reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
-        rows.append({"n": int(round(den[0, k])), "n_undefined": int(round(n_all[k] - den[0, k])),
-                     "consistency": float(point[k]), "ci_low": low, "ci_high": high,
-                     "mean_of_noun_means": float(g_point[k]), "mean_of_noun_means_ci_low": g_low,
-                     "mean_of_noun_means_ci_high": g_high})
+        row = {"n": int(round(den[0, k])), "n_undefined": int(round(n_all[k] - den[0, k])),
+               "consistency": float(point[k]), "ci_low": low, "ci_high": high,
+               "mean_of_noun_means": float(g_point[k]), "mean_of_noun_means_ci_low": g_low,
+               "mean_of_noun_means_ci_high": g_high}
+        # the words of the key's defined comparisons: a1 of type t1, a2 of type t2, both nouns of a pair
+        used = defined[masks[k // n_types]][:, masks[k % n_types]]
+        adjs = np.union1d(np.flatnonzero(masks[k // n_types])[used.any((1, 2))],
+                          np.flatnonzero(masks[k % n_types])[used.any((0, 2))])
+        pairs = used.any((0, 1))
+        nouns = np.union1d(np.asarray(noun_1)[pairs], np.asarray(noun_2)[pairs])
+        rows.append(bounded_interval(row, len(nouns), len(adjs), unit))
     return rows
 
 
@@ -550,7 +599,7 @@ def long_table(table: pl.DataFrame, test: str) -> pl.DataFrame:
     cols += ["type1", "type2", "n_undefined"]
     if test == "pair":
         cols += ["mean_of_noun_means", "mean_of_noun_means_ci_low", "mean_of_noun_means_ci_high"]
-    cols += ["resampled", "bootstrap_b"]
+    cols += ["ci_method", "ci_exact_n", "resampled", "bootstrap_b"]
     return table.filter(pl.col("test") == test).select(cols)
 
 

@@ -19,7 +19,10 @@ accuracy = share of correct triplets in [0, 1], and the mean of each of the thre
 a 95% percentile bootstrap interval: triplets resampled with replacement, B times -- or, where the
 triplets carry clusters (`subject`, `verb`: the argument-sensitivity templates) and the bootstrap
 unit is "clusters", subjects and verbs resampled (two-way, as Montague's nouns x adjectives), since
-triplets sharing a subject or verb are not independent; `unit` and `n_units` say what was resampled. The resamples
+triplets sharing a subject or verb are not independent; and where several triplets are built from
+one original sentence S (`original`: Fixed Point Reorder on the full SICK release, 481 triplets from
+474 originals), the originals are resampled (one-way cluster bootstrap), each with all its triplets.
+`unit` and `n_units` say what was resampled ("originals": n_units counts them). The resamples
 are paired across models (issue 26): each statistic's stream is seeded by the config seed and
 ("triplets", dataset, statistic) -- never the model -- and draws over all triplets in id order, so
 replicate b resamples the same triplets for every model (a model's undefined triplets weigh 0).
@@ -29,8 +32,9 @@ stream; the intervals are marginal (one per column); nothing here compares two c
 within a replicate. B = 0 or n = 0 give NaN bounds (and n = 0 a NaN estimate). An accuracy of
 exactly 0 or 1 (no triplet right, or every one) is the same in every resample, so its bootstrap
 interval would be [0, 0] or [1, 1]: there the exact Clopper-Pearson interval is reported instead
-(0 of 445: [0, 0.0083]; it needs no B), and `accuracy_ci_method` says which interval a row has
-(percentile | clopper_pearson). The replicates stay the bootstrap's (differences.share_interval).
+(0 of 445: [0, 0.0083]; it needs no B; over originals, k of the n_units originals), and
+`accuracy_ci_method` says which interval a row has (percentile | clopper_pearson). The replicates
+stay the bootstrap's (differences.share_interval).
 
 Tables: triplets_accuracy.csv (machine-readable, shares); per dataset triplets_{dataset}.csv in
 the layout of the paper's Tables 2-6 (a row per model; S^S+, S^S*, S+^S*, Accuracy as percentages
@@ -63,15 +67,19 @@ SCORING_RULES = {"strict": "cos(S,S+) > cos(S,S*)",
                  "passive_over_reordered": "cos(S,S+) > cos(S+,S*)"}
 BOOTSTRAP_UNITS = ("items", "clusters")
 CLUSTER_COLUMNS = ("subject", "verb")  # written by datasets.py for template triplets
+# the triplet's original sentence S: triplets sharing it are one unit (resampled and tested together)
+ORIGINAL = "original"
 SIMS = ("sim_s_splus", "sim_s_sstar", "sim_splus_sstar")
 MEANS = {"mean_s_splus": "sim_s_splus", "mean_s_sstar": "sim_s_sstar", "mean_splus_sstar": "sim_splus_sstar"}
 STATISTICS = ("accuracy", *MEANS)
 # the paper's column headers S ∧ S+, S ∧ S*, S+ ∧ S* in ASCII
 PAPER_COLUMNS = {"mean_s_splus": "S^S+", "mean_s_sstar": "S^S*", "mean_splus_sstar": "S+^S*", "accuracy": "Accuracy"}
 SCORE_SCHEMA = {"id": pl.UInt64, "sim_s_splus": pl.Float64, "sim_s_sstar": pl.Float64,
-                "sim_splus_sstar": pl.Float64, "correct": pl.Boolean, "subject": pl.String, "verb": pl.String}
+                "sim_splus_sstar": pl.Float64, "correct": pl.Boolean, "subject": pl.String, "verb": pl.String,
+                ORIGINAL: pl.String}
 AGG_SCHEMA = {"dataset": pl.String, "model": pl.String, "n": pl.Int64, "n_undefined": pl.Int64,
-              # what the bootstrap resampled, and how many of it (subjects where clusters are resampled)
+              # what the bootstrap resampled, and how many of it (subjects where clusters are resampled,
+              # originals where triplets share an original sentence)
               "unit": pl.String, "n_units": pl.Int64, "n_verbs": pl.Int64,
               "accuracy": pl.Float64, "accuracy_ci_low": pl.Float64, "accuracy_ci_high": pl.Float64,
               "accuracy_ci_method": pl.String,
@@ -128,7 +136,8 @@ def score(triplets_path: str, store_dirs: list[str], model: str, spec: dict, sco
                         "correct": pl.Series("correct", correct, pl.Boolean),
                         # the clusters travel with the scores, so the aggregate can resample them
                         **{c: (frame[c] if c in frame.columns else pl.Series(c, [None] * frame.height, pl.String))
-                           for c in CLUSTER_COLUMNS}})
+                           for c in CLUSTER_COLUMNS},
+                        ORIGINAL: frame["s"]})
     out = out.with_columns(pl.when(pl.Series(defined)).then(pl.col("correct")).otherwise(None).alias("correct"))
     n = int(defined.sum())
     log.info("%s / %s (%s): %d triplets, %d undefined (zero-norm vector), accuracy %s", triplets_path, model,
@@ -148,6 +157,16 @@ def cluster_indices(scores: pl.DataFrame) -> list[np.ndarray]:
             labels = scores[col].to_numpy().astype(str)
             out.append(np.unique(labels, return_inverse=True)[1])
     return out
+
+
+def original_index(scores: pl.DataFrame) -> np.ndarray | None:
+    """Each triplet's index into the sorted distinct originals (its S), where some original has more
+    than one triplet; None where every triplet has its own original (each triplet is then its own
+    unit: nothing changes) or the scores carry none (written before the column)."""
+    if ORIGINAL not in scores.columns or not scores.height or scores[ORIGINAL].null_count():
+        return None
+    labels, index = np.unique(scores[ORIGINAL].to_numpy().astype(str), return_inverse=True)
+    return index.ravel() if len(labels) < scores.height else None
 
 
 def resample_weights(rng: np.random.Generator, bootstrap_b: int, n_items: int,
@@ -182,8 +201,9 @@ def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, boot
               replicates_out: list | None = None, bootstrap_unit: str = "clusters") -> dict:
     """One row of the accuracy table from one scores frame; with `replicates_out`, appends the
     paired replicates of every statistic (bootstrap.replicate_rows) to it. `bootstrap_unit`
-    "clusters" resamples subjects x verbs where the triplets carry them (templates), triplets
-    elsewhere; "items" always resamples triplets. The row's `unit` says which was resampled."""
+    "clusters" resamples subjects x verbs where the triplets carry them (templates), originals
+    where triplets share one (original_index), triplets elsewhere; "items" always resamples
+    triplets. The row's `unit` says which was resampled."""
     if bootstrap_unit not in BOOTSTRAP_UNITS:
         raise ValueError(f"unknown bootstrap unit {bootstrap_unit!r}; expected one of {', '.join(BOOTSTRAP_UNITS)}")
     scores = scores.sort("id")  # a model-independent item order for the paired resamples
@@ -197,8 +217,15 @@ def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, boot
     values = {"accuracy": correct.astype(np.float64), **{stat: sims[col] for stat, col in MEANS.items()}}
     n = int(defined.sum())
     clusters = cluster_indices(scores) if bootstrap_unit == "clusters" else []
+    originals = original_index(scores) if bootstrap_unit == "clusters" and not clusters else None
     row = {"dataset": dataset, "model": model, "n": n, "n_undefined": int(len(defined) - n)}
-    if clusters:
+    # the share at 0 or 1 over the independent units: k of n_units (every unit right, or none)
+    exact_n = n
+    if originals is not None:
+        clusters = [originals]
+        exact_n = int(len(np.unique(originals[defined])))
+        row.update(unit="originals", n_units=exact_n, n_verbs=None)
+    elif clusters:
         # n on the first screen counts subjects: the coarser unit, and the one the issue names
         row.update(unit=" x ".join(f"{c}s" for c in CLUSTER_COLUMNS[:len(clusters)]),
                    n_units=int(len(np.unique(clusters[0][defined]))),
@@ -214,7 +241,10 @@ def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, boot
             reps, low, high = np.full(bootstrap_b, np.nan), float("nan"), float("nan")
         if stat == "accuracy":
             # at 0 or 1 every resample agrees: the exact interval instead of a zero-width one
-            low, high, method = share_interval(int(correct[defined].sum()), n, (low, high))
+            right = int(correct[defined].sum())
+            # at a bound, every unit is right (or none): k of the units, not of the triplets
+            k, units = ((right and exact_n), exact_n) if right in (0, n) else (right, n)
+            low, high, method = share_interval(k, units, (low, high))
             row["accuracy_ci_method"] = method if math.isfinite(low) else None
         row[f"{stat}_ci_low"], row[f"{stat}_ci_high"] = low, high
         if replicates_out is not None:
