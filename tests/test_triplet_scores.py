@@ -370,6 +370,20 @@ def test_cluster_bootstrap_is_wider_than_item_bootstrap_when_subjects_decide(tmp
     assert (items["unit"], items["n_units"], items["n"]) == ("triplets", 60, 60)
 
 
+def test_a_share_at_a_bound_over_crossed_subjects_and_verbs_counts_the_smaller_factor(tmp_path, log):
+    """0 of 60 template triplets right, from 4 subjects x 3 verbs: the exact interval counts 3
+    independent units (the smaller factor), Clopper-Pearson 0 of 3 = [0, 0.7076], not 0 of 60
+    ([0, 0.0596], as if the triplets were independent); with `items`, 0 of 60."""
+    path = clustered_scores(tmp_path / "s.parquet", right_subjects=set())
+    entry = [{"dataset": "argument_sensitivity", "model": "m", "scores": path, "scoring": "strict"}]
+    clusters = ts.aggregate(entry, 200, 3, log, bootstrap_unit="clusters").row(0, named=True)
+    items = ts.aggregate(entry, 200, 3, log, bootstrap_unit="items").row(0, named=True)
+    assert clusters["accuracy"] == items["accuracy"] == 0.0
+    assert (round(clusters["accuracy_ci_low"], 4), round(clusters["accuracy_ci_high"], 4)) == (0.0, 0.7076)
+    assert (round(items["accuracy_ci_low"], 4), round(items["accuracy_ci_high"], 4)) == (0.0, 0.0596)
+    assert clusters["accuracy_ci_method"] == items["accuracy_ci_method"] == "clopper_pearson"
+
+
 def test_first_screen_n_counts_the_resampled_subjects(tmp_path, log):
     from workflow_scripts.triplets.probe import accuracy_headlines
     path = clustered_scores(tmp_path / "s.parquet", right_subjects={"Lilly"})

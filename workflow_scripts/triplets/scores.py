@@ -230,6 +230,9 @@ def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, boot
         row.update(unit=" x ".join(f"{c}s" for c in CLUSTER_COLUMNS[:len(clusters)]),
                    n_units=int(len(np.unique(clusters[0][defined]))),
                    n_verbs=int(len(np.unique(clusters[1][defined]))) if len(clusters) > 1 else None)
+        # crossed subjects x verbs: the smaller factor's count, a conservative effective n (as
+        # Montague's adjectives x nouns, montague.scores.bounded_interval)
+        exact_n = min(int(len(np.unique(c[defined]))) for c in clusters)
     else:
         row.update(unit="triplets", n_units=n, n_verbs=None)
     for stat in STATISTICS:
