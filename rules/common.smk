@@ -214,7 +214,7 @@ def by_content(inputs):
 
 # ---- input functions of rules/ingest.smk and rules/length_filter.smk ----
 def source_input(wildcards):
-    return {"source": STUDY.source_file(wildcards.source)}
+    return STUDY.source_file(wildcards.source)
 
 
 def reference_corpus(wildcards):

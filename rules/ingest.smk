@@ -22,7 +22,7 @@ rule download_source:
 
 rule ingest:
     input:
-        unpack(by_content(source_input)),
+        source_input,
     output:
         shards=directory(f"{R}/ingest/{{source}}"),
         report=f"{R}/reports/ingest/{{source}}.json",
@@ -41,5 +41,5 @@ rule ingest:
         spec=lambda wc: as_json(config["sources"][wc.source]),
         shard_rows=SHARD_ROWS,
     shell:
-        "python -m workflow_scripts.ingest ingest --source {wildcards.source:q} --spec {params.spec:q} --input {input.source:q}"
+        "python -m workflow_scripts.ingest ingest --source {wildcards.source:q} --spec {params.spec:q} --input {input:q}"
         " --out {output.shards:q} --report {output.report:q} --shard-rows {params.shard_rows:q} > {log:q} 2>&1"
