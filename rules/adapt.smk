@@ -12,7 +12,7 @@ ADAPT = PLANS["adapt"]
 
 rule adapt_train:
     input:
-        unpack(ADAPT.inputs),
+        unpack(by_content(ADAPT.inputs)),
     output:
         directory(f"{R}/models/{{recipe}}"),
     log:

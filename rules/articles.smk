@@ -7,7 +7,7 @@
 
 rule articles:
     input:
-        unpack(articles_inputs),
+        unpack(by_content(articles_inputs)),
     output:
         shards=directory(f"{R}/articles/{{collection}}"),
         report=f"{R}/reports/articles/{{collection}}.json",
@@ -28,8 +28,8 @@ rule articles:
         spec=lambda wc: as_json(config["articles"][wc.collection]),
         # NLTK's punkt data (name@digest): a change splits the sentences again
         punkt=lambda wc: STUDY.nltk_plan(wc, prefix="punkt"),
-        nltk_path=STUDY.nltk_data_path,
+        nltk_dir=STUDY.nltk_download_dir,
     shell:
-        "NLTK_DATA={params.nltk_path:q} python -m workflow_scripts.articles --name {wildcards.collection:q}"
+        "NLTK_DATA={params.nltk_dir:q}${{NLTK_DATA:+:$NLTK_DATA}} python -m workflow_scripts.articles --name {wildcards.collection:q}"
         " --spec {params.spec:q} --input {input.release:q} --out {output.shards:q} --report {output.report:q}"
         " > {log:q} 2>&1"

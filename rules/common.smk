@@ -59,6 +59,9 @@ for _probe in probes.declarations():
     if _probe.prepare:
         _probe.prepare(config, R)
 STUDY = Study(config, R)
+STUDY.checksum_limit = getattr(
+    workflow.dag_settings, "max_checksum_file_size", STUDY.checksum_limit
+)
 SEED = config["seed"]
 SHARD_ROWS = config["shard_rows"]
 PARTS = config["embedding_partitions"]
@@ -176,6 +179,37 @@ def log_path(rule_name, *parts):
 
 def bench_path(rule_name, *parts):
     return os.path.join(R, "benchmarks", rule_name, *parts) + ".tsv"
+
+
+# ---- local data: judged by content, so that results travel ----
+def by_content(inputs):
+    """Input function (for `unpack`) of the jobs that read local data. `inputs`: a function of
+    wildcards or fixed inputs (a path, a list or a dict of them; a bare path or list becomes `data`).
+    Snakemake judges a folder, or a file over its checksum limit, by its mtime alone, which a fresh
+    clone or a copy resets: each such input is marked ancient and joined, under `content_stamps`,
+    by its content stamp (Study.content_stamp), whose mtime moves only when the data's content
+    does. Other inputs are passed on as they are."""
+    from snakemake.io import ancient
+
+    def judged(wildcards):
+        found = inputs(wildcards) if callable(inputs) else inputs
+        if not isinstance(found, dict):
+            found = {"data": [found] if isinstance(found, str) else list(found)}
+        stamps = []
+
+        def mark(path):
+            if not STUDY.judged_by_time(path):
+                return path
+            stamps.append(STUDY.content_stamp(path))
+            return ancient(path)
+
+        found = {
+            key: [mark(p) for p in value] if isinstance(value, list) else mark(value)
+            for key, value in found.items()
+        }
+        return {**found, "content_stamps": stamps} if stamps else found
+
+    return judged
 
 
 # ---- input functions of rules/ingest.smk and rules/length_filter.smk ----

@@ -13,7 +13,7 @@ DOMAIN_SHIFT = PLANS["domain_shift"]
 
 rule domain_shift_build:
     input:
-        DOMAIN_SHIFT.build_inputs,
+        unpack(by_content(DOMAIN_SHIFT.build_inputs)),
     output:
         texts=f"{R}/domain_shift/{{dataset}}/texts.parquet",
         parts=expand(

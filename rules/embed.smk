@@ -50,7 +50,7 @@ rule fit_tfidf:
 
 rule embed:
     input:
-        unpack(embed_inputs),
+        unpack(by_content(embed_inputs)),
     output:
         directory(f"{R}/embeddings/{{model}}/{{scope}}/part-{{part}}"),
     log:

@@ -9,7 +9,7 @@ MONTAGUE = PLANS["montague"]
 
 rule montague_phrases:
     input:
-        unpack(MONTAGUE.phrase_inputs),
+        unpack(by_content(MONTAGUE.phrase_inputs)),
     output:
         phrases=f"{R}/montague/{{dataset}}/phrases.parquet",
         texts=expand(

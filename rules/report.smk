@@ -26,7 +26,7 @@ REPORT = ReportPlan(STUDY, list(PLANS.values()))
 
 rule report:
     input:
-        data=REPORT.data_files(),
+        unpack(by_content({"data": REPORT.data_files()})),
         lengths=REPORT.lengths,
         ingest=REPORT.ingest,
         plots=REPORT.plots,

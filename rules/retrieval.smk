@@ -14,7 +14,7 @@ RETRIEVAL = PLANS["retrieval"]
 
 rule retrieval_build:
     input:
-        unpack(RETRIEVAL.build_inputs),
+        unpack(by_content(RETRIEVAL.build_inputs)),
     output:
         set=directory(f"{R}/retrieval/sets/{{dataset}}"),
         texts=expand(
@@ -41,11 +41,11 @@ rule retrieval_build:
         seed=SEED,
         # NLTK data the sentence splitter uses (name@digest): a change rebuilds the set
         nltk=STUDY.nltk_plan,
-        nltk_path=STUDY.nltk_data_path,
+        nltk_dir=STUDY.nltk_download_dir,
         # generated questions are cached across runs and killed jobs (workflow_scripts/generator.py)
         cache=lambda wc: f"{R}/cache/generations/retrieval.{wc.dataset}.jsonl",
     shell:
-        "NLTK_DATA={params.nltk_path:q} python -m workflow_scripts.retrieval.sets --dataset {wildcards.dataset:q}"
+        "NLTK_DATA={params.nltk_dir:q}${{NLTK_DATA:+:$NLTK_DATA}} python -m workflow_scripts.retrieval.sets --dataset {wildcards.dataset:q}"
         " --spec {params.spec:q} --settings {params.settings:q} --seed {params.seed:q} --out-dir {output.set:q}"
         " --texts {output.texts:q} --report {output.report:q} --cache {params.cache:q} > {log:q} 2>&1"
 

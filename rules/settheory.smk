@@ -14,7 +14,7 @@ from workflow_scripts.settheory.plan import SET_NAME as SETTHEORY_SET_NAME_PATTE
 
 rule settheory_samples:
     input:
-        unpack(SETTHEORY.samples_inputs),
+        unpack(by_content(SETTHEORY.samples_inputs)),
     output:
         samples=f"{R}/settheory/samples/{{dataset}}.parquet",
         texts=expand(

@@ -9,7 +9,7 @@ TRIPLETS = PLANS["triplets"]
 
 rule triplets_build:
     input:
-        unpack(TRIPLETS.build_inputs),
+        unpack(by_content(TRIPLETS.build_inputs)),
     output:
         triplets=f"{R}/triplets/{{dataset}}/triplets.parquet",
         texts=expand(
@@ -34,9 +34,9 @@ rule triplets_build:
         seed=SEED,
         # NLTK data the transformations use (name@digest): a change rebuilds the dataset
         nltk=STUDY.nltk_plan,
-        nltk_path=STUDY.nltk_data_path,
+        nltk_dir=STUDY.nltk_download_dir,
     shell:
-        "NLTK_DATA={params.nltk_path:q} python -m workflow_scripts.triplets.datasets --dataset {wildcards.dataset:q}"
+        "NLTK_DATA={params.nltk_dir:q}${{NLTK_DATA:+:$NLTK_DATA}} python -m workflow_scripts.triplets.datasets --dataset {wildcards.dataset:q}"
         " --spec {params.spec:q} --sources {params.sources:q} --settings {params.settings:q} --seed {params.seed:q}"
         " --out {output.triplets:q} --texts {output.texts:q} --report {output.report:q} > {log:q} 2>&1"
 

@@ -1,6 +1,11 @@
 """Shared planning without Snakemake (workflow_scripts/study.py, probes.py): which model runs which
 probe and dataset, derived corpora and reuse, quoted command-line options, the probe registry."""
+import hashlib
+import json
+import os
 import shlex
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +89,54 @@ def test_lineage_of_trained_models_matches_the_adapt_stage():
         assert s.root_base(m) == adapt_models.root_base(config, m), m
         assert s.adaptation(m) == adapt_models.adaptation(config, m), m
     assert {s.adaptation(m) for m in recipes} >= {"PT", "FT", "PT-FT"}
+
+
+def test_a_local_folder_is_judged_by_its_content_not_its_mtime(tmp_path, monkeypatch):
+    """A fresh clone or a copy gives the data new mtimes: the folder's content stamp keeps its own
+    mtime then; an edit rewrites it (rules/common.smk `by_content`, Study.content_stamp)."""
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "data" / "qa"
+    (data / "qrels").mkdir(parents=True)
+    (data / "corpus.jsonl").write_text('{"_id": "d1", "text": "a"}\n')
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    (tmp_path / "small.txt").write_text("one line\n")
+    s = study()
+    s.checksum_limit = 20
+    (tmp_path / "large.txt").write_text("more than twenty bytes\n")
+    assert s.judged_by_time("data/qa") and s.judged_by_time("large.txt")
+    assert not s.judged_by_time("small.txt")  # Snakemake judges it by its sha256
+    (tmp_path / "res" / "texts").mkdir(parents=True)
+    assert not s.judged_by_time("res/texts")  # the workflow's own outputs keep Snakemake's rules
+
+    stamp = tmp_path / s.content_stamp("data/qa")
+    assert stamp.parent == tmp_path / "res" / ".cache" / "content"
+    record = json.loads(stamp.read_text())
+    # the path as the working directory sees it; the digest over the files' names and sha256s, in order
+    files = ["corpus.jsonl", "qrels/test.tsv"]
+    expected = hashlib.sha256("".join(f"{f}\0{hashlib.sha256((data / f).read_bytes()).hexdigest()}\n"
+                                      for f in files).encode()).hexdigest()
+    assert record == {"path": "data/qa", "sha256": expected}
+    os.utime(stamp, (1_000_000, 1_000_000))
+    for f in files:  # what a clone does: the same bytes, new mtimes
+        os.utime(data / f, (2_000_000_000, 2_000_000_000))
+    assert study().content_stamp("data/qa") == str(stamp.relative_to(tmp_path))
+    assert stamp.stat().st_mtime == 1_000_000 and json.loads(stamp.read_text()) == record
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t0\n")  # an edit
+    study().content_stamp("data/qa")
+    assert stamp.stat().st_mtime > 1_000_000 and json.loads(stamp.read_text())["sha256"] != expected
+
+
+def test_digest_cache_keys_are_relative_so_a_moved_checkout_keeps_them(tmp_path, monkeypatch):
+    from workflow_scripts.model_settings import ModelDigests
+
+    (tmp_path / "a" / "m").mkdir(parents=True)
+    (tmp_path / "a" / "m" / "weights.bin").write_bytes(b"\x00" * 64)
+    monkeypatch.chdir(tmp_path / "a")
+    first = ModelDigests("cache.json")
+    digest = first.digest([Path("m")])
+    first.save()
+    assert list(json.loads(Path("cache.json").read_text())) == ["m/weights.bin"]
+    shutil.copytree(tmp_path / "a", tmp_path / "b", copy_function=shutil.copy2)  # mtimes kept, as `cp -a`
+    monkeypatch.chdir(tmp_path / "b")
+    moved = ModelDigests("cache.json")
+    assert moved.digest([Path("m")]) == digest and moved.reads == 0

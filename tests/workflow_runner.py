@@ -17,19 +17,21 @@ def write_config(directory: Path, config: dict) -> Path:
 
 
 def snakemake(directory: Path, config_path: Path, *args: str, check: bool = True,
-              overlays=()) -> subprocess.CompletedProcess:
-    """`overlays`: config files given after `config_path` (Snakemake merges them into it)."""
-    cmd = [*SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory", str(directory), "--cores", "2",
+              overlays=(), snakefile: Path = ROOT / "Snakefile", env: dict | None = None) -> subprocess.CompletedProcess:
+    """`overlays`: config files given after `config_path` (Snakemake merges them into it);
+    `snakefile`: another checkout's; `env`: the environment (default: this process's)."""
+    cmd = [*SNAKEMAKE, "-s", str(snakefile), "--directory", str(directory), "--cores", "2",
            *args, "--configfile", str(config_path), *map(str, overlays)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-5000:]}\n{proc.stderr[-8000:]}")
     return proc
 
 
-def planned_jobs(directory: Path, config_path: Path, overlays=()) -> list[tuple[str, dict]]:
-    """The jobs Snakemake would run now, as (rule, wildcards), from its own dry run."""
-    out = snakemake(directory, config_path, "--dry-run", overlays=overlays)
+def planned_jobs(directory: Path, config_path: Path, overlays=(), **options) -> list[tuple[str, dict]]:
+    """The jobs Snakemake would run now, as (rule, wildcards), from its own dry run (`options`:
+    snakemake()'s)."""
+    out = snakemake(directory, config_path, "--dry-run", overlays=overlays, **options)
     text = out.stdout + out.stderr
     jobs = []
     for block in re.split(r"\n(?=(?:local)?rule \w+:)", text):

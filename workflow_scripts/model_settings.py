@@ -27,6 +27,8 @@ import json
 import os
 from pathlib import Path
 
+from workflow_scripts.studies import portable_path
+
 ROLES = ("query", "document", "text")
 ROLE_KEYS = ("templates", "prompt_name", "prompts")  # per-role mappings in a model entry
 # the resolved form's key for each mapping
@@ -103,24 +105,26 @@ def local_model_files(spec: dict) -> list[Path] | None:
     return paths or None
 
 
-def _files_of(path: Path) -> list[tuple[str, Path]]:
+def _files_of(path: Path, ignored_suffixes: tuple[str, ...] = IGNORED_SUFFIXES) -> list[tuple[str, Path]]:
     """(name, file) of a file, or of every file under a folder (relative names; hidden files and
-    folders, such as .git or .cache, and model cards are left out)."""
+    folders, such as .git or .cache, and files ending in `ignored_suffixes` (model cards) are left out)."""
     if path.is_file():
         return [(path.name, path)]
     out = []
     for root, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for f in sorted(files):
-            if not f.startswith(".") and not f.endswith(IGNORED_SUFFIXES):
+            if not f.startswith(".") and not f.endswith(ignored_suffixes):
                 p = Path(root) / f
                 out.append((p.relative_to(path).as_posix(), p))
     return out
 
 
 class ModelDigests:
-    """sha256 digests of local models, each file's sha256 cached by (absolute path, size, mtime):
-    an unchanged file is not read again; a rewritten one (new size or mtime) is."""
+    """sha256 digests of local models (and of local data folders: rules/common.smk), each file's
+    sha256 cached by (path, size, mtime): an unchanged file is not read again; a rewritten one (new
+    size or mtime) is. The path is relative to the working directory when inside it, so a moved
+    checkout keeps its cache (studies.portable_path)."""
 
     def __init__(self, cache_file: str | None):
         self.cache_file = cache_file
@@ -135,7 +139,7 @@ class ModelDigests:
 
     def file_sha256(self, path: Path) -> str:
         st = path.stat()
-        key = str(path.resolve())
+        key = portable_path(path)
         entry = self.cache.get(key)
         if entry and entry[0] == st.st_size and entry[1] == st.st_mtime_ns:
             return entry[2]
@@ -148,9 +152,9 @@ class ModelDigests:
         self.dirty = True
         return h.hexdigest()
 
-    def digest(self, paths: list[Path]) -> str:
+    def digest(self, paths: list[Path], ignored_suffixes: tuple[str, ...] = IGNORED_SUFFIXES) -> str:
         """One sha256 over the files' names and sha256s, in order (a single file: its own sha256)."""
-        files = [nf for p in paths for nf in _files_of(p)]
+        files = [nf for p in paths for nf in _files_of(p, ignored_suffixes)]
         if len(paths) == 1 and paths[0].is_file():
             return self.file_sha256(paths[0])
         h = hashlib.sha256()

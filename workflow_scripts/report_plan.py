@@ -7,6 +7,7 @@ import os
 
 from workflow_scripts import published
 from workflow_scripts.report_overview import headline_tables
+from workflow_scripts.studies import portable_path
 from workflow_scripts.study import ProbePlan, Study, as_json, cli_options
 
 OVERVIEW_TABLE = ("overview.csv", "Overview", "overview_table.rst")
@@ -43,7 +44,8 @@ class ReportPlan:
                                                                           for p in self.plans]
                       for table, sub, caption in pages]
         # the papers' published figures of each probe that has some: a page of their own, apart from our tables
-        self.pages += [(p.name, str(published.path(p.name)), f"{self.R}/report/tables/published_{p.name}.html",
+        # (relative to the working directory when inside it: a moved checkout keeps the report's inputs)
+        self.pages += [(p.name, portable_path(published.path(p.name)), f"{self.R}/report/tables/published_{p.name}.html",
                         "Published figures", "published.rst") for p in self.plans if published.path(p.name).exists()]
         # the probes' tables the report reads: the overview's headline tables and the pages' tables
         self.tables = list(dict.fromkeys([f"{self.R}/tables/{name}" for name in headline_tables(self.probes)]

@@ -43,8 +43,10 @@ class StudyConflict(RuntimeError):
     """The results folder belongs to another study, or the study's name cannot name a folder."""
 
 
-def _path_text(path) -> str:
-    """A config file's path as identity: relative to the working directory when inside it."""
+def portable_path(path) -> str:
+    """`path` relative to the working directory when it lies inside it, else absolute: the form a
+    path takes wherever it names a study, decides a rerun or keys a cache, so that moving or cloning
+    the checkout (the working directory with it) leaves it unchanged."""
     absolute = os.path.abspath(path)
     rel = os.path.relpath(absolute)
     return absolute if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
@@ -53,7 +55,7 @@ def _path_text(path) -> str:
 def identity(config: dict, configfiles) -> dict:
     """{"study": name, "key": what runs are compared by, "configfiles": [...]} of this run.
     `configfiles`: Snakemake's workflow.configfiles (the base first, then overlays)."""
-    files = [_path_text(f) for f in configfiles or ()] or [DEFAULT_CONFIG]
+    files = [portable_path(f) for f in configfiles or ()] or [DEFAULT_CONFIG]
     named = config.get("study")
     name = named if named else Path(files[0]).stem
     if not named and name == DEFAULT_STUDY and files[0] != DEFAULT_CONFIG:

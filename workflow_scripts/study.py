@@ -8,13 +8,16 @@ rule files read them. Everything here is unit-testable with a config dict.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
 from collections import namedtuple
+from pathlib import Path
 
 from workflow_scripts.common import SPARSE_FAMILIES, TORCH_FAMILIES, vector_settings
 from workflow_scripts.model_settings import ModelDigests, local_model_files, role_spec, scope_role
+from workflow_scripts.studies import portable_path
 
 Pair = namedtuple("Pair", "corpus model")
 DatasetPair = namedtuple("DatasetPair", "dataset model")
@@ -50,6 +53,10 @@ class Study:
         self.part_ids = [f"{p:03d}" for p in range(self.parts)]
         self._device: list[str] = []
         self._model_digests: dict[str, str | None] = {}
+        self._stamps: dict[str, str] = {}
+        # the largest input file Snakemake judges by its sha256 (rules/common.smk sets its
+        # --max-checksum-file-size; this is its default)
+        self.checksum_limit = 1_000_000
         # NLTK data (rules/common.smk plans it before any job): package -> name@digest or
         # "nltk_download", and whether the workflow's download rule fetched some
         self.nltk_fingerprint: dict[str, str] = {}
@@ -69,10 +76,11 @@ class Study:
         """Param: name@digest of the NLTK packages (those starting with `prefix`): a change reruns."""
         return as_json({k: v for k, v in self.nltk_fingerprint.items() if k.startswith(prefix)})
 
-    def nltk_data_path(self, wildcards=None) -> str:
-        """NLTK_DATA for a job: the workflow's own download folder first, then the user's."""
-        return os.pathsep.join(p for p in (os.path.abspath(f"{self.results}/nltk_data"), os.environ.get("NLTK_DATA"))
-                               if p)
+    def nltk_download_dir(self, wildcards=None) -> str:
+        """Param: the workflow's own NLTK download folder, which a job puts before the user's NLTK_DATA
+        (the job's environment). Relative like the results folder, so a moved checkout or a fresh
+        clone does not see the param change; what the data is, not where, decides reruns (nltk_plan)."""
+        return os.path.dirname(self.nltk_manifest)
 
     # ---- which model runs where ----
     def runs_probe(self, model: str, probe: str) -> bool:
@@ -233,6 +241,36 @@ class Study:
     def scope_role(scope: str) -> str:
         """`query` (retrieval questions), `document` (retrieval sets) or `text` (model_settings.scope_role)."""
         return scope_role(scope)
+
+    # ---- local data judged by content: a copy or a clone keeps results that a new mtime would rerun ----
+    def judged_by_time(self, path: str) -> bool:
+        """Whether Snakemake would judge the local input `path` by its modification time alone: a
+        folder, or a file over its checksum limit (`checksum_limit`, its --max-checksum-file-size),
+        that the workflow does not make (outside the results folder). A smaller file it judges by
+        its sha256 once the mtime is newer, so a fresh clone's new mtimes rerun nothing."""
+        if Path(path).resolve().is_relative_to(Path(self.results).resolve()) or not os.path.exists(path):
+            return False
+        return os.path.isdir(path) or os.path.getsize(path) > self.checksum_limit
+
+    def content_stamp(self, path: str) -> str:
+        """<results>/.cache/content/<name>.json: the sha256 of the local folder or large file `path`
+        (its files' names and contents; each file's sha256 cached by path, size and mtime), rewritten
+        only when that changes. An input in place of the data's own mtime: a rule reruns when the
+        data's content changes, not when a clone or a copy gives it new mtimes."""
+        if path not in self._stamps:
+            name = portable_path(path)
+            stamp = Path(f"{self.results}/.cache/content/{hashlib.sha256(name.encode()).hexdigest()[:16]}.json")
+            digests = ModelDigests(self.digest_cache)
+            record = json.dumps({"path": name, "sha256": digests.digest([Path(path)], ignored_suffixes=())},
+                                indent=1) + "\n"
+            digests.save()
+            if not stamp.exists() or stamp.read_text() != record:
+                stamp.parent.mkdir(parents=True, exist_ok=True)
+                tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}.tmp")
+                tmp.write_text(record)
+                os.replace(tmp, stamp)
+            self._stamps[path] = str(stamp)
+        return self._stamps[path]
 
     @property
     def digest_cache(self) -> str:
