@@ -44,7 +44,8 @@ echo "== SLURM run (--profile profiles/slurm), $pairs pairs"
 # the real profile with this cluster's account and partition; no accounting here, so job states
 # come from squeue (finished jobs stay visible for MinJobAge=600 s)
 t0=$(date +%s)
-$snakemake --profile profiles/slurm --jobs 8 --max-threads "$(nproc)" \
+# --cores and --resources: what one group submission may ask for, here one node
+$snakemake --profile profiles/slurm --jobs 8 --cores "$(nproc)" --resources mem_mb="$node_mem_mb" \
     --default-resources slurm_account=rehearsal slurm_partition=debug mem_mb=2000 runtime=60 \
     --slurm-status-command squeue --slurm-init-seconds-before-status-checks 2 \
     --configfile "$work/config-slurm.yaml" \
