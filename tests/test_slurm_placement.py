@@ -72,17 +72,17 @@ def test_rehearsal_config_keeps_the_full_study_but_its_downloads(tmp_path):
     model but TF-IDF is the hashing stand-in at its real width, requests are capped to the node."""
     from rehearsal_config import FULL_CONFIG, rehearsal_config
     full = yaml.safe_load(FULL_CONFIG.read_text())
-    config = rehearsal_config(full, tmp_path / "c.zip", "out", node_cpus=2, node_mem_mb=20000,
+    config = rehearsal_config(full, tmp_path / "c.zip", "out", node_cpus=2, node_mem_mb=10000,
                               slurm_partitions={"cpu": "a", "gpu": "b"})
     assert list(config["corpora"]) == list(full["corpora"]) and config["corpora"] == full["corpora"]
     assert list(config["models"]) == list(full["models"])
     assert config["csc"] == full["csc"] and config["embedding_partitions"] == full["embedding_partitions"]
     assert not any("url" in s for s in config["sources"].values())
-    assert config["models"]["tfidf"] == {**full["models"]["tfidf"], "mem_mb": 20000}  # 24000 capped
+    assert config["models"]["tfidf"] == full["models"]["tfidf"]
     assert config["models"]["fasttext_nl"]["dim"] == 300 and config["models"]["labse"]["dim"] == 768
     assert {m["family"] for n, m in config["models"].items() if n != "tfidf"} == {"hashing"}
-    assert config["models"]["mpnet"]["threads"] == 2 and config["resources"]["perturb"] == {
-        "threads": 2, "mem_mb": 12000, "runtime": 240}
+    assert config["models"]["mpnet"]["threads"] == 2 and config["models"]["fasttext_en"]["mem_mb"] == 10000
+    assert config["resources"]["perturb"] == {"threads": 2, "mem_mb": 10000, "runtime": 240}  # 8 and 12000 capped
     assert config["slurm"] == {**full["slurm"], "partitions": {"cpu": "a", "gpu": "b"}}
 
 
@@ -111,6 +111,9 @@ def test_rehearsal_report_reads_pending_running_and_work(tmp_path):
     assert summary["submitted"] == 2 and summary["local_jobs"] == 1 and summary["retries"] == 1
     assert summary["pending_s"]["sum"] == 14 and summary["elapsed_s"]["sum"] == 12 and summary["work_s"] == 7
     assert summary["overhead_per_job_s"] == 9.5 and summary["pairs"] == 100
+    # job 8 waited for job 7's place and started the second it ended; nothing had ended at either submit
+    assert summary["dispatch_s"] == {"n": 1, "sum": 0, "mean": 0, "median": 0, "p90": 0, "max": 0}
+    assert summary["handoff_s"] == {"n": 0}
     assert summary["memory"]["ingest"] == {"peak_rss_mb": 150.5, "asked_mb": 2000}
     assert summary["memory"]["embed_small"]["asked_mb"] == 6144
     assert summary["status_rpcs"] == {"REQUEST_JOB_INFO": 30}

@@ -96,6 +96,11 @@ def summarize(work: Path) -> dict:
     jobs = {jid: {**comp[jid], "rule": rule} for jid, rule in log["submitted"].items() if jid in comp}
     pending = [(j["start"] - j["submit"]).total_seconds() for j in jobs.values()]
     elapsed = [(j["end"] - j["start"]).total_seconds() for j in jobs.values()]
+    ends = sorted(j["end"] for j in jobs.values())
+    # SLURM's reaction: a job that waited starts this long after the job whose end freed its place;
+    # Snakemake's: a job is submitted this long after the latest job end before it (its input's)
+    dispatch = [_since_last(ends, j["start"]) for j in jobs.values() if j["start"] > j["submit"]]
+    handoff = [_since_last(ends, j["submit"]) for j in jobs.values()]
     local_rules = set(log["local"])
     work_s = sum(r["s"] for r in bench if r["rule"] not in local_rules)
     wall = float((work / "slurm.seconds").read_text()) if (work / "slurm.seconds").exists() else None
@@ -114,6 +119,8 @@ def summarize(work: Path) -> dict:
         "wall_s": wall,
         "local_wall_s": float((work / "local.seconds").read_text()) if (work / "local.seconds").exists() else None,
         "pending_s": _stats(pending), "elapsed_s": _stats(elapsed), "work_s": work_s,
+        "dispatch_s": _stats([d for d in dispatch if d is not None]),
+        "handoff_s": _stats([h for h in handoff if h is not None]),
         "status_rpcs": {k: v for k, v in rpc.items() if k in ("REQUEST_JOB_INFO", "REQUEST_SUBMIT_BATCH_JOB",
                                                                  "REQUEST_JOB_INFO_SINGLE", "REQUEST_PARTITION_INFO")},
         "memory": {rule: {"peak_rss_mb": per_rule_rss.get(rule, 0.0), "asked_mb": asked.get(rule)}
@@ -131,6 +138,12 @@ def summarize(work: Path) -> dict:
         out["tables"] = {"files": len(a), "equal": a == b,
                          "differ": sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))}
     return out
+
+
+def _since_last(ends: list[datetime], moment: datetime) -> float | None:
+    """Seconds from the latest job end at or before `moment` (None: no job had ended)."""
+    before = [e for e in ends if e <= moment]
+    return (moment - before[-1]).total_seconds() if before else None
 
 
 def _stats(values: list[float]) -> dict:
@@ -157,6 +170,11 @@ def print_summary(s: dict) -> None:
         print(f"summed over SLURM jobs: pending {p['sum']:.0f} s ({p['sum'] / total:.0%}), running {e['sum']:.0f} s; "
               f"of the running time, rules' work {s['work_s']:.0f} s and job start-up/teardown {rest:.0f} s "
               f"({rest / e['sum']:.0%}; {rest / p['n']:.1f} s per job)")
+    d, h = s["dispatch_s"], s["handoff_s"]
+    if d["n"] and h["n"]:
+        print(f"scheduler reaction (s): a waiting job starts {d['median']:.0f} (median, max {d['max']:.0f}) after the "
+              f"job end that freed its place; a job is submitted {h['median']:.0f} (median, p90 {h['p90']:.0f}) after "
+              f"the latest job end before it (Snakemake's status check and sbatch)")
     if s["status_rpcs"] and s["wall_s"]:
         rates = ", ".join(f"{k} {v} ({v / s['wall_s'] * 60:.1f}/min)" for k, v in s["status_rpcs"].items())
         print(f"slurmctld RPCs: {rates}")
