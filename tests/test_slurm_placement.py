@@ -93,7 +93,8 @@ def test_rehearsal_report_reads_pending_running_and_work(tmp_path):
     from rehearsal_report import summarize
     (tmp_path / "slurm.log").write_text(
         "Job 3 has been submitted with SLURM jobid 7 (log: /x/.snakemake/slurm_logs/rule_ingest/a/7.log).\n"
-        "Job 4 has been submitted with SLURM jobid 8 (log: /x/.snakemake/slurm_logs/group_embed_small/u/8.log).\n"
+        "Job 5a2f58b3-88ce-5a94-9b94-10fb9ea129e7 has been submitted with SLURM jobid 8 "
+        "(log: /x/.snakemake/slurm_logs/group_embed_small_embed/8.log).\n"
         "localrule report:\nTrying to restart job 4.\n")
     line = ("JobId={id} JobState=COMPLETED Partition=debug StartTime=2026-01-01T10:00:{s} EndTime=2026-01-01T10:00:{e} "
             "Tres=cpu=1,mem={mem},node=1 SubmitTime=2026-01-01T10:00:00\n")
@@ -115,6 +116,7 @@ def test_rehearsal_report_reads_pending_running_and_work(tmp_path):
     assert summary["dispatch_s"] == {"n": 1, "sum": 0, "mean": 0, "median": 0, "p90": 0, "max": 0}
     assert summary["handoff_s"] == {"n": 0}
     assert summary["memory"]["ingest"] == {"peak_rss_mb": 150.5, "asked_mb": 2000}
-    assert summary["memory"]["embed_small"]["asked_mb"] == 6144
+    assert summary["memory"]["embed_small_embed"]["asked_mb"] == 6144  # a group: its id and its rules
+    assert summary["by_kind"] == {"rule:ingest": 1, "group:embed_small_embed": 1}
     assert summary["status_rpcs"] == {"REQUEST_JOB_INFO": 30}
     assert json.dumps(summary, default=str)

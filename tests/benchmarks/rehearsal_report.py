@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
 
-SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
+SUBMITTED = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
 SLURM_LOG_RULE = re.compile(r"slurm_logs/(rule|group)_([A-Za-z0-9_]+)/")
 LOCAL_JOB = re.compile(r"^localrule (\w+):", re.M)
 RPC_LINE = re.compile(r"^\s*(REQUEST_\w+)\s+\(\s*\d+\)\s+count:(\d+)", re.M)
