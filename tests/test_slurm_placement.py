@@ -116,7 +116,7 @@ def test_rehearsal_report_reads_pending_running_and_work(tmp_path):
     assert summary["dispatch_s"] == {"n": 1, "sum": 0, "mean": 0, "median": 0, "p90": 0, "max": 0}
     assert summary["handoff_s"] == {"n": 0}
     assert summary["memory"]["ingest"] == {"peak_rss_mb": 150.5, "asked_mb": 2000}
-    assert summary["memory"]["embed_small_embed"]["asked_mb"] == 6144  # a group: its id and its rules
+    assert summary["memory"]["embed (grouped)"] == {"peak_rss_mb": 90, "asked_mb": 6144}  # named <group>_<rules>
     assert summary["by_kind"] == {"rule:ingest": 1, "group:embed_small_embed": 1}
     assert summary["status_rpcs"] == {"REQUEST_JOB_INFO": 30}
     assert json.dumps(summary, default=str)

@@ -110,7 +110,11 @@ def summarize(work: Path) -> dict:
         per_rule_rss[r["rule"]] = max(per_rule_rss[r["rule"]], r["rss"])
     asked: dict[str, float] = defaultdict(float)
     for j in jobs.values():
-        asked[j["rule"].split(":", 1)[1]] = max(asked[j["rule"].split(":", 1)[1]], j["mem_mb"])
+        kind, name = j["rule"].split(":", 1)
+        if kind == "group":  # `<group id>_<its rules>`: the rule whose name ends it
+            name = next((r for r in per_rule_rss if name.endswith(f"_{r}")), name)
+            name = f"{name} (grouped)"
+        asked[name] = max(asked[name], j["mem_mb"])
     out = {
         "submitted": len(log["submitted"]), "by_kind": dict(Counter(j["rule"] for j in jobs.values())),
         "local_jobs": sum(log["local"].values()), "benchmarked_jobs": len(bench),
@@ -123,8 +127,9 @@ def summarize(work: Path) -> dict:
         "handoff_s": _stats([h for h in handoff if h is not None]),
         "status_rpcs": {k: v for k, v in rpc.items() if k in ("REQUEST_JOB_INFO", "REQUEST_SUBMIT_BATCH_JOB",
                                                                  "REQUEST_JOB_INFO_SINGLE", "REQUEST_PARTITION_INFO")},
-        "memory": {rule: {"peak_rss_mb": per_rule_rss.get(rule, 0.0), "asked_mb": asked.get(rule)}
-                   for rule in sorted(set(per_rule_rss) | set(asked))},
+        "memory": {rule: {"peak_rss_mb": per_rule_rss.get(rule.removesuffix(" (grouped)"), 0.0),
+                          "asked_mb": asked.get(rule)}
+                   for rule in sorted(set(per_rule_rss) - {a.removesuffix(" (grouped)") for a in asked} | set(asked))},
         "partitions": dict(Counter(f"{j['rule']} -> {j['partition']}" for j in jobs.values() if "embed" in j["rule"])),
     }
     stores = work / "slurm" / "embeddings"
@@ -178,11 +183,11 @@ def print_summary(s: dict) -> None:
     if s["status_rpcs"] and s["wall_s"]:
         rates = ", ".join(f"{k} {v} ({v / s['wall_s'] * 60:.1f}/min)" for k, v in s["status_rpcs"].items())
         print(f"slurmctld RPCs: {rates}")
-    print(f"{'rule':<20}{'peak RSS MB':>12}{'asked MB':>10}{'peak/asked':>11}")
+    print(f"{'rule':<26}{'peak RSS MB':>12}{'asked MB':>10}{'peak/asked':>11}   (grouped: the submission's request)")
     for rule, m in s["memory"].items():
         ratio = f"{m['peak_rss_mb'] / m['asked_mb']:.2f}" if m["asked_mb"] else "-"
         asked = f"{m['asked_mb']:.0f}" if m["asked_mb"] else "local"
-        print(f"{rule:<20}{m['peak_rss_mb']:>12.0f}{asked:>10}{ratio:>11}")
+        print(f"{rule:<26}{m['peak_rss_mb']:>12.0f}{asked:>10}{ratio:>11}")
     print("embedding jobs by partition: " + ", ".join(f"{k}: {v}" for k, v in s["partitions"].items()))
     if "tables" in s:
         t = s["tables"]
