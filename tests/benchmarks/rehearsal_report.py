@@ -136,6 +136,8 @@ def summarize(work: Path) -> dict:
     out["store_gb"] = sum(f.stat().st_size for f in stores.rglob("*") if f.is_file()) / 1e9 if stores.is_dir() else 0.0
     p, e = out["pending_s"], out["elapsed_s"]
     out["overhead_per_job_s"] = (p["sum"] + e["sum"] - work_s) / p["n"] if p["n"] else None
+    # the job's own start-up, without the wait for a free slot (which on one node is the node's size)
+    out["startup_per_job_s"] = (e["sum"] - work_s) / p["n"] if p["n"] else None
     if (work / "pairs").exists():
         out["pairs"] = int((work / "pairs").read_text())
     if (work / "local" / "tables").is_dir():
