@@ -51,7 +51,7 @@ endif
 KILLS ?= 3
 PAIRS ?= 2560472
 
-.PHONY: setup setup-gpu run report unlock recover test test-slow test-all test-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
+.PHONY: setup setup-gpu run report unlock recover test test-slow test-all test-slurm rehearse-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
 
 setup: $(VENV)/.installed
 
@@ -128,6 +128,15 @@ test-all: setup
 # a real single-node SLURM cluster (root: installs Debian's slurm packages), local vs SLURM results
 test-slurm: setup
 	tests/slurm/run_slurm_test.sh $(SLURM_WORKDIR)
+
+# the full study's job graph through the local SLURM cluster of test-slurm (root; not CI): a generated
+# ParaCrawl-like corpus of PAIRS pairs, stand-in models, report included; prints jobs, wall time,
+# scheduler overhead per job, memory against requests and a projection (docs/clusters.md). LOCAL=1
+# also runs the config locally and compares every table (sha256); REHEARSAL_WORKDIR=DIR keeps it there;
+# STAND_IN_DIM=D gives every stand-in D dimensions (the real widths: about 100 GB of stores per million pairs).
+rehearse-slurm: setup
+	LOCAL=$(call sq,$(LOCAL)) PARTITIONS=$(call sq,$(PARTITIONS)) STAND_IN_DIM=$(call sq,$(STAND_IN_DIM)) \
+		tests/slurm/rehearse_slurm.sh $(call sq,$(PAIRS)) $(if $(REHEARSAL_WORKDIR),$(call sq,$(REHEARSAL_WORKDIR)))
 
 # kill the small config's run KILLS times at random moments; reruns must give identical results
 # (REFERENCE=DIR: compare with that finished run of the small config instead of running one first)

@@ -289,6 +289,37 @@ def model_resource(key):
     return get
 
 
+# ---- cluster placement of embedding jobs (config `slurm`; a local run ignores both) ----
+SLURM = config.get("slurm", {})
+
+
+def embed_slurm_partition(wildcards):
+    """The partition by the model's device (`slurm.partitions`): a CPU-only model's jobs never wait
+    for a GPU partition because a GPU model shares the rule."""
+    device = STUDY.resolved_device(wildcards.model)
+    return SLURM["partitions"]["gpu" if device == "cuda" else "cpu"]
+
+
+# with `slurm.partitions` the embed rule names a partition per job; without, the profile's holds
+EMBED_PARTITION = (
+    {"slurm_partition": embed_slurm_partition} if "partitions" in SLURM else {}
+)
+
+
+def embed_group(wildcards):
+    """`embed_small` for a CPU model's job that is mostly scheduling: a text set listed in
+    `slurm.small_text_sets`, or a derived corpus copying its parent's vectors. GPU jobs stay alone
+    (a group of them would ask for one GPU per member)."""
+    if STUDY.resolved_device(wildcards.model) == "cuda":
+        return None
+    small = wildcards.scope in SLURM.get("small_text_sets", [])
+    return (
+        "embed_small"
+        if small or STUDY.reuse_scope(wildcards.model, wildcards.scope)
+        else None
+    )
+
+
 def tfidf_fit_inputs(wildcards):
     """A corpus: its directory (the originals), and unless fitted on the originals alone its text
     partitions and its variants (whose insertions are counted from their originals; the folder

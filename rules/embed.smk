@@ -58,10 +58,15 @@ rule embed:
     benchmark:
         bench_path("embed", "{model}", "{scope}", "part-{part}")
     priority: embed_priority
+    # on a cluster only: small CPU jobs share one submission (`group-components` in profiles/slurm)
+    group:
+        embed_group
     conda:
         "../envs/workflow.yaml"
     threads: model_resource("threads")
     resources:
+        # SLURM: the partition by the model's device, where the config names them
+        **EMBED_PARTITION,
         mem_mb=model_resource("mem_mb"),
         runtime=model_resource("runtime"),
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,

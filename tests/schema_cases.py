@@ -207,6 +207,8 @@ CONTEXTS = {
                                                  "batch_size": 8, "decoding": {"max_new_tokens": 96}},
         ("settheory", "datasets", "built"): {"articles": "settheory_news", "generator": "smollm2",
                                              "prompt": "fuse_fewshot", "windows_per_article": 2}},
+    "a cluster placement: partitions per device, small text sets": {
+        ("slurm",): {"partitions": {"cpu": "compute", "gpu": "gpu"}, "small_text_sets": ["skills_nl", "pc_en"]}},
     "a downloaded hf article collection": {
         ("articles", "cnn"): {"format": "hf", "url": "https://h/a.parquet", "sha256": "unpinned"}},
     "a recipe pre-trained on a corpus": {

@@ -8,7 +8,7 @@
 # config must be at /etc/slurm/slurm.conf (a symlink, removed on stop if we made it); no cgroups
 # here (proctrack/linuxproc, task/none); without accounting, finished jobs must stay visible to
 # squeue (MinJobAge=600) and the profile uses `slurm-status-command: squeue`; a GPU gres needs
-# an existing File= or the node is marked INVAL.
+# an existing File= or the node is marked INVAL. Finished jobs are logged to DIR/log/jobcomp.txt.
 set -euo pipefail
 cmd=${1:?install|start|stop}
 dir=${2:-}
@@ -55,9 +55,15 @@ SelectTypeParameters=CR_Core_Memory
 MinJobAge=600
 ReturnToService=2
 AccountingStorageType=accounting_storage/none
+# no slurmdbd here: each finished job's Submit/Start/End and request go to a text file, read by
+# tests/benchmarks/rehearsal_report.py (scheduler overhead per job)
+JobCompType=jobcomp/filetxt
+JobCompLoc=$dir/log/jobcomp.txt
 GresTypes=gpu
 NodeName=${host} NodeAddr=127.0.0.1 CPUs=${cpus} Boards=1 SocketsPerBoard=1 CoresPerSocket=${cpus} ThreadsPerCore=1 RealMemory=${mem_mb} Gres=gpu:fake:1 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+# the same node again, for the profile's per-device partitions (slurm.partitions in a config)
+PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP
 CONF
     echo "NodeName=${host} Name=gpu Type=fake File=$dir/fake_gpu0" > "$dir/gres.conf"
     mkdir -p /etc/slurm
