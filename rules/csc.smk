@@ -80,7 +80,7 @@ rule csc_plot:
             f"{R}/plots/csc/{{corpus}}/{{model}}.png",
             category=REPORT_CATEGORY["csc"],
             subcategory="{corpus}",
-            caption="../resources/report/csc_curve.rst",
+            caption="../resources/csc/report/curve.rst",
             labels={"corpus": "{corpus}", "model": "{model}"},
         ),
         svg=f"{R}/plots/csc/{{corpus}}/{{model}}.svg",

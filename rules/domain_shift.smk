@@ -83,7 +83,7 @@ rule domain_shift_aggregate:
                 category=REPORT_CATEGORY["domain_shift"],
                 subcategory=p["dataset"],
                 labels={"model": p["model"], "base": p["base"]},
-                caption="../resources/report/domain_shift_plot.rst",
+                caption="../resources/domain_shift/report/plot.rst",
             )
             for p in DOMAIN_SHIFT.plot_entries
         ],

@@ -82,7 +82,7 @@ rule montague_aggregate:
                     f"{R}/plots/montague/{p.dataset}/{p.model}.png",
                     category=REPORT_CATEGORY["montague"],
                     subcategory=p.dataset,
-                    caption="../resources/report/montague_plot.rst",
+                    caption="../resources/montague/report/plot.rst",
                     labels={"dataset": p.dataset, "model": p.model},
                 )
                 if ext == "png"

@@ -49,7 +49,7 @@ rule report:
                 page,
                 category=REPORT_CATEGORY[probe],
                 subcategory=sub,
-                caption=f"../resources/report/{caption}",
+                caption=f"../{caption}",
             )
             for probe, _, page, sub, caption in REPORT.pages
         ],

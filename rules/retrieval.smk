@@ -191,7 +191,7 @@ rule retrieval_aggregate:
                 f"{R}/plots/retrieval/{d}/{name}.png",
                 category=REPORT_CATEGORY["retrieval"],
                 subcategory=d,
-                caption=f"../resources/report/retrieval_{name}.rst",
+                caption=f"../resources/retrieval/report/{name}.rst",
                 labels={"set": d, "plot": name},
             )
             for d, name in RETRIEVAL.plots()

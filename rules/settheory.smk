@@ -114,7 +114,7 @@ rule settheory_aggregate:
                 f"{R}/plots/settheory/{p.dataset}/{p.model}.png",
                 category=REPORT_CATEGORY["settheory"],
                 subcategory=p.dataset,
-                caption="../resources/report/settheory_plot.rst",
+                caption="../resources/settheory/report/plot.rst",
                 labels={"sample set": p.dataset, "model": p.model},
             )
             for p in SETTHEORY.pairs

@@ -78,7 +78,7 @@ rule triplets_aggregate:
                 f"{R}/plots/triplets/{d}.png",
                 category=REPORT_CATEGORY["triplets"],
                 subcategory=d,
-                caption="../resources/report/triplets_plot.rst",
+                caption="../resources/triplets/report/plot.rst",
                 labels={"dataset": d},
             )
             for d in TRIPLETS.datasets

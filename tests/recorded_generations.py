@@ -6,7 +6,7 @@ A recording is the workflow's own cache file (generator.GenerationCache: one JSO
 "finished"}`): no prompt or article text. A changed prompt, article selection or generator setting
 changes the keys, the run generates again, and `assert_all_replayed` fails, saying how to re-record:
 
-    RECORD_GENERATIONS=1 .venv/bin/python -m pytest -q tests/test_settheory_workflow.py::test_outputs \
+    RECORD_GENERATIONS=1 .venv/bin/python -m pytest -q tests/settheory/test_workflow.py::test_outputs \
         "tests/test_single_probe_studies.py::test_runs_to_the_end[settheory]"
 
 With RECORD_GENERATIONS=1 the runs start from an empty cache, SmolLM2 generates every fusion, and
@@ -20,7 +20,7 @@ from workflow_scripts.generator import spec_digest
 
 RECORDINGS = Path(__file__).resolve().parent / "data" / "generations"
 RECORDING = os.environ.get("RECORD_GENERATIONS", "").strip().lower() in ("1", "true", "yes")
-RERECORD = ('RECORD_GENERATIONS=1 .venv/bin/python -m pytest -q tests/test_settheory_workflow.py::test_outputs '
+RERECORD = ('RECORD_GENERATIONS=1 .venv/bin/python -m pytest -q tests/settheory/test_workflow.py::test_outputs '
             '"tests/test_single_probe_studies.py::test_runs_to_the_end[settheory]"')
 
 

@@ -143,7 +143,7 @@ def unknown_keywords(schema: dict = SCHEMA) -> set[str]:
 
 def study_sections() -> dict:
     """The section of each declared probe or stage config.yaml has none of, from its one-probe study
-    (resources/configs/study_<name>.yaml): a new probe's constraints get their place without a line
+    (resources/<name>/study.yaml): a new probe's constraints get their place without a line
     here."""
     return {f"the {p.name} study's section (config.yaml has none)":
             {(p.name,): yaml.safe_load(p.study_config.read_text())[p.name]}

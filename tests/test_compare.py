@@ -272,7 +272,7 @@ def test_the_default_b_reaches_holms_threshold_for_the_default_families():
     """The default run's confirmatory families (each model vs form_only on the headline figures):
     CSC 3 models (tfidf, tfidf_paper, minilm) x 7 overlaps (negation on 5 corpora, grammatical
     negation on the 2 English ones) = 21, so B >= 2 x 21 / 0.05 - 1 = 839; domain shift 2 models
-    (tfidf, minilm; the adapt recipes are resources/configs/study_adapt.yaml's) x 1 dataset = 2, B >= 79.
+    (tfidf, minilm; the adapt recipes are resources/adapt/study.yaml's) x 1 dataset = 2, B >= 79.
     At B = 200 CSC's is not reachable."""
     import yaml
 

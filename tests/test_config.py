@@ -64,8 +64,9 @@ def test_default_configs_are_valid_and_get_defaults():
     assert cfg["csc"]["exact_kde_max_n"] == 20000
     assert cfg["csc"]["perturb"]["grammatical_negation"]["languages"] == ["en"]
     assert {s["max_chars"] for s in cfg["sources"].values()} == {10000}
-    for other in ("test_small.yaml", "full_paracrawl.yaml", "study_adapt.yaml", "study_montague_published.yaml"):
-        validate(yaml.safe_load((ROOT / "resources" / "configs" / other).read_text()))
+    for other in ("configs/test_small.yaml", "configs/full_paracrawl.yaml", "adapt/study.yaml",
+                  "montague/study_published.yaml"):
+        validate(yaml.safe_load((ROOT / "resources" / other).read_text()))
 
 
 def test_triplet_defaults_are_filled():
@@ -107,7 +108,7 @@ ST_SET = ST + ("datasets", "news")
 ARTICLES = ("articles", "settheory_news")
 # config.yaml imports its news samples (`file:`); the cases on a built sample set or an article
 # collection start from the SmolLM2 study's built set `news` and its collection, added to the default
-STUDY_ST = yaml.safe_load((ROOT / "resources" / "configs" / "study_settheory.yaml").read_text())
+STUDY_ST = yaml.safe_load((ROOT / "resources" / "settheory" / "study.yaml").read_text())
 BUILT_NEWS = [(ARTICLES, STUDY_ST["articles"]["settheory_news"]), (ST_SET, STUDY_ST["settheory"]["datasets"]["news"]),
               (ST + ("generators",), STUDY_ST["settheory"]["generators"])]
 
@@ -579,8 +580,8 @@ REFERENCE_CASES += [
 ]
 
 
-# the adapt and domain_shift sections' cross-checks (tests/test_adapt_schema.py)
-from test_adapt_schema import ADAPT_REFERENCE_CASES  # noqa: E402
+# the adapt and domain_shift sections' cross-checks (tests/adapt/test_schema.py)
+from adapt.test_schema import ADAPT_REFERENCE_CASES  # noqa: E402
 
 REFERENCE_CASES += ADAPT_REFERENCE_CASES
 

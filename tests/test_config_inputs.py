@@ -149,7 +149,7 @@ def test_adapted_models_and_the_default_config_validate(tmp_path, monkeypatch):
     from workflow_scripts.adapt.models import register
     from workflow_scripts.config import model_path_problems
     monkeypatch.chdir(CHECKOUT)
-    study = yaml.safe_load((CHECKOUT / "resources" / "configs" / "study_adapt.yaml").read_text())
+    study = yaml.safe_load((CHECKOUT / "resources" / "adapt" / "study.yaml").read_text())
     config = register(validate(study), str(tmp_path / "results"))
     adapted = [name for name, spec in config["models"].items() if spec.get("adapted")]
     assert adapted and not any(os.path.exists(config["models"][name]["path"]) for name in adapted)

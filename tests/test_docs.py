@@ -96,7 +96,8 @@ def test_the_readme_legend_names_every_mark_and_links_how_to_read_a_verdict():
 # may name it.
 USER_PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "testing.md"),
               *sorted((ROOT / "workflow_scripts").glob("*/README.md")), *sorted((ROOT / "resources").rglob("README.md"))]
-USER_CONFIGS = [ROOT / "config.yaml", *sorted((ROOT / "resources" / "configs").glob("*.yaml"))]
+USER_CONFIGS = [ROOT / "config.yaml", *sorted((ROOT / "resources" / "configs").glob("*.yaml")),
+                *sorted((ROOT / "resources").glob("*/study*.yaml"))]  # each probe's studies
 
 
 @pytest.mark.parametrize("page", USER_PAGES + USER_CONFIGS, ids=lambda p: str(p.relative_to(ROOT)))

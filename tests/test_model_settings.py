@@ -217,7 +217,7 @@ def test_retrieval_searches_with_query_vectors_from_the_query_store(bert, tmp_pa
     """A query template: the questions are embedded as a text set of their own (role query), the
     set's texts as documents; the search takes each from its store, and refuses without the first."""
     import polars as pl
-    from test_retrieval_search_jobs import DOCS, QUERIES, SETTINGS, write_beir
+    from retrieval.test_search_jobs import DOCS, QUERIES, SETTINGS, write_beir
     from workflow_scripts.retrieval.query_texts import write_query_texts
     from workflow_scripts.retrieval.search import search_job
     from workflow_scripts.texts import write_text_partitions

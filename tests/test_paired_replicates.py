@@ -263,7 +263,7 @@ def test_domain_shift_replicates_draw_the_same_texts_for_every_model(tmp_path):
 # ---- planning: where the replicates are -------------------------------------------------------------
 
 def planned(probe: str, results: str = "res"):
-    """The probe's plan for resources/configs/study_<probe>.yaml, as rules/common.smk makes it
+    """The probe's plan for resources/<probe>/study.yaml, as rules/common.smk makes it
     (stages such as adapt add their models first)."""
     import yaml
 
@@ -272,8 +272,7 @@ def planned(probe: str, results: str = "res"):
     from workflow_scripts.study import Study
     from workflow_runner import ROOT
 
-    config = validate(yaml.safe_load((ROOT / "resources" / "configs" / f"study_{probe}.yaml").read_text()),
-                      check_paths=False)
+    config = validate(yaml.safe_load(probes.get(probe).study_config.read_text()), check_paths=False)
     for declared in probes.declarations():
         if declared.prepare:
             declared.prepare(config, results)

@@ -1,4 +1,4 @@
-"""The seed papers' published figures (resources/published/<probe>.csv): every file parses and every value is a
+"""The seed papers' published figures (resources/<probe>/published.csv): every file parses and every value is a
 number; every paper and table named is in the seed texts, and every row's numbers are printed there, in order,
 on the model's line of that table; the tables that repeat each other agree; the keys name our datasets and
 types; the Markdown report shows the rows labelled, after our tables, which they leave unchanged."""
@@ -16,7 +16,7 @@ from workflow_scripts import published, report, report_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds"
-FILES = sorted(published.FOLDER.glob("*.csv"))
+FILES = published.files()
 NUM = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -34,12 +34,12 @@ def seed_text(paper: str) -> str:
 
 
 def test_there_are_files_for_the_probes_whose_papers_kept_their_tables():
-    assert {f.stem for f in FILES} == {"csc", "triplets", "retrieval", "montague"}
+    assert {published.probe_of(f) for f in FILES} == {"csc", "triplets", "retrieval", "montague"}
 
 
-@pytest.mark.parametrize("file", FILES, ids=lambda f: f.stem)
+@pytest.mark.parametrize("file", FILES, ids=published.probe_of)
 def test_file_parses_with_numeric_values_and_known_papers(file):
-    rows = published.load(file.stem)
+    rows = published.load(published.probe_of(file))
     assert rows and all(c in rows[0] for c in published.REQUIRED)
     assert all(isinstance(float(r["value"]), float) for r in rows)
     assert {r["paper"] for r in rows} <= set(published.PAPERS)
@@ -61,21 +61,21 @@ def test_validate_names_the_bad_row(tmp_path):
         published.validate([{k: v for k, v in good.items() if k != "statistic"}], "f.csv")
 
 
-@pytest.mark.parametrize("file", FILES, ids=lambda f: f.stem)
+@pytest.mark.parametrize("file", FILES, ids=published.probe_of)
 def test_every_paper_and_table_is_in_the_seeds(file):
-    for paper, table in {(r["paper"], r["table"]) for r in published.load(file.stem)}:
+    for paper, table in {(r["paper"], r["table"]) for r in published.load(published.probe_of(file))}:
         text = seed_text(paper)
         number = table.removeprefix("Table ")
         # "Table 3", or one of a list: "Tables 6 and 7"
         assert re.search(rf"\bTables?\s+(?:\w+\s*(?:,|and)\s*)*{number}\b", text), f"{paper}: no {table} in the seed"
 
 
-@pytest.mark.parametrize("file", FILES, ids=lambda f: f.stem)
+@pytest.mark.parametrize("file", FILES, ids=published.probe_of)
 def test_every_row_is_printed_in_the_seed_on_its_models_line(file):
     """The values of each (paper, table, model), in file order, are exactly the numbers the seed prints on one
     line of that model, or on consecutive lines of it (a table the text split into blocks)."""
     groups: dict[tuple[str, str, str], list[str]] = {}
-    for r in published.load(file.stem):
+    for r in published.load(published.probe_of(file)):
         groups.setdefault((r["paper"], r["table"], r["model"]), []).append(r["value"])
     for (paper, table, model), values in groups.items():
         lines = seed_text(paper).splitlines()

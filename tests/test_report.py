@@ -114,7 +114,7 @@ def test_every_probe_has_its_place_in_the_report():
     """Every declared probe (workflow_scripts/probes.py) has a category, a summary, tables shown as
     pages, headline figures in the overview, report() marks under its category in its rule file, and
     caption files that exist; stages have none of these."""
-    from workflow_scripts.probes import declarations
+    from workflow_scripts.probes import declarations, get
     for probe in declarations():
         hint = f"probe {probe.name}: see docs/adding-a-probe.md (what a probe declares: its report pages and overview columns)"
         if probe.is_stage:
@@ -124,16 +124,18 @@ def test_every_probe_has_its_place_in_the_report():
         assert probe.tables and probe.headlines, hint
         assert all(h.table.endswith(".csv") and callable(h.extract) for h in probe.headlines), hint
         assert f'REPORT_CATEGORY["{probe.name}"]' in (ROOT / "rules" / f"{probe.name}.smk").read_text(), hint
-    captions = set()
+    captions = set()  # paths relative to the checkout, or absolute
     for path in (ROOT / "rules").glob("*.smk"):
         text = path.read_text()
         assert set(re.findall(r'REPORT_CATEGORY\["(\w+)"\]', text)) <= set(P.CATEGORIES), path.name
-        captions |= {c for c in re.findall(r'caption=f?"\.\./resources/report/([^"]+)"', text) if "{" not in c}
-    captions |= {c for probe in declarations() for _, _, c in probe.tables}
-    captions |= {c for probe in declarations() for _, c in probe.dataset_tables}
-    captions |= {f"retrieval_{n}.rst" for n in ("accuracy_vs_k", "similarities")} | {"overview_table.rst"}
+        captions |= {c for c in re.findall(r'caption=f?"\.\./(resources/[^"]+)"', text) if "{" not in c}
+    # a probe's own captions lie in its folder (resources/<probe>/report/), found through the registry
+    captions |= {probe.caption_file(c) for probe in declarations() for _, _, c in probe.tables}
+    captions |= {probe.caption_file(c) for probe in declarations() for _, c in probe.dataset_tables}
+    captions |= {get("retrieval").caption_file(f"{n}.rst") for n in ("accuracy_vs_k", "similarities")}
+    captions |= {"resources/report/overview_table.rst"}
     for caption in captions:
-        text = (ROOT / "resources" / "report" / caption).read_text()
+        text = (ROOT / caption).read_text()
         assert text.strip() and len(text.strip().splitlines()) <= 3, caption
 
 
@@ -150,3 +152,14 @@ def test_inputs_page_counts_every_report_without_timings(tmp_path):
     for shown in ("<h2>ingest</h2>", "<h2>triplets</h2>", "skipped.empty", ">2<", "texts.unique_texts", ">226<"):
         assert shown in html, shown
     assert "seconds" not in html and "10.3" not in html and "examples" not in html
+
+
+def test_a_page_caption_is_the_probe_s_own_else_a_shared_one():
+    """rules/report.smk reads each page's caption from the path the report plan gives (relative to the
+    checkout): the probe's folder first (resources/<probe>/report/), then resources/report/."""
+    from workflow_scripts.probes import get
+    from workflow_scripts.report_plan import caption_path
+    assert caption_path(get("csc"), "table3.rst") == "resources/csc/report/table3.rst"
+    assert caption_path(get("csc"), "differences.rst") == "resources/report/differences.rst"
+    assert caption_path(None, "overview_table.rst") == "resources/report/overview_table.rst"
+    assert not (ROOT / "resources" / "report" / "table3.rst").exists()

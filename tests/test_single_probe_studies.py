@@ -1,4 +1,4 @@
-"""A researcher's study is usually one probe: resources/configs/study_<probe>.yaml holds only that
+"""A researcher's study is usually one probe: resources/<probe>/study.yaml holds only that
 probe's section (and only the sources, corpora, articles or recipes it reads: no `sources` or
 `corpora` at all for triplets, montague, retrieval and settheory, whose articles are their own
 section). Each is run to the end with its results in a scratch folder, then:
@@ -38,7 +38,7 @@ TITLES = {name: p.title for name, p in DECLARED.items()}
 PROBES = list(TITLES)
 SETTHEORY_RECORDING = "study_settheory"  # tests/data/generations/<name>.jsonl
 SHARED_SECTIONS = ("sources", "corpora", "models", "resources", "articles", "adapt", "seed", "shard_rows",
-                   "embedding_partitions", "results", "nltk_download")
+                   "embedding_partitions", "study", "results", "nltk_download")
 
 
 def study_config(probe: str) -> dict:

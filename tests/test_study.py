@@ -60,7 +60,7 @@ def test_every_probe_plans_from_its_declaration():
     assert not plans["montague"].ran and plans["montague"].targets() == []
     assert plans["triplets"].targets() == ["res/tables/triplets_accuracy.csv"]
     # per-dataset table pages follow the datasets that some model scores
-    assert ("res/tables/triplets_two.csv", "two", "triplets_dataset.rst") in plans["triplets"].report_pages()
+    assert ("res/tables/triplets_two.csv", "two", "dataset.rst") in plans["triplets"].report_pages()
 
 
 def test_registry_names_what_is_declared():
@@ -79,8 +79,8 @@ def test_lineage_of_trained_models_matches_the_adapt_stage():
     import yaml
 
     from workflow_scripts.adapt import models as adapt_models
-    config = validate(yaml.safe_load((Path(__file__).resolve().parents[1] / "resources" / "configs"
-                                      / "study_adapt.yaml").read_text()))
+    config = validate(yaml.safe_load((Path(__file__).resolve().parents[1] / "resources" / "adapt"
+                                      / "study.yaml").read_text()))
     adapt_models.register(config, "res")
     s = Study(config, "res")
     recipes = adapt_models.order(config)

@@ -157,7 +157,7 @@ def toy_copy(tmp_path_factory):
     """A copy of the repository's tracked files with the toy probe added as docs/adding-a-probe.md
     says: its package and page, its rule file, its study, and one include. ../shared beside it is the
     checkout's, where there is one (the tests that read it then run on the copy too)."""
-    assert sorted(documented_files()) == ["resources/configs/study_toy.yaml", "rules/toy.smk",
+    assert sorted(documented_files()) == ["resources/toy/study.yaml", "rules/toy.smk",
                                           "workflow_scripts/toy/README.md"]
     copy = tmp_path_factory.mktemp("toy") / "repo"
     tracked = [name for name in tracked_files() if (ROOT / name).is_file()]

@@ -6,7 +6,9 @@ A probe is a package `workflow_scripts/<name>/` holding
   schema.yaml   the schema of its config section `<name>:`
   plan.py       its planner: a `workflow_scripts.study.ProbePlan` subclass with the (dataset, model)
                 pairs it plans from config and its rules' input functions
-and a rule file `rules/<name>.smk` included from the Snakefile. The config schema, the cross-field
+and a rule file `rules/<name>.smk` included from the Snakefile; its data, report captions
+(`report/*.rst`), published figures (`published.csv`) and one-probe study (`study.yaml`) lie in
+`resources/<name>/`, its tests in `tests/<name>/`. The config schema, the cross-field
 checks, the default resources, the NLTK data a study needs, `rule all`, the text sets' roles and
 writers (embedding, shard errors, the TF-IDF fit's variants), the report (categories, table pages, the
 Markdown sections, the model-by-probe overview) and the shared tests all iterate over
@@ -25,6 +27,9 @@ from pathlib import Path
 from typing import Callable
 
 PACKAGE_DIR = Path(__file__).parent
+RESOURCES = PACKAGE_DIR.parent / "resources"
+# captions of the report's pages that are no probe's own (the overview, differences, published figures)
+SHARED_CAPTIONS = RESOURCES / "report"
 
 
 @dataclass(frozen=True)
@@ -112,7 +117,7 @@ class Probe:
     # called with (config, results) before any probe plans: a stage adds what it makes (adapt: models)
     prepare: Callable[[dict, str], object] | None = None
     nltk: NltkNeeds = NltkNeeds()
-    # report pages: (file under results/tables/, subcategory, caption file under resources/report/)
+    # report pages: (file under results/tables/, subcategory, caption file name: caption_file)
     tables: tuple = ()
     # per-dataset tables: (file pattern with {dataset}, caption file), shown in the dataset's subcategory
     dataset_tables: tuple = ()
@@ -141,10 +146,21 @@ class Probe:
         return PACKAGE_DIR / self.name / "schema.yaml"
 
     @property
+    def resources_dir(self) -> Path:
+        """resources/<name>/: its data, report captions, published figures and one-probe study."""
+        return RESOURCES / self.name
+
+    @property
     def study_config(self) -> Path:
         """Its one-probe study (docs/adding-a-probe.md), which the shared tests run and whose section
         the generated config cases start from when config.yaml has none (tests/schema_cases.py)."""
-        return PACKAGE_DIR.parent / "resources" / "configs" / f"study_{self.name}.yaml"
+        return self.resources_dir / "study.yaml"
+
+    def caption_file(self, name: str) -> Path:
+        """The caption file `name` of one of its report pages: its own (resources/<name>/report/),
+        else a shared one (resources/report/, e.g. the overview table's)."""
+        own = self.resources_dir / "report" / name
+        return own if own.exists() else SHARED_CAPTIONS / name
 
     def planner(self):
         module, _, cls = self.plan.partition(":")

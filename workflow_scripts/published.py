@@ -1,4 +1,4 @@
-"""The seed papers' own result tables, transcribed in `resources/published/<probe>.csv`: load and check them,
+"""The seed papers' own result tables, transcribed in `resources/<probe>/published.csv`: load and check them,
 and arrange them as labelled reference blocks (the Markdown report here; the report page per probe in
 report_pages.py), never mixed into our tables. Our inputs are not the papers' (their corpora are larger, internal or unpublished), so a published
 row is a point of reference for where a model sits, not a figure to compare with ours cell by cell.
@@ -14,7 +14,9 @@ import csv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDER = ROOT / "resources" / "published"
+# each probe's file lies in its own folder: resources/<probe>/published.csv
+RESOURCES = ROOT / "resources"
+FILE_NAME = "published.csv"
 REQUIRED = ("paper", "table", "model", "statistic", "value", "data")
 META = ("paper", "table", "statistic", "value", "unit", "data", "note")
 # Each paper a file may name: its seed text (`../shared/seeds/<prefix>_*.txt`) and its full title.
@@ -29,13 +31,23 @@ PAPERS = {
 }
 
 
-def path(probe: str, folder: Path = FOLDER) -> Path:
-    return folder / f"{probe}.csv"
+def path(probe: str, resources: Path = RESOURCES) -> Path:
+    return resources / probe / FILE_NAME
+
+
+def files(resources: Path = RESOURCES) -> list[Path]:
+    """Every probe's published-figures file."""
+    return sorted(resources.glob(f"*/{FILE_NAME}"))
 
 
 def is_published(file: str | Path) -> bool:
     """Whether a table file is a published-figures file (the report renders those on their own page)."""
-    return Path(file).parent.name == "published"
+    return Path(file).name == FILE_NAME
+
+
+def probe_of(file: str | Path) -> str:
+    """The probe a published-figures file belongs to: its folder's name (resources/<probe>/published.csv)."""
+    return Path(file).parent.name
 
 
 def validate(rows: list[dict], source: str) -> list[dict]:
@@ -60,9 +72,9 @@ def validate(rows: list[dict], source: str) -> list[dict]:
     return rows
 
 
-def load(probe: str, folder: Path = FOLDER) -> list[dict]:
+def load(probe: str, resources: Path = RESOURCES) -> list[dict]:
     """The probe's published rows in file order, checked; [] when the papers published none."""
-    file = path(probe, folder)
+    file = path(probe, resources)
     if not file.exists():
         return []
     with open(file, newline="", encoding="utf-8") as f:
@@ -101,14 +113,14 @@ def caption(block: dict) -> str:
             + (f"; {fixed}" if fixed else "") + ". Measured on: " + " | ".join(block["data"]) + ".")
 
 
-def markdown(probe: str, folder: Path = FOLDER) -> list[str]:
+def markdown(probe: str, resources: Path = RESOURCES) -> list[str]:
     """The report's "Published figures" block for a probe: each (paper, table) under its own label, as the
     paper printed it; [] when there is nothing to show."""
-    rows = load(probe, folder)
+    rows = load(probe, resources)
     if not rows:
         return []
     parts = ["## Published figures (the papers' own tables, for reference)", "",
-             "Transcribed from the seed papers (`resources/published/" + f"{probe}.csv`): other models, measured on "
+             f"Transcribed from the seed papers (`resources/{probe}/{FILE_NAME}`): other models, measured on "
              "the papers' data, without intervals. They are not part of this run's tables above.", ""]
     for b in blocks(rows):
         parts += [f"### Published: {b['paper']}, {b['table']}", "", caption(b), ""]

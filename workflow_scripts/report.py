@@ -168,7 +168,7 @@ def probe_section(base: Path, section: dict, figures: list[dict] = ()) -> list[s
         parts.append("")
     if section.get("differences"):
         parts += differences_block(section["differences"], list(figures))
-    # the papers' own figures, labelled and apart from our tables (resources/published/<probe>.csv)
+    # the papers' own figures, labelled and apart from our tables (resources/<probe>/published.csv)
     return parts + (published.markdown(section["probe"]) if section.get("probe") else [])
 
 

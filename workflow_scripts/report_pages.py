@@ -110,13 +110,13 @@ def table_page(csv: str, out: str) -> None:
 
 
 def published_page(csv: str, out: str) -> None:
-    """A probe's published figures (resources/published/<probe>.csv) as their own page: one table per
+    """A probe's published figures (resources/<probe>/published.csv) as their own page: one table per
     (paper, table), each labelled, never mixed into this run's tables."""
-    name = Path(csv).stem
+    name = published.probe_of(csv)
     body = [f"<h2>Published figures: {html.escape(name)}</h2><p class=\"note\">Reference rows transcribed from the "
-            f"seed papers (<code>resources/published/{html.escape(Path(csv).name)}</code> of the workflow): other "
+            f"seed papers (<code>resources/{html.escape(name)}/{published.FILE_NAME}</code> of the workflow): other "
             "models, measured on the papers' data, without intervals; not this run's results.</p>"]
-    for b in published.blocks(published.load(name, Path(csv).parent)):
+    for b in published.blocks(published.load(name, Path(csv).parent.parent)):
         body.append(html_table(["model", *b["columns"]], b["rows"], published.caption(b)))
         body += [f"<p class=\"note\">Note: {html.escape(n)}</p>" for n in b["notes"]]
     with atomic_path(out) as tmp:
@@ -470,7 +470,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.cmd == "tables":
         for csv in a.tables:
             if published.is_published(csv):
-                published_page(csv, os.path.join(a.out_dir, f"published_{Path(csv).stem}.html"))
+                published_page(csv, os.path.join(a.out_dir, f"published_{published.probe_of(csv)}.html"))
             else:
                 table_page(csv, os.path.join(a.out_dir, Path(csv).stem + ".html"))
     elif a.cmd == "inputs":

@@ -6,16 +6,24 @@ from __future__ import annotations
 import os
 
 from workflow_scripts import published
+from workflow_scripts.probes import RESOURCES as RESOURCES_DIR
+from workflow_scripts.probes import SHARED_CAPTIONS, Probe
 from workflow_scripts.report_overview import headline_tables
 from workflow_scripts.studies import portable_path
 from workflow_scripts.study import ProbePlan, Study, as_json, cli_options
 
 OVERVIEW_TABLE = ("overview.csv", "Overview", "overview_table.rst")
 DIFFERENCES_CAPTION = "differences.rst"
-CAPTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "resources", "report")
+PUBLISHED_CAPTION = "published.rst"
+RESOURCES = str(RESOURCES_DIR)
+CHECKOUT = os.path.dirname(RESOURCES)
 
 
-RESOURCES = os.path.dirname(CAPTIONS)
+def caption_path(probe: Probe | None, name: str) -> str:
+    """A page's caption file, relative to the checkout (rules/report.smk's `caption=` adds `../`): the
+    probe's own (resources/<probe>/report/), else a shared one (resources/report/)."""
+    path = probe.caption_file(name) if probe else SHARED_CAPTIONS / name
+    return os.path.relpath(path, CHECKOUT)
 
 
 def shipped_only(paths, resources: str = RESOURCES) -> bool:
@@ -38,15 +46,18 @@ class ReportPlan:
         overview = (f"{self.R}/tables/{OVERVIEW_TABLE[0]}", *OVERVIEW_TABLE[1:])
         # (probe, table, page, subcategory, caption) of every table shown as a page: the overview's
         # first, then each probe's tables, then its per-dataset tables in the dataset's subcategory
+        # (the caption as its file relative to the checkout, caption_path)
+        declared = {p.name: p.probe for p in self.plans}
         self.pages = [(probe, table, f"{self.R}/report/tables/{os.path.basename(table).removesuffix('.csv')}.html",
-                       sub, caption)
+                       sub, caption_path(declared.get(probe), caption))
                       for probe, pages in [("overview", [overview])] + [(p.name, p.report_pages() + self.difference_pages(p))
                                                                           for p in self.plans]
                       for table, sub, caption in pages]
         # the papers' published figures of each probe that has some: a page of their own, apart from our tables
         # (relative to the working directory when inside it: a moved checkout keeps the report's inputs)
         self.pages += [(p.name, portable_path(published.path(p.name)), f"{self.R}/report/tables/published_{p.name}.html",
-                        "Published figures", "published.rst") for p in self.plans if published.path(p.name).exists()]
+                        "Published figures", caption_path(p.probe, PUBLISHED_CAPTION))
+                       for p in self.plans if published.path(p.name).exists()]
         # the probes' tables the report reads: the overview's headline tables and the pages' tables
         self.tables = list(dict.fromkeys([f"{self.R}/tables/{name}" for name in headline_tables(self.probes)]
                                          + [t for probe, t, _, _, _ in self.pages if probe != "overview"]))
@@ -101,11 +112,10 @@ class ReportPlan:
     def sections(self, wildcards=None) -> str:
         """Param: the Markdown report's section per probe that ran (its declaration's title and
         summary, its table pages with their captions' text, its plots)."""
-        def caption(name: str) -> str:
-            with open(os.path.join(CAPTIONS, name), encoding="utf-8") as f:
-                return f.read()
+        def caption(probe: Probe, name: str) -> str:
+            return probe.caption_file(name).read_text(encoding="utf-8")
         return as_json([{"probe": p.name, "title": p.probe.title, "summary": p.probe.summary,
-                         "tables": [{"path": t, "caption": caption(c)} for t, _, c in p.report_pages()],
+                         "tables": [{"path": t, "caption": caption(p.probe, c)} for t, _, c in p.report_pages()],
                          "plots": p.report_plots(),
                          "differences": self.differences_table(p) if p.replicate_files() else None}
                         for p in self.plans])

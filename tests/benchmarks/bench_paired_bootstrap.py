@@ -9,7 +9,7 @@ csc       the overlap bootstrap of `csc_score` (config.yaml: bootstrap_b 200, bo
           block by block (one more pass over the file per block). The paired side includes
           writing replicates.parquet.
 montague  the shares and two-way bootstrap of `montague_score` on the published word lists of
-          resources/configs/study_montague_published.yaml (61 adjectives, 12 nouns: 44,652 phrases,
+          resources/montague/study_published.yaml (61 adjectives, 12 nouns: 44,652 phrases,
           241,560 pair comparisons; B = 1000, nouns_and_adjectives) from random phrase vectors; the paired side includes collecting
           and writing the replicates.
 
@@ -142,7 +142,7 @@ def bench_montague(ref: str, tmp: Path, repeats: int) -> None:
     from workflow_scripts.texts import text_keys
     from workflow_scripts.vector_store import VectorStore, spec_digest, write_partition
     old = old_module("workflow_scripts.montague.scores", ref, tmp)
-    study = ROOT / "resources" / "configs" / "study_montague_published.yaml"  # the published lists
+    study = ROOT / "resources" / "montague" / "study_published.yaml"  # the published lists
     lists = yaml.safe_load(study.read_text())["montague"]["datasets"]["modifiers_en"]
     words = build_word_lists(lists["adjectives"], lists["nouns"])
     phrases = generate_phrases("modifiers_en", words)

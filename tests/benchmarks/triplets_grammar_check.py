@@ -4,7 +4,7 @@ next to the same check's rate on original corpus sentences (its false-positive b
 Usage: NLTK_DATA=../shared/data/nltk_data python tests/benchmarks/triplets_grammar_check.py
            [--shared ../shared] [--seed 0] [--examples 2] [--json OUT.json]
 
-Builds the five datasets on the shared data (SICK, WSJ sample, MSRP) as tests/test_triplet_datasets.py
+Builds the five datasets on the shared data (SICK, WSJ sample, MSRP) as tests/triplets/test_datasets.py
 does, tags every sentence with the NLTK tagger (parsing.parse, the tagger the transformations
 use; no gold tags, so originals and outputs are tagged alike) and applies two checks:
 

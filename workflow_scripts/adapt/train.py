@@ -10,7 +10,7 @@ are removed). The finished model is moved into place last, so the model director
 exist or is complete; the work folder is removed after that.
 
 Deterministic: the same plan gives the same weights on CPU with the same number of threads (seeded
-Trainer, data order and masking; tests/test_adapt.py). On CUDA, seeded runs differ in the last bits
+Trainer, data order and masking; tests/adapt/test_adapt.py). On CUDA, seeded runs differ in the last bits
 unless `deterministic: true` (transformers' full_determinism: deterministic cuDNN/cuBLAS kernels).
 """
 from __future__ import annotations

@@ -70,7 +70,7 @@ PROBE = Probe(
                    methods=("English grammatical negation with NLTK's tagger and WordNet",
                             "English grammatical negation by rules only (sentences that need tags are counted, "
                             "not negated)")),
-    tables=(("csc_table3.csv", "Tables", "csc_table3.rst"), ("csc_overlap.csv", "Tables", "csc_overlap.rst")),
+    tables=(("csc_table3.csv", "Tables", "table3.rst"), ("csc_overlap.csv", "Tables", "overlap.rst")),
     # it writes each corpus's text set: the originals and their variants, the variants also by corpus
     text_sets=(TextSet("perturb", corpus=True, variants="perturbations"),),
     shard_folders={"perturbations": ("perturbation shards of corpus {name}", "perturb")},

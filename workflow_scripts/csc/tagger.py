@@ -105,7 +105,7 @@ def _sizes_crcs(texts: dict[str, bytes]) -> dict[str, tuple[int, int]]:
     return {name: (len(data), zlib.crc32(data)) for name, data in texts.items()}
 
 
-# nltk versions whose PerceptronTagger the fast path is tested against (tests/test_negation.py
+# nltk versions whose PerceptronTagger the fast path is tested against (tests/csc/test_negation.py
 # compares it with nltk's own tag()): with these, the tagger's and WordNet's files are read
 # directly, without importing nltk (2 s per process: nltk imports scikit-learn, scipy.stats and
 # pandas). Any other version is imported and checked against _SELF_CHECK before use.

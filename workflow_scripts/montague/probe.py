@@ -46,9 +46,9 @@ PROBE = Probe(
         "montague_score": Resources(threads=1, mem_mb=3000, runtime=60, heavy=True),
         "montague_aggregate": Resources(threads=1, mem_mb=1000, runtime=10),
     },
-    tables=(("montague_single.csv", "Tables", "montague_single.rst"),
-            ("montague_pair.csv", "Tables", "montague_pair.rst"),
-            ("montague_nonsubsective.csv", "Tables", "montague_nonsubsective.rst")),
+    tables=(("montague_single.csv", "Tables", "single.rst"),
+            ("montague_pair.csv", "Tables", "pair.rst"),
+            ("montague_nonsubsective.csv", "Tables", "nonsubsective.rst")),
     text_sets=(TextSet("montague_phrases"),),
     n_note="Montague: phrases, resampled by adjective and noun",
     # n: the phrases (pairs of phrases) behind a share; the bootstrap draws their nouns and adjectives

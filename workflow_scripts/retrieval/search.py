@@ -18,7 +18,7 @@ How the search is exact, whatever the device and the summation order of its BLAS
    tolerance reaches the k-th exact score, a non-candidate could still belong (a near tie at the
    boundary): that query is searched again exhaustively in float64.
 So the CPU and GPU searches return identical ids and scores, and both equal a float64 brute force
-ranked by (score desc, id asc) (tests/test_retrieval_search.py).
+ranked by (score desc, id asc) (tests/retrieval/test_search.py).
 
 Sparse stores (TF-IDF) are searched by a sparse matrix product in float64 under the same ranking
 rules; documents sharing no term with a query score exactly 0 and fill the ranking by id.

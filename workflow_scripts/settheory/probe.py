@@ -107,11 +107,11 @@ PROBE = Probe(
         "settheory_aggregate": Resources(threads=1, mem_mb=2000, runtime=30),
     },
     check=check,
-    tables=tuple((f"settheory_c{i}.csv", "Tables", "settheory_criteria.rst") for i in range(1, 7))
-    + (("settheory_shares.csv", "Tables", "settheory_shares.rst"),
-       ("settheory_histograms.csv", "Tables", "settheory_histograms.rst")),
+    tables=tuple((f"settheory_c{i}.csv", "Tables", "criteria.rst") for i in range(1, 7))
+    + (("settheory_shares.csv", "Tables", "shares.rst"),
+       ("settheory_histograms.csv", "Tables", "histograms.rst")),
     # a page per sample set: 20 accepted and 10 rejected fusions beside their inputs (the quality gate)
-    dataset_tables=(("settheory_fusions_{dataset}.csv", "settheory_fusions.rst"),),
+    dataset_tables=(("settheory_fusions_{dataset}.csv", "fusions.rst"),),
     text_sets=(TextSet("settheory_samples"),),
     n_note="set theory: samples",
     headlines=(Headline("settheory_shares.csv", share_headlines, statistics=share_statistics, unit="samples"),),

@@ -99,9 +99,9 @@ PROBE = Probe(
     check=check,
     # the transformations tag and lemmatise; the WSJ sample is a source format
     nltk=NltkNeeds(always=("averaged_perceptron_tagger_eng", "wordnet"), by_source_format={"treebank": ("treebank",)}),
-    tables=(("triplets_overview.csv", "Tables", "triplets_overview.rst"),
-            ("triplets_accuracy.csv", "Tables", "triplets_accuracy.rst")),
-    dataset_tables=(("triplets_{dataset}.csv", "triplets_dataset.rst"),),
+    tables=(("triplets_overview.csv", "Tables", "overview.rst"),
+            ("triplets_accuracy.csv", "Tables", "accuracy.rst")),
+    dataset_tables=(("triplets_{dataset}.csv", "dataset.rst"),),
     text_sets=(TextSet("triplets_build"),),
     n_note="triplets",
     headlines=(Headline("triplets_accuracy.csv", accuracy_headlines, statistics=("accuracy",), unit="triplets"),),

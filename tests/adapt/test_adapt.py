@@ -309,12 +309,12 @@ def test_ft_on_wrong_answers_end_to_end(env):
 
 # ---- recipes -> models, config checks ---------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def default_config():
     """The adapt study's config: the default config has no recipes (they made `make run` long)."""
-    return yaml.safe_load((ROOT / "resources" / "configs" / "study_adapt.yaml").read_text())
+    return yaml.safe_load((ROOT / "resources" / "adapt" / "study.yaml").read_text())
 
 
 def test_recipes_become_models_in_dependency_order():

@@ -6,7 +6,7 @@ Inputs are written here by hand (expected outputs computed by hand), plus the pr
 files under resources/retrieval/ and resources/corpora/. The 3GPP sentence splitting needs NLTK's
 punkt_tab (NLTK_DATA; conftest points it at ../shared/data/nltk_data): those tests skip without it.
 The shared data (real 3GPP specifications, TeleQnA, MSRP, Tatoeba) is in
-tests/test_retrieval_sets_shared.py. Runs in about 35 s on this machine (half of it loading transformers for the tiny generator).
+tests/retrieval/test_sets_shared.py. Runs in about 35 s on this machine (half of it loading transformers for the tiny generator).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from helpers import tiny_bert
-from test_adapt import DOCS, QUESTIONS, beir_set
+from adapt.test_adapt import DOCS, QUESTIONS, beir_set
 from workflow_runner import snakemake, write_config
 
 GENERAL = ["the weather is nice today", "we ate dinner with friends", "the train was late again",

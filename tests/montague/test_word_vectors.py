@@ -13,7 +13,7 @@ from workflow_scripts.encoders import WordVectorsEncoder, load_encoder
 from workflow_scripts.texts import text_keys, write_text_partitions
 from workflow_scripts.vector_store import VectorStore
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORDS = {"red": [1.0, 2.0, 0.0], "dog": [3.0, 0.0, 1.0], "Big": [0.0, -1.0, 4.0]}
 
 
@@ -91,7 +91,7 @@ def test_the_default_runs_baseline_file_is_what_the_script_writes():
     lines = path.read_text().splitlines()
     assert lines[0] == "73 384"
     shipped = {line.split(" ", 1)[0]: np.array(line.split()[1:], dtype=np.float64) for line in lines[1:]}
-    words = dataset_words(str(ROOT / "resources" / "configs" / "study_montague_published.yaml"), "modifiers_en")
+    words = dataset_words(str(ROOT / "resources" / "montague" / "study_published.yaml"), "modifiers_en")
     assert list(shipped) == words
     assert set(dataset_words(str(ROOT / "config.yaml"), "modifiers_en")) <= set(words)  # the default's few words
     sample = ["wild", "so-called", "ex-", "occurence"]

@@ -17,12 +17,12 @@ import pytest
 from conftest import missing_data
 from workflow_scripts.csc.negation import GrammaticalNegator
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _nltk_data_dir() -> Path | None:
     env = os.environ.get("NLTK_DATA")
-    default = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "nltk_data"
+    default = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "nltk_data"
     path = Path(env.split(os.pathsep)[0]) if env else default
     return path if path.is_dir() else None
 

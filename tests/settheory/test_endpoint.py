@@ -13,7 +13,7 @@ from chat_server import ChatServer
 from workflow_runner import snakemake, write_config
 from workflow_scripts.settheory.samples import GATE_REASONS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-fixture-9d3a71e5c0b24f86"
 
 pytestmark = pytest.mark.requires_shared("nltk_data")

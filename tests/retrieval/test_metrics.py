@@ -268,7 +268,7 @@ def test_isotropy_job_does_not_import_torch():
             "i.isoscore_from_covariance(np.eye(3)); print(sorted(m for m in ('torch', 'transformers', "
             "'sentence_transformers', 'IsoScore') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[1])
+                         cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "[]", out.stdout
 
 

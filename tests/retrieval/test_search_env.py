@@ -5,7 +5,7 @@ from pathlib import Path
 import yaml
 from conftest import requires_shared
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def pip_pins(path):

@@ -11,7 +11,7 @@ import yaml
 
 from workflow_scripts.settheory import samples as S
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "resources" / "settheory" / "news_samples.tsv"
 FUSIONS = (("S1", "previous", "S0"), ("S2", "S0", "next"))
 

@@ -11,9 +11,9 @@ from conftest import shared_data
 from workflow_scripts.montague.phrases import (build, build_word_lists, generate_phrases, read_word_csv,
                                                strings_to_embed, word_lists, write_outputs)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # the seed's full published lists: a study of their own (the default config keeps a few words of each type)
-CONFIG = yaml.safe_load((ROOT / "resources" / "configs" / "study_montague_published.yaml").read_text())
+CONFIG = yaml.safe_load((ROOT / "resources" / "montague" / "study_published.yaml").read_text())
 EN = CONFIG["montague"]["datasets"]["modifiers_en"]
 DEFAULT_EN = yaml.safe_load((ROOT / "config.yaml").read_text())["montague"]["datasets"]["modifiers_en"]
 

@@ -10,9 +10,9 @@ import yaml
 
 from workflow_scripts.config import ConfigError, validate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # the adapt study's recipes, on the default config (which has none): they train on and are evaluated by its sets
-RECIPES = yaml.safe_load((ROOT / "resources" / "configs" / "study_adapt.yaml").read_text())["adapt"]
+RECIPES = yaml.safe_load((ROOT / "resources" / "adapt" / "study.yaml").read_text())["adapt"]
 WITH_RECIPES = [(("adapt",), RECIPES)]
 DEFAULT = {**yaml.safe_load((ROOT / "config.yaml").read_text()), "adapt": RECIPES}
 
