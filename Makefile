@@ -5,7 +5,7 @@
 # then the run finished with --rerun-incomplete; `make unlock` only removes the lock. Both refuse while a
 # run of this checkout holds a study's results lock (`--unlock` would pull Snakemake's lock from under it).
 # CONFIG=FILE (or CONFIG="base.yaml overlay.yaml"): run, report, dry-run, unlock or recover that study
-# instead of the default one (config.yaml); its results go to its own folder (workflow_scripts/studies.py).
+# instead of the default one (config.yaml); its results go to its own folder (workflow_scripts/study_folders.py).
 # CONFIG is a list of existing files whose names hold only letters, digits and . _ - / + , @ : =
 # (anything else is refused before a shell sees it); values read from a config, such as its `results:`
 # folder, reach recipes single-quoted, so no shell ever runs what a config holds.
@@ -34,7 +34,7 @@ CONFIG_ARGS = $(if $(strip $(CONFIG_FILES)),--configfile $(CONFIG_FILES))
 # results/); or the folder SNAKEMAKE_ARGS gives (`--config results=DIR`); or RESULTS=DIR
 STUDY_PYTHON = $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
 RESULTS ?= $(or $(patsubst results=%,%,$(lastword $(filter results=%,$(SNAKEMAKE_ARGS)))),$(shell \
-	$(STUDY_PYTHON) -m workflow_scripts.studies results-folder $(CONFIG_FILES)))
+	$(STUDY_PYTHON) -m workflow_scripts.study_folders results-folder $(CONFIG_FILES)))
 STUDY_RESULTS = $(or $(RESULTS),$(error cannot tell the results folder of the study CONFIG="$(CONFIG_FILES)": see the error above))
 SHARED_NLTK := $(abspath ../shared/data/nltk_data)
 

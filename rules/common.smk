@@ -5,7 +5,7 @@
 import os
 import sys
 
-from workflow_scripts import probes, studies
+from workflow_scripts import probes, study_folders
 from workflow_scripts.config import check_duplicate_keys, validate
 from workflow_scripts.ingest import is_gzip_url
 from workflow_scripts.study import Study, as_json, cli_options
@@ -14,11 +14,11 @@ from workflow_scripts.study import Study, as_json, cli_options
 # naming the key and both lines (the default config.yaml, or every --configfile).
 for _configfile in workflow.configfiles:
     check_duplicate_keys(_configfile)
-# The study (workflow_scripts/studies.py): named by `study:` or its first config file (an overlay
+# The study (workflow_scripts/study_folders.py): named by `study:` or its first config file (an overlay
 # after it keeps both); a config without `results:` gets a folder of its own, results/<name>/.
-STUDY_ID = studies.identity(config, workflow.configfiles)
+STUDY_ID = study_folders.identity(config, workflow.configfiles)
 if not config.get("results"):
-    config["results"] = studies.default_results(STUDY_ID)
+    config["results"] = study_folders.default_results(STUDY_ID)
 # a bad value stops here with the key and the expected form; the local folders a config names are
 # checked by the main process, not again by each job's re-read of the Snakefile
 config = validate(config, check_paths=workflow.is_main_process)
@@ -26,8 +26,8 @@ R = config["results"]
 # a folder another study made is refused before anything is planned (dry runs and --report too)
 if workflow.is_main_process:
     try:
-        studies.check(R, STUDY_ID)
-    except studies.StudyConflict as _err:
+        study_folders.check(R, STUDY_ID)
+    except study_folders.StudyConflict as _err:
         from snakemake.exceptions import WorkflowError
 
         raise WorkflowError(str(_err)) from None
@@ -45,8 +45,8 @@ def take_results_lock():
         results_lock.take_for_run(R, workflow)
         if workflow.is_main_process:
             # under the lock: of two studies starting on one folder, the second is refused here
-            studies.claim(R, STUDY_ID)
-    except (results_lock.ResultsInUse, studies.StudyConflict) as err:
+            study_folders.claim(R, STUDY_ID)
+    except (results_lock.ResultsInUse, study_folders.StudyConflict) as err:
         raise WorkflowError(str(err)) from None
 
 

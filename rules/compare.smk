@@ -8,7 +8,7 @@
 #                                            accuracy, retrieval's accuracy@k) is tested by McNemar's
 #                                            exact test
 # The pairs come from the config's `compare.against` (default: every model against the surface-form
-# baselines and against the first listed model). Code: workflow_scripts/compare.py, differences.py.
+# baselines and against the first listed model). Code: workflow_scripts/compare.py, paired_statistics.py.
 COMPARED = {
     name: plan
     for name, plan in PLANS.items()

@@ -3,7 +3,7 @@
 #   results/tables/disagreements/<probe>/<dataset>.csv
 #   results/report/disagreements/<probe>/<dataset>.html   (a page of the HTML report)
 # A probe takes part through its module workflow_scripts/<probe>/items.py; pairs come from the
-# `compare:` config (workflow_scripts/differences.py). Code: workflow_scripts/disagreements.py.
+# `compare:` config (workflow_scripts/paired_statistics.py). Code: workflow_scripts/disagreements.py.
 from workflow_scripts.disagreements import DisagreementPlan
 
 DISAGREE = DisagreementPlan(STUDY, list(PLANS.values()), config.get("compare"))

@@ -44,7 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from compare_results import compare  # noqa: E402
+from diff_results import compare  # noqa: E402
 
 
 def command(workdir: Path, config: Path, results: str, *extra: str) -> list[str]:

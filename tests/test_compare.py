@@ -6,7 +6,7 @@ import pytest
 
 from workflow_scripts import compare
 from workflow_scripts.bootstrap import replicate_rows, write_replicates
-from workflow_scripts.differences import (adjust_families, b_too_small, benjamini_hochberg, bootstrap_p_value,
+from workflow_scripts.paired_statistics import (adjust_families, b_too_small, benjamini_hochberg, bootstrap_p_value,
                                           compared_pairs, holm, paired_difference)
 
 ST, BOW = {"family": "sentence_transformers"}, {"family": "surface_form"}
@@ -166,7 +166,7 @@ def test_a_difference_without_spread_gets_no_verdict():
     """One item (every resample draws it): A - B is the same in every replicate; the percentile test
     would say p = 0, but a bootstrap without spread says nothing, so p is undefined and the row is
     not significant; identical models (0 in every replicate) keep p = 1."""
-    from workflow_scripts.differences import paired_difference
+    from workflow_scripts.paired_statistics import paired_difference
     one = paired_difference(0.0, 0.634, np.zeros(200), np.full(200, 0.634))
     assert np.isnan(one["p_value"]) and one["ci_low"] == one["ci_high"] == pytest.approx(-0.634)
     same = paired_difference(0.5, 0.5, np.full(200, 0.5), np.full(200, 0.5))
@@ -302,7 +302,7 @@ def test_mcnemar_exact_on_a_hand_made_table():
     2 (1 + 11 + 55) / 2^11 = 134/2048 = 0.0654, scipy's exact binomial test."""
     from scipy.stats import binomtest
 
-    from workflow_scripts.differences import mcnemar_exact
+    from workflow_scripts.paired_statistics import mcnemar_exact
     assert mcnemar_exact(9, 2) == pytest.approx(134 / 2048)
     assert mcnemar_exact(9, 2) == pytest.approx(binomtest(9, 11, 0.5).pvalue)
     assert mcnemar_exact(2, 9) == mcnemar_exact(9, 2)
@@ -312,7 +312,7 @@ def test_mcnemar_exact_on_a_hand_made_table():
 
 
 def test_clopper_pearson_at_the_bounds():
-    from workflow_scripts.differences import clopper_pearson
+    from workflow_scripts.paired_statistics import clopper_pearson
     low, high = clopper_pearson(0, 445)
     assert (round(low, 4), round(high, 4)) == (0.0, 0.0083)
     low, high = clopper_pearson(445, 445)
@@ -481,7 +481,7 @@ def test_sign_flip_exact_by_hand_and_equal_to_mcnemar_with_one_item_per_cluster(
     -4, of which 6 reach |2|: p = 6/8. d = [3, 1]: sums 4, 2, -2, -4, two reach 4: p = 1/2. A zero
     d_c weighs nothing; no nonzero d_c: p = 1. One item per cluster: d_c = +-1, McNemar's test
     (b = 23, c = 0: 2 x 2^-23 = 2^-22; b = 9, c = 2: 134/2048)."""
-    from workflow_scripts.differences import mcnemar_exact, sign_flip_exact
+    from workflow_scripts.paired_statistics import mcnemar_exact, sign_flip_exact
     assert sign_flip_exact([2, 1, -1]) == 0.75
     assert sign_flip_exact([3, 1]) == 0.5
     assert sign_flip_exact([3, 0, 1, 0]) == 0.5
@@ -495,7 +495,7 @@ def test_sign_flip_exact_by_hand_and_equal_to_mcnemar_with_one_item_per_cluster(
 
 
 def test_cluster_differences_sum_each_clusters_items():
-    from workflow_scripts.differences import cluster_differences
+    from workflow_scripts.paired_statistics import cluster_differences
     # clusters x: (1-0) + (1-1) = 1; y: (0-1) = -1; z: (1-0) + (1-0) = 2 (sorted labels x, y, z)
     d = cluster_differences([1, 1, 0, 1, 1], [0, 1, 1, 0, 0], ["x", "x", "y", "z", "z"])
     assert d.tolist() == [1, -1, 2]

@@ -208,7 +208,7 @@ def test_missing_nltk_data_stops_before_any_job(tmp_path):
     assert "averaged_perceptron_tagger_eng" in out and "wordnet" in out and "export NLTK_DATA=" in out
     assert not (tmp_path / "results").exists()
     # the user's own triplets need no NLTK data: the same machine plans that run (CSC, which tfidf
-    # runs too, asks for its rules-only negation explicitly: tests/test_studies.py)
+    # runs too, asks for its rules-only negation explicitly: tests/test_study_folders.py)
     config["triplets"] = {"datasets": {"mine": {"file": str(tmp_path / "t.tsv")}}}
     config["csc"] = {"perturb": {"grammatical_negation": {"use_tagger": False}}}
     (tmp_path / "t.tsv").write_text("s\ts_plus\ts_star\na b\ta c\tb a\n")

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 import yaml
 
-from compare_results import compare
+from diff_results import compare
 from helpers import tiny_bert, tiny_fasttext
 from workflow_runner import planned_jobs, snakemake, write_config
 

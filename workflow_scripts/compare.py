@@ -66,7 +66,7 @@ import polars as pl
 
 from workflow_scripts.bootstrap import LEVEL
 from workflow_scripts.common import atomic_path
-from workflow_scripts.differences import (CONFIRMATORY, adjust_families, b_too_small, cluster_differences,
+from workflow_scripts.paired_statistics import (CONFIRMATORY, adjust_families, b_too_small, cluster_differences,
                                           compared_pairs, discordant_counts, family_of, mcnemar_exact,
                                           paired_difference, sign_flip_exact)
 

@@ -31,7 +31,7 @@ from types import ModuleType
 import polars as pl
 
 from workflow_scripts.common import atomic_path, setup_logging
-from workflow_scripts.differences import compared_pairs
+from workflow_scripts.paired_statistics import compared_pairs
 
 TOP = 20
 

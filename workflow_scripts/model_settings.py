@@ -27,7 +27,7 @@ import json
 import os
 from pathlib import Path
 
-from workflow_scripts.studies import portable_path
+from workflow_scripts.study_folders import portable_path
 
 ROLES = ("query", "document", "text")
 ROLE_KEYS = ("templates", "prompt_name", "prompts")  # per-role mappings in a model entry

@@ -63,8 +63,8 @@ def summary(screen: dict, results: str, width: int = WIDTH) -> str:
 
 def results_of(configfiles: list[str]) -> str:
     """The study's results folder from its config files: their `results`, else the study's own
-    folder (workflow_scripts/studies.py: results/<config name>/, results/ for config.yaml)."""
-    from workflow_scripts.studies import results_folder
+    folder (workflow_scripts/study_folders.py: results/<config name>/, results/ for config.yaml)."""
+    from workflow_scripts.study_folders import results_folder
     return results_folder(list(configfiles))
 
 

@@ -247,7 +247,7 @@ def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models
     probes' extractors add them); cells without them, cells of the baselines themselves and cells
     never compared with a baseline are not marked, except a cell that separates in the wrong
     direction (`wrong_direction`, mark W), which is always marked when the run has a baseline."""
-    from workflow_scripts.differences import CONFIRMATORY, SURFACE_FAMILY
+    from workflow_scripts.paired_statistics import CONFIRMATORY, SURFACE_FAMILY
 
     baselines = {m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY}
     if not baselines:
@@ -315,7 +315,7 @@ def _against_baseline(d: dict, model: str) -> dict:
 def confirmatory_rows(differences: pl.DataFrame, baselines: list[str]) -> dict[tuple, dict]:
     """(probe, dataset, statistic, model) -> its confirmatory row against the first baseline (config
     order) it was compared with: the rows the B mark reads; exploratory rows decide nothing."""
-    from workflow_scripts.differences import CONFIRMATORY
+    from workflow_scripts.paired_statistics import CONFIRMATORY
 
     found: dict[tuple, tuple[int, dict]] = {}
     if not differences.height:
@@ -361,7 +361,7 @@ def verdict_of(row: dict, compared: dict | None, baselines: list[str]) -> dict:
 def baseline_verdicts(rows: list[dict], differences: pl.DataFrame, models: dict[str, dict]) -> dict[tuple[str, str], dict]:
     """(model, column) -> verdict_of for every headline cell, read from the confirmatory rows of the
     differences tables (a headline row links to them through its probe, `dataset` and `statistic`)."""
-    from workflow_scripts.differences import SURFACE_FAMILY
+    from workflow_scripts.paired_statistics import SURFACE_FAMILY
 
     baselines = [m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY]
     compared = confirmatory_rows(differences, baselines)

@@ -9,7 +9,7 @@ from workflow_scripts import published
 from workflow_scripts.probes import RESOURCES as RESOURCES_DIR
 from workflow_scripts.probes import SHARED_CAPTIONS, Probe
 from workflow_scripts.report_overview import headline_tables
-from workflow_scripts.studies import portable_path
+from workflow_scripts.study_folders import portable_path
 from workflow_scripts.study import ProbePlan, Study, as_json, cli_options
 
 OVERVIEW_TABLE = ("overview.csv", "Overview", "overview_table.rst")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from workflow_scripts.common import SPARSE_FAMILIES, TORCH_FAMILIES, vector_settings
 from workflow_scripts.model_settings import ModelDigests, local_model_files, role_spec, scope_role
-from workflow_scripts.studies import portable_path
+from workflow_scripts.study_folders import portable_path
 
 Pair = namedtuple("Pair", "corpus model")
 DatasetPair = namedtuple("DatasetPair", "dataset model")

@@ -40,5 +40,5 @@ echo "SLURM: $submitted jobs submitted through sbatch"
 squeue -h -o "%i %j %T" | head -5 || true
 
 echo "== comparing results"
-python tests/compare_results.py "$work/local" "$work/slurm"
+python tests/diff_results.py "$work/local" "$work/slurm"
 echo "SLURM test passed: local run ${t_local} s, SLURM run ${t_slurm} s, total $(( $(date +%s) - started )) s"

@@ -81,7 +81,7 @@ import scipy.sparse as sp
 from workflow_scripts.bootstrap import (LEVEL, bootstrap_rng, percentile_interval, replicate_rows, resample_counts,
                                         write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging, text_key, write_json
-from workflow_scripts.differences import clopper_pearson
+from workflow_scripts.paired_statistics import clopper_pearson
 from workflow_scripts.montague.phrases import aan_key, join_words
 from workflow_scripts.vector_store import VectorStore, spec_digest
 

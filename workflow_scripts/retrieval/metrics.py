@@ -68,7 +68,7 @@ import polars as pl
 from workflow_scripts.bootstrap import (bootstrap_rng, pearson_with_interval, percentile_interval, replicate_rows,
                                         resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging
-from workflow_scripts.differences import share_interval
+from workflow_scripts.paired_statistics import share_interval
 
 RULES = ("paired_draws", "mcnemar", "ci_overlap")
 NDCG_FORM = "binary: DCG = sum of 1/log2(1+rank) over relevant documents ranked <= k; IDCG over min(#relevant, k)"

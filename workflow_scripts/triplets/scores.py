@@ -56,7 +56,7 @@ import polars as pl
 from workflow_scripts.bootstrap import (LEVEL, paired_rng, percentile_interval, replicate_rows, resample_counts,
                                         write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging
-from workflow_scripts.differences import share_interval
+from workflow_scripts.paired_statistics import share_interval
 from workflow_scripts.texts import text_keys
 from workflow_scripts.vector_store import VectorStore, spec_digest
 

@@ -1,7 +1,7 @@
-"""tests/compare_results.py: byte for byte, or with the timing fields that jobs record set aside."""
+"""tests/diff_results.py: byte for byte, or with the timing fields that jobs record set aside."""
 import json
 
-from compare_results import compare
+from diff_results import compare
 
 
 def test_timings_aside_ignores_only_timing_fields(tmp_path):

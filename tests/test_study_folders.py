@@ -1,4 +1,4 @@
-"""Studies that do not trample each other (workflow_scripts/studies.py, rules/common.smk, Makefile), and
+"""Studies that do not trample each other (workflow_scripts/study_folders.py, rules/common.smk, Makefile), and
 the same numbers however a study is started (NLTK data that chooses a method stops the plan unless
 the config asks for the fallback: nltk_data.method_choices)."""
 import json
@@ -13,7 +13,7 @@ import yaml
 
 from workflow_runner import ROOT, snakemake, write_config
 from workflow_scripts import nltk_data as nd
-from workflow_scripts import studies
+from workflow_scripts import study_folders
 
 TAGGER, WORDNET = "averaged_perceptron_tagger_eng", "wordnet"
 
@@ -32,29 +32,30 @@ def tiny_config(directory: Path, **extra) -> dict:
 
 def test_identity_default_folder_and_overlays(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    mine = studies.identity({}, ["studies/my_study.yaml"])
+    mine = study_folders.identity({}, ["studies/my_study.yaml"])
     assert mine == {"study": "my_study", "key": "config:studies/my_study.yaml",
                     "configfiles": ["studies/my_study.yaml"]}
-    assert studies.default_results(mine) == "results/my_study"
+    assert study_folders.default_results(mine) == "results/my_study"
     # an overlay after it: same study, same folder
-    both = studies.identity({}, ["studies/my_study.yaml", "/elsewhere/add_model.yaml"])
+    both = study_folders.identity({}, ["studies/my_study.yaml", "/elsewhere/add_model.yaml"])
     assert both["key"] == mine["key"] and both["study"] == "my_study"
-    assert studies.default_results(both) == "results/my_study"
+    assert study_folders.default_results(both) == "results/my_study"
     # the default config.yaml keeps results/; with no config file at all Snakemake reads config.yaml
-    assert studies.default_results(studies.identity({}, ["config.yaml"])) == "results"
-    assert studies.identity({}, [])["key"] == "config:config.yaml"
+    assert study_folders.default_results(study_folders.identity({}, ["config.yaml"])) == "results"
+    assert study_folders.identity({}, [])["key"] == "config:config.yaml"
     # another folder's config.yaml is named by its folder, not taken for the default study
-    pilot = studies.identity({}, ["studies/pilot/config.yaml"])
-    assert (pilot["study"], studies.default_results(pilot)) == ("pilot", "results/pilot")
+    pilot = study_folders.identity({}, ["studies/pilot/config.yaml"])
+    assert (pilot["study"], study_folders.default_results(pilot)) == ("pilot", "results/pilot")
     # a config file outside the working directory is named by its absolute path
-    assert studies.identity({}, ["/abs/a.yaml"])["key"] == "config:/abs/a.yaml"
+    assert study_folders.identity({}, ["/abs/a.yaml"])["key"] == "config:/abs/a.yaml"
     # `study:` names it, whatever its file
-    named = studies.identity({"study": "pilot"}, ["x.yaml"])
-    assert named["key"] == "study:pilot" and studies.default_results(named) == "results/pilot"
+    named = study_folders.identity({"study": "pilot"}, ["x.yaml"])
+    assert named["key"] == "study:pilot" and study_folders.default_results(named) == "results/pilot"
     # a name that is one of the folders a study writes (or a probe's) would nest into the default study's
     for name in ("tables", "csc"):
-        with pytest.raises(studies.StudyConflict, match=rf"`results/{name}` is a folder the default study writes"):
-            studies.default_results(studies.identity({}, [f"{name}.yaml"]))
+        with pytest.raises(study_folders.StudyConflict,
+                           match=rf"`results/{name}` is a folder the default study writes"):
+            study_folders.default_results(study_folders.identity({}, [f"{name}.yaml"]))
 
 
 def test_results_folder_of_config_files(tmp_path, monkeypatch):
@@ -63,15 +64,15 @@ def test_results_folder_of_config_files(tmp_path, monkeypatch):
     Path("own.yaml").write_text("seed: 1\nresults: /data/own\nmodels: {}\n")
     Path("overlay.yaml").write_text("models: {extra: {family: tfidf}}\n")
     Path("moves.yaml").write_text("results: elsewhere\n")
-    assert studies.results_folder(["my_study.yaml"]) == "results/my_study"
-    assert studies.results_folder(["my_study.yaml", "overlay.yaml"]) == "results/my_study"
-    assert studies.results_folder(["own.yaml", "overlay.yaml"]) == "/data/own"
-    assert studies.results_folder(["own.yaml", "moves.yaml"]) == "elsewhere"  # later files win, as in Snakemake
-    assert studies.load_configs(["own.yaml", "overlay.yaml"])["models"] == {"extra": {"family": "tfidf"}}
+    assert study_folders.results_folder(["my_study.yaml"]) == "results/my_study"
+    assert study_folders.results_folder(["my_study.yaml", "overlay.yaml"]) == "results/my_study"
+    assert study_folders.results_folder(["own.yaml", "overlay.yaml"]) == "/data/own"
+    assert study_folders.results_folder(["own.yaml", "moves.yaml"]) == "elsewhere"  # later files win, as in Snakemake
+    assert study_folders.load_configs(["own.yaml", "overlay.yaml"])["models"] == {"extra": {"family": "tfidf"}}
     # the default study, from the repository root (where make runs)
     monkeypatch.chdir(ROOT)
-    assert studies.results_folder([]) == studies.results_folder(["config.yaml"]) == "results"
-    assert studies.results_folder([str(ROOT / "config.yaml")]) == "results"
+    assert study_folders.results_folder([]) == study_folders.results_folder(["config.yaml"]) == "results"
+    assert study_folders.results_folder([str(ROOT / "config.yaml")]) == "results"
 
 
 # ---- ownership --------------------------------------------------------------------------------------
@@ -79,27 +80,27 @@ def test_results_folder_of_config_files(tmp_path, monkeypatch):
 def test_a_folder_of_another_study_is_refused_naming_both(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "results"
-    a = studies.identity({}, ["a.yaml"])
-    studies.claim(folder, a)
-    recorded = json.loads((folder / studies.MARKER).read_text())
+    a = study_folders.identity({}, ["a.yaml"])
+    study_folders.claim(folder, a)
+    recorded = json.loads((folder / study_folders.MARKER).read_text())
     assert (recorded["study"], recorded["key"], recorded["configfiles"]) == ("a", "config:a.yaml", ["a.yaml"])
-    studies.claim(folder, studies.identity({}, ["a.yaml", "overlay.yaml"]))  # the same study: fine
-    assert json.loads((folder / studies.MARKER).read_text()) == recorded  # and the marker is left as it was
-    b = studies.identity({}, ["b.yaml", "overlay.yaml"])
-    with pytest.raises(studies.StudyConflict) as err:
-        studies.claim(folder, b)
+    study_folders.claim(folder, study_folders.identity({}, ["a.yaml", "overlay.yaml"]))  # the same study: fine
+    assert json.loads((folder / study_folders.MARKER).read_text()) == recorded  # and the marker is left as it was
+    b = study_folders.identity({}, ["b.yaml", "overlay.yaml"])
+    with pytest.raises(study_folders.StudyConflict) as err:
+        study_folders.claim(folder, b)
     assert str(err.value).startswith(
         f"results folder `{folder}` belongs to study `a` (config files: a.yaml); this run is study `b` "
         "(config files: b.yaml, overlay.yaml). ")
-    assert "`results:`" in str(err.value) and str(folder / studies.MARKER) in str(err.value)
+    assert "`results:`" in str(err.value) and str(folder / study_folders.MARKER) in str(err.value)
     # same stem in another folder: another study
-    with pytest.raises(studies.StudyConflict):
-        studies.check(folder, studies.identity({}, ["other/a.yaml"]))
+    with pytest.raises(study_folders.StudyConflict):
+        study_folders.check(folder, study_folders.identity({}, ["other/a.yaml"]))
     # a named study is compared by its name
-    studies.claim(tmp_path / "named", studies.identity({"study": "pilot"}, ["one.yaml"]))
-    studies.check(tmp_path / "named", studies.identity({"study": "pilot"}, ["two.yaml"]))
+    study_folders.claim(tmp_path / "named", study_folders.identity({"study": "pilot"}, ["one.yaml"]))
+    study_folders.check(tmp_path / "named", study_folders.identity({"study": "pilot"}, ["two.yaml"]))
     # a folder without a marker (made before it existed) belongs to no one yet
-    studies.check(tmp_path / "fresh", b)
+    study_folders.check(tmp_path / "fresh", b)
 
 
 def test_workflow_refuses_another_studys_folder_before_planning(tmp_path):
@@ -111,7 +112,7 @@ def test_workflow_refuses_another_studys_folder_before_planning(tmp_path):
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        studies.claim("shared", studies.identity(config, [str(a)]))
+        study_folders.claim("shared", study_folders.identity(config, [str(a)]))
     finally:
         os.chdir(cwd)
     proc = snakemake(tmp_path, b, "--dry-run", check=False)
@@ -165,7 +166,7 @@ def test_shipped_overlay_adds_one_model_to_the_default_study():
     assert name not in base["models"] and spec["family"] == "transformers" and len(spec["probes"]) <= 2
     from workflow_scripts.encoders import BUNDLED_MODELS
     assert spec["name"] in BUNDLED_MODELS  # offline: from an installed package
-    merged = studies.load_configs([ROOT / "config.yaml", ROOT / "resources" / "configs" / "add_model.yaml"])
+    merged = study_folders.load_configs([ROOT / "config.yaml", ROOT / "resources" / "configs" / "add_model.yaml"])
     assert set(merged["models"]) == set(base["models"]) | {name}
 
 

@@ -1,6 +1,6 @@
 """Compare two results directories file by file (logs, benchmark timings and the run lock aside).
 
-Usage: python tests/compare_results.py RESULTS_A RESULTS_B [--timings-aside] [--common]   (exit 1 when they differ)
+Usage: python tests/diff_results.py RESULTS_A RESULTS_B [--timings-aside] [--common]   (exit 1 when they differ)
 
 --timings-aside: JSON files are compared without their timing fields (keys naming seconds, peak
 memory or speeds: a job's report and a trained model's manifest record how long they took), a
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 # .lock: the last run's pid, host and start (workflow_scripts/results_lock.py); .study.json: the study
-# that made the folder, when and from where (workflow_scripts/studies.py); .cache: the local models'
+# that made the folder, when and from where (workflow_scripts/study_folders.py); .cache: the local models'
 # file digests by path, size and mtime (Study.model_digest), which differ by where and when files were made
 SKIPPED = {"logs", "benchmarks", ".lock", ".study.json", ".cache"}
 TIMING_KEY = re.compile(r"seconds|peak_rss|per_second|elapsed", re.I)

@@ -15,7 +15,7 @@ marker that says which study a results folder belongs to.
   (dry runs and `--report` too). A folder without it (made before this marker existed) is claimed
   by the first study that runs in it.
 
-CLI (the Makefile's): python -m workflow_scripts.studies results-folder [CONFIG ...]
+CLI (the Makefile's): python -m workflow_scripts.study_folders results-folder [CONFIG ...]
 prints the study's results folder (default config: config.yaml).
 """
 from __future__ import annotations
@@ -150,7 +150,7 @@ def results_folder(paths) -> str:
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] != "results-folder":
-        print("usage: python -m workflow_scripts.studies results-folder [CONFIG ...]", file=sys.stderr)
+        print("usage: python -m workflow_scripts.study_folders results-folder [CONFIG ...]", file=sys.stderr)
         return 2
     try:
         print(results_folder(argv[1:]))
