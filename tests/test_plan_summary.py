@@ -34,6 +34,14 @@ localrule csc_plot:
     input: res/csc/c/dense/curves.parquet
     output: res/plots/csc/c/dense.png, res/plots/csc/c/dense.svg
     wildcards: corpus=c, model=dense
+[Fri Nov 27 13:55:31 2026]
+group job embed_small (jobs in lexicogr. order):
+
+    [Fri Nov 27 13:55:31 2026]
+    rule embed:
+        input: res/texts/short_f/part-000.parquet, res/embeddings/sparse/short/part-000
+        output: res/embeddings/sparse/short_f/part-000
+        wildcards: model=sparse, scope=short_f, part=000
 Job stats:
 job       count
 """
@@ -44,7 +52,10 @@ def test_dry_run_listing_gives_each_job_its_rule_wildcards_outputs_and_threads()
     assert jobs == [Job("embed", {"model": "dense", "scope": "short", "part": "000"},
                         ["res/embeddings/dense/short/part-000"], 2),
                     Job("csc_plot", {"corpus": "c", "model": "dense"},
-                        ["res/plots/csc/c/dense.png", "res/plots/csc/c/dense.svg"], 1)]
+                        ["res/plots/csc/c/dense.png", "res/plots/csc/c/dense.svg"], 1),
+                    # a job of a group is listed indented inside it
+                    Job("embed", {"model": "sparse", "scope": "short_f", "part": "000"},
+                        ["res/embeddings/sparse/short_f/part-000"], 1)]
 
 
 def test_throughput_is_total_texts_over_encoding_seconds_and_the_mean_fixed_cost(tmp_path):

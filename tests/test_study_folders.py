@@ -151,7 +151,8 @@ def test_make_expands_config_into_the_study_commands():
     assert make_n("report", f"CONFIG={csc}") == [
         f"{snake} --report 'results/test_small/report.html' --configfile {csc} ",
         'echo "Done. The report is "\'results/test_small\'"/report.html."']
-    assert make_n("dry-run", f"CONFIG={csc}", "CORES=2") == [f"{snake} --dry-run --cores 2 --configfile {csc} "]
+    # the dry run goes through the plan summary, which runs Snakemake's dry run after `--`
+    assert make_n("dry-run", f"CONFIG={csc}", "CORES=2") == [f"\t-- {snake} --dry-run --cores 2 --configfile {csc} "]
     # the default study, and a folder moved with --config results=
     assert make_n("run") == [f"{snake} --cores all  ", 'echo "Done. Results are in "\'results\'"/: report.md, tables/, plots/."']
     assert make_n("report", f"CONFIG={csc}", "SNAKEMAKE_ARGS=--config results=/tmp/x")[0] == \

@@ -34,7 +34,7 @@ def planned_jobs(directory: Path, config_path: Path, overlays=(), **options) -> 
     out = snakemake(directory, config_path, "--dry-run", overlays=overlays, **options)
     text = out.stdout + out.stderr
     jobs = []
-    for block in re.split(r"\n(?=(?:local)?rule \w+:)", text):
+    for block in re.split(r"\n(?=\s*(?:local)?rule \w+:)", text):
         m = re.match(r"(?:local)?rule (\w+):", block.strip())
         if not m:
             continue

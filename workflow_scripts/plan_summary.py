@@ -54,7 +54,8 @@ class Job:
     threads: int = 1
 
 
-RULE_LINE = re.compile(r"^(?:local)?rule (\S+):$")
+# a job of a group (on a cluster: embed_small, profiles/slurm) is listed indented inside its group
+RULE_LINE = re.compile(r"^\s*(?:local)?rule (\S+):$")
 FIELD_LINE = re.compile(r"^\s+(output|wildcards|threads): (.*)$")
 
 

@@ -22,7 +22,7 @@ def planned(run, config_path, *targets):
     with targets and the job's text kept)."""
     out = snakemake(run, config_path, "--dry-run", *targets)
     jobs = []
-    for block in re.split(r"\n(?=(?:local)?rule \w+:)", out.stdout + out.stderr):
+    for block in re.split(r"\n(?=\s*(?:local)?rule \w+:)", out.stdout + out.stderr):
         m = re.match(r"(?:local)?rule (\w+):", block.strip())
         if m:
             wc = re.search(r"^\s*wildcards: (.*)$", block, re.M)
