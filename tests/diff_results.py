@@ -82,6 +82,8 @@ def compare(a: Path, b: Path, timings_aside: bool = False, common: bool = False)
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a not in ("--timings-aside", "--common")]
+    if len(args) != 2 or any(a.startswith("-") for a in args):
+        sys.exit(__doc__.split("\n\n")[1])  # the usage line, exit status 1
     same, message = compare(Path(args[0]), Path(args[1]), timings_aside="--timings-aside" in sys.argv,
                             common="--common" in sys.argv)
     print(message)

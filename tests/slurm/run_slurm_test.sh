@@ -29,7 +29,11 @@ echo "== SLURM run (--profile profiles/slurm)"
 # the real profile, with this cluster's account and partition filled in; no accounting here, so
 # job states come from squeue (finished jobs stay visible for MinJobAge=600 s)
 t0=$(date +%s)
-$snakemake --profile profiles/slurm --jobs 4 \
+# --cores and --resources: what one group submission (the profile groups small jobs) may ask for,
+# here this one node's cores and half its memory; unbounded, a group asked for 3 CPUs of 2 and
+# stayed pending for good (PartitionConfig)
+node_mem_mb=$(( ($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 2048) / 2 ))
+$snakemake --profile profiles/slurm --jobs 4 --cores "$(nproc)" --resources mem_mb="$node_mem_mb" \
     --default-resources slurm_account=test slurm_partition=debug mem_mb=2000 runtime=60 \
     --slurm-status-command squeue --slurm-init-seconds-before-status-checks 2 \
     --configfile "$config" --config results="$work/slurm" \
