@@ -24,10 +24,7 @@ rule adapt_train:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
-    threads: ADAPT.resource("threads", DEFAULT_RESOURCES["adapt_train"])
     resources:
-        mem_mb=ADAPT.resource("mem_mb", DEFAULT_RESOURCES["adapt_train"]),
-        runtime=ADAPT.resource("runtime", DEFAULT_RESOURCES["adapt_train"]),
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.recipe) == "cuda" else 0,
         # SLURM: --gpus=<gpu_model>:1 (the plugin ignores an empty model)
         gpu_model=lambda wc: (

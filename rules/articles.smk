@@ -20,10 +20,6 @@ rule articles:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
-    threads: res("articles", "threads")
-    resources:
-        mem_mb=res("articles", "mem_mb"),
-        runtime=res("articles", "runtime"),
     params:
         spec=lambda wc: as_json(config["articles"][wc.collection]),
         # NLTK's punkt data (name@digest): a change splits the sentences again

@@ -140,39 +140,7 @@ if workflow.is_main_process:
         print(_line, file=sys.stderr)
 
 
-# ---- resources and logs ----
-# Default resources of the shared stages' rules; each probe declares its own rules' defaults, and
-# `resources:` in config overrides them. Memory and runtime grow with the attempt number, so a job
-# retried after running out of either gets more.
-DEFAULT_RESOURCES = {
-    "download": dict(threads=1, mem_mb=500, runtime=240),
-    "ingest": dict(threads=1, mem_mb=2000, runtime=120),
-    "derive_corpus": dict(threads=2, mem_mb=4000, runtime=60),
-    "length_buckets": dict(threads=1, mem_mb=500, runtime=10),
-    "nltk_download": dict(threads=1, mem_mb=500, runtime=30),
-    "fit_tfidf": dict(threads=1, mem_mb=4000, runtime=60),
-    # one thread: parallelism comes from the (model, text set, partition) jobs, and on CPU two
-    # one-thread jobs encode more than one two-thread job (../shared/notes/performance.md)
-    "embed": dict(threads=1, mem_mb=6000, runtime=720),
-    "report": dict(threads=1, mem_mb=1000, runtime=10),
-    "disagreements": dict(threads=1, mem_mb=2000, runtime=10),
-    "articles": dict(threads=1, mem_mb=3000, runtime=120),
-    "probe_differences": dict(threads=1, mem_mb=2000, runtime=10),
-    **probes.default_resources(),
-}
-
-
-def res(rule_name, key):
-    value = (
-        config.get("resources", {})
-        .get(rule_name, {})
-        .get(key, DEFAULT_RESOURCES[rule_name][key])
-    )
-    if key in ("mem_mb", "runtime"):
-        return lambda wildcards, attempt: value * attempt
-    return value
-
-
+# ---- logs and benchmarks (threads, memory and runtime: workflow_scripts/rule_resources.py) ----
 def log_path(rule_name, *parts):
     return os.path.join(R, "logs", rule_name, *parts) + ".log"
 
@@ -273,20 +241,6 @@ def embed_priority(wildcards):
     from workflow_scripts.common import TORCH_FAMILIES
 
     return 1 if config["models"][wildcards.model]["family"] in TORCH_FAMILIES else 0
-
-
-def model_resource(key):
-    def get(wildcards, attempt=1):
-        spec = config["models"][wildcards.model]
-        base = spec.get(
-            key,
-            config.get("resources", {})
-            .get("embed", {})
-            .get(key, DEFAULT_RESOURCES["embed"][key]),
-        )
-        return base * attempt if key in ("mem_mb", "runtime") else base
-
-    return get
 
 
 # ---- cluster placement of embedding jobs (config `slurm`; a local run ignores both) ----

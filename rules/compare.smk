@@ -31,10 +31,6 @@ rule probe_differences:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    threads: res("probe_differences", "threads")
-    resources:
-        mem_mb=res("probe_differences", "mem_mb"),
-        runtime=res("probe_differences", "runtime"),
     params:
         # the families decide the baselines; nothing else of a model's entry matters here. Only the
         # models that ran the probe: a model added for other probes leaves this table as it was

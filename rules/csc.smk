@@ -21,10 +21,6 @@ rule perturb:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
-    threads: res("perturb", "threads")
-    resources:
-        mem_mb=res("perturb", "mem_mb"),
-        runtime=res("perturb", "runtime"),
     params:
         settings=CSC.perturb_settings,
         seed=SEED,
@@ -51,10 +47,6 @@ rule csc_score:
         bench_path("csc_score", "{corpus}", "{model}")
     conda:
         "../envs/workflow.yaml"
-    threads: res("csc_score", "threads")
-    resources:
-        mem_mb=res("csc_score", "mem_mb"),
-        runtime=res("csc_score", "runtime"),
     params:
         exact_max_n=config["csc"]["exact_kde_max_n"],
         grid_step=config["csc"]["grid_step"],
@@ -89,10 +81,6 @@ rule csc_plot:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    threads: res("csc_plot", "threads")
-    resources:
-        mem_mb=res("csc_plot", "mem_mb"),
-        runtime=res("csc_plot", "runtime"),
     shell:
         "MPLBACKEND=Agg python -m workflow_scripts.csc.curves plot --curves {input.curves:q} --summary {input.summary:q}"
         " --png {output.png:q} --svg {output.svg:q} > {log:q} 2>&1"
@@ -109,10 +97,6 @@ rule csc_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    threads: res("csc_aggregate", "threads")
-    resources:
-        mem_mb=res("csc_aggregate", "mem_mb"),
-        runtime=res("csc_aggregate", "runtime"),
     params:
         corpora=list(config["corpora"]),
         models=list(config["models"]),

@@ -27,10 +27,6 @@ rule disagreements:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    threads: res("disagreements", "threads")
-    resources:
-        mem_mb=res("disagreements", "mem_mb"),
-        runtime=res("disagreements", "runtime"),
     params:
         item_files=DISAGREE.items_param,
         pairs=DISAGREE.pairs_param,

@@ -26,10 +26,6 @@ rule domain_shift_build:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
-    threads: res("domain_shift_build", "threads")
-    resources:
-        mem_mb=res("domain_shift_build", "mem_mb"),
-        runtime=res("domain_shift_build", "runtime"),
     params:
         spec=DOMAIN_SHIFT.build_spec,
         paths=DOMAIN_SHIFT.build_paths,
@@ -55,10 +51,6 @@ rule domain_shift_score:
         bench_path("domain_shift_score", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
-    threads: res("domain_shift_score", "threads")
-    resources:
-        mem_mb=res("domain_shift_score", "mem_mb"),
-        runtime=res("domain_shift_score", "runtime"),
     params:
         spec=DOMAIN_SHIFT.spec,
         settings=DOMAIN_SHIFT.settings,
@@ -92,10 +84,6 @@ rule domain_shift_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    threads: res("domain_shift_aggregate", "threads")
-    resources:
-        mem_mb=res("domain_shift_aggregate", "mem_mb"),
-        runtime=res("domain_shift_aggregate", "runtime"),
     params:
         entries=DOMAIN_SHIFT.aggregate_entries,
         models=DOMAIN_SHIFT.models,

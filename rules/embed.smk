@@ -10,10 +10,6 @@ rule download_model:
         log_path("download", "model-{model}", "{filename}"),
     conda:
         "../envs/workflow.yaml"
-    threads: res("download", "threads")
-    resources:
-        mem_mb=res("download", "mem_mb"),
-        runtime=res("download", "runtime"),
     params:
         url=lambda wc: config["models"][wc.model]["url"],
         sha256=lambda wc: config["models"][wc.model]["sha256"],
@@ -37,10 +33,6 @@ rule fit_tfidf:
         bench_path("fit_tfidf", "{model}", "{scope}")
     conda:
         "../envs/workflow.yaml"
-    threads: res("fit_tfidf", "threads")
-    resources:
-        mem_mb=res("fit_tfidf", "mem_mb"),
-        runtime=res("fit_tfidf", "runtime"),
     params:
         spec=lambda wc: as_json(STUDY.embed_spec(wc.model)),
         options=tfidf_fit_options,
@@ -63,12 +55,9 @@ rule embed:
         embed_group
     conda:
         "../envs/workflow.yaml"
-    threads: model_resource("threads")
     resources:
         # SLURM: the partition by the model's device, where the config names them
         **EMBED_PARTITION,
-        mem_mb=model_resource("mem_mb"),
-        runtime=model_resource("runtime"),
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
         # SLURM: --gpus=<gpu_model>:1 (the plugin ignores an empty model)
         gpu_model=lambda wc: (

@@ -9,10 +9,6 @@ rule download_source:
         log_path("download", "{source}", "{filename}"),
     conda:
         "../envs/workflow.yaml"
-    threads: res("download", "threads")
-    resources:
-        mem_mb=res("download", "mem_mb"),
-        runtime=res("download", "runtime"),
     params:
         url=lambda wc: STUDY.source_spec(wc.source)["url"],
         sha256=lambda wc: STUDY.source_spec(wc.source)["sha256"],
@@ -33,10 +29,6 @@ rule ingest:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
-    threads: res("ingest", "threads")
-    resources:
-        mem_mb=res("ingest", "mem_mb"),
-        runtime=res("ingest", "runtime"),
     params:
         spec=lambda wc: as_json(config["sources"][wc.source]),
         shard_rows=SHARD_ROWS,

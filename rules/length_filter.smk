@@ -15,21 +15,13 @@ rule derive_corpus:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
-    threads: res("derive_corpus", "threads")
-    resources:
-        mem_mb=res("derive_corpus", "mem_mb"),
-        runtime=res("derive_corpus", "runtime"),
     params:
-        spec=lambda wc: as_json(config["corpora"][wc.corpus]),
-        reference=lambda wc, input: cli_options(
-            ("--reference-dir", input.get("reference"))
-        ),
+        function="length_filter:run_derive_corpus",
+        spec=lambda wc: config["corpora"][wc.corpus],
         seed=SEED,
         shard_rows=SHARD_ROWS,
-    shell:
-        "POLARS_MAX_THREADS={threads} python -m workflow_scripts.length_filter derive --corpus {wildcards.corpus:q} --spec {params.spec:q}"
-        " --source-dir {input.source:q} {params.reference} --out {output:q} --seed {params.seed:q}"
-        " --shard-rows {params.shard_rows:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule length_buckets:
@@ -41,9 +33,7 @@ rule length_buckets:
         log_path("length_buckets", "all"),
     conda:
         "../envs/workflow.yaml"
-    threads: res("length_buckets", "threads")
-    resources:
-        mem_mb=res("length_buckets", "mem_mb"),
-        runtime=res("length_buckets", "runtime"),
-    shell:
-        "python -m workflow_scripts.length_filter table --corpus-dirs {input:q} --out {output:q} > {log:q} 2>&1"
+    params:
+        function="length_filter:run_length_buckets",
+    script:
+        "../workflow_scripts/run_job.py"

@@ -24,10 +24,6 @@ rule montague_phrases:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    threads: res("montague_phrases", "threads")
-    resources:
-        mem_mb=res("montague_phrases", "mem_mb"),
-        runtime=res("montague_phrases", "runtime"),
     params:
         spec=MONTAGUE.word_lists,  # the word lists, adjective types in config order
     shell:
@@ -51,10 +47,6 @@ rule montague_score:
         bench_path("montague_score", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
-    threads: res("montague_score", "threads")
-    resources:
-        mem_mb=res("montague_score", "mem_mb"),
-        runtime=res("montague_score", "runtime"),
     params:
         spec=MONTAGUE.spec,
         bootstrap_b=lambda wc: config["montague"]["bootstrap_b"],
@@ -98,10 +90,6 @@ rule montague_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    threads: res("montague_aggregate", "threads")
-    resources:
-        mem_mb=res("montague_aggregate", "mem_mb"),
-        runtime=res("montague_aggregate", "runtime"),
     params:
         entries=MONTAGUE.aggregate_entries,
         datasets=MONTAGUE.datasets,

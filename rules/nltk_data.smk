@@ -12,10 +12,6 @@ rule nltk_download:
         log_path("nltk_download", "all"),
     conda:
         "../envs/workflow.yaml"
-    threads: res("nltk_download", "threads")
-    resources:
-        mem_mb=res("nltk_download", "mem_mb"),
-        runtime=res("nltk_download", "runtime"),
     params:
         packages=lambda wc: sorted(
             {p for pkgs in NLTK_PLAN["missing"].values() for p in pkgs}

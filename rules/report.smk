@@ -74,10 +74,6 @@ rule report:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    threads: res("report", "threads")
-    resources:
-        mem_mb=res("report", "mem_mb"),
-        runtime=res("report", "runtime"),
     params:
         sections=REPORT.sections,
         # the corpora's inputs, when the study has some

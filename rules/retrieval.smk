@@ -30,10 +30,7 @@ rule retrieval_build:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
-    threads: res("retrieval_build", "threads")
     resources:
-        mem_mb=res("retrieval_build", "mem_mb"),
-        runtime=res("retrieval_build", "runtime"),
         gpu=RETRIEVAL.build_gpu,  # 1 when the set's question generator runs on cuda
     params:
         spec=RETRIEVAL.build_spec,
@@ -65,10 +62,6 @@ rule retrieval_query_texts:
         dataset=RETRIEVAL.dataset_pattern(),
     conda:
         "../envs/workflow.yaml"
-    threads: res("retrieval_query_texts", "threads")
-    resources:
-        mem_mb=res("retrieval_query_texts", "mem_mb"),
-        runtime=res("retrieval_query_texts", "runtime"),
     shell:
         "python -m workflow_scripts.retrieval.query_texts --set {input.set:q} --texts {output.texts:q} > {log:q} 2>&1"
 
@@ -87,10 +80,7 @@ rule retrieval_search:
         bench_path("retrieval_search", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
-    threads: res("retrieval_search", "threads")
     resources:
-        mem_mb=res("retrieval_search", "mem_mb"),
-        runtime=res("retrieval_search", "runtime"),
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
         # how the search runs, not what it finds: resources, so a change reruns nothing
         shard_rows=RETRIEVAL.search_option("shard_rows"),
@@ -123,10 +113,7 @@ rule retrieval_isotropy:
         bench_path("retrieval_isotropy", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
-    threads: res("retrieval_isotropy", "threads")
     resources:
-        mem_mb=res("retrieval_isotropy", "mem_mb"),
-        runtime=res("retrieval_isotropy", "runtime"),
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
         shard_rows=RETRIEVAL.search_option("shard_rows"),
         query_batch=RETRIEVAL.search_option("query_batch"),
@@ -163,10 +150,6 @@ rule retrieval_metrics:
         bench_path("retrieval_metrics", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
-    threads: res("retrieval_metrics", "threads")
-    resources:
-        mem_mb=res("retrieval_metrics", "mem_mb"),
-        runtime=res("retrieval_metrics", "runtime"),
     params:
         settings=RETRIEVAL.metric_settings,
         seed=SEED,
@@ -201,10 +184,6 @@ rule retrieval_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    threads: res("retrieval_aggregate", "threads")
-    resources:
-        mem_mb=res("retrieval_aggregate", "mem_mb"),
-        runtime=res("retrieval_aggregate", "runtime"),
     params:
         entries=RETRIEVAL.aggregate_entries,
         settings=RETRIEVAL.aggregate_settings,

@@ -29,10 +29,7 @@ rule settheory_samples:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
-    threads: res("settheory_samples", "threads")
     resources:
-        mem_mb=res("settheory_samples", "mem_mb"),
-        runtime=res("settheory_samples", "runtime"),
         # a generator with device cuda (or auto resolved to cuda) runs on a GPU
         gpu=lambda wc: 1 if SETTHEORY.device(wc.dataset) == "cuda" else 0,
     params:
@@ -61,10 +58,6 @@ rule settheory_filter:
         dataset=SETTHEORY_SET_NAME_PATTERN,
     conda:
         "../envs/workflow.yaml"
-    threads: res("settheory_filter", "threads")
-    resources:
-        mem_mb=res("settheory_filter", "mem_mb"),
-        runtime=res("settheory_filter", "runtime"),
     params:
         filter=SETTHEORY.filter_spec,
     shell:
@@ -87,10 +80,6 @@ rule settheory_measures:
         dataset=SETTHEORY_SET_NAME_PATTERN,
     conda:
         "../envs/workflow.yaml"
-    threads: res("settheory_measures", "threads")
-    resources:
-        mem_mb=res("settheory_measures", "mem_mb"),
-        runtime=res("settheory_measures", "runtime"),
     params:
         spec=SETTHEORY.spec,
         measures=lambda wc: config["settheory"]["measures"],
@@ -124,10 +113,6 @@ rule settheory_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    threads: res("settheory_aggregate", "threads")
-    resources:
-        mem_mb=res("settheory_aggregate", "mem_mb"),
-        runtime=res("settheory_aggregate", "runtime"),
     params:
         entries=SETTHEORY.aggregate_entries,
         settings=SETTHEORY.criterion_settings,

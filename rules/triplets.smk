@@ -23,10 +23,6 @@ rule triplets_build:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
-    threads: res("triplets_build", "threads")
-    resources:
-        mem_mb=res("triplets_build", "mem_mb"),
-        runtime=res("triplets_build", "runtime"),
     params:
         spec=TRIPLETS.build_spec,
         sources=TRIPLETS.sources,
@@ -53,10 +49,6 @@ rule triplets_score:
         bench_path("triplets_score", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
-    threads: res("triplets_score", "threads")
-    resources:
-        mem_mb=res("triplets_score", "mem_mb"),
-        runtime=res("triplets_score", "runtime"),
     params:
         spec=TRIPLETS.spec,
         scoring=lambda wc: TRIPLETS.scoring(wc.dataset),
@@ -88,10 +80,6 @@ rule triplets_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    threads: res("triplets_aggregate", "threads")
-    resources:
-        mem_mb=res("triplets_aggregate", "mem_mb"),
-        runtime=res("triplets_aggregate", "runtime"),
     params:
         entries=TRIPLETS.aggregate_entries,
         bootstrap_b=lambda wc: config["triplets"]["bootstrap_b"],

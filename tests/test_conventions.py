@@ -7,6 +7,7 @@ import yaml
 
 from workflow_scripts.common import atomic_path
 
+from workflow_scripts import rule_resources
 from workflow_scripts.probes import declarations
 from conftest import requires_shared
 
@@ -16,9 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_STAGES = {"nltk_data", "ingest", "length_filter", "embed", "report", "articles", "disagreements",
                  "compare"}
 DECLARED = {p.name for p in declarations()}
-# rules that must declare `benchmark:`: the shared stages' heavy ones, and each probe's declared heavy rules
-HEAVY = {"ingest", "derive_corpus", "fit_tfidf", "embed", "articles"}
-HEAVY |= {rule for p in declarations() for rule, r in p.rules.items() if r.heavy}
+# rules that must declare `benchmark:`: the heavy ones, as the shared stages and the probes declare them
+HEAVY = {rule for rule, r in rule_resources.declared().items() if r.heavy}
 
 
 def rule_blocks():
@@ -68,16 +68,17 @@ def test_one_rule_file_per_stage_and_probe():
 def test_rule_declares_log_resources_and_env(file, rule, body):
     d = directives(body)
     assert d.get("log"), f"{rule}: no log"
-    assert d.get("threads"), f"{rule}: no threads"
-    # memory and runtime inside the resources directive, as keyword values, not anywhere in the body
+    # threads, memory and runtime come from the declarations through one mechanism
+    # (workflow_scripts/rule_resources.py), never from the rule's own directives
+    assert rule_resources.ALIASES.get(rule, rule) in rule_resources.declared(), f"{rule}: no declared resources"
     declared = dict(re.findall(r"(\w+)=([^,\n]+)", d.get("resources", "")))
-    assert {"mem_mb", "runtime"} <= set(declared), f"{rule}: resources {sorted(declared)} lack mem_mb/runtime"
+    assert "threads" not in d and not {"mem_mb", "runtime"} & set(declared), f"{rule}: resources set in the rule"
     assert all(v.strip() for v in declared.values()), f"{rule}: empty resource value"
     assert d.get("conda"), f"{rule}: no conda env"
     if rule in HEAVY:
         assert d.get("benchmark"), f"{rule}: heavy rule without benchmark"
-    if rule == "embed":
-        assert "gpu" in declared, f"{rule}: embedding jobs must declare gpu"
+    if rule in ("embed", "adapt_train"):
+        assert "gpu" in declared, f"{rule}: jobs that may run on a GPU must declare gpu"
 
 
 def test_conda_env_pins_what_requirements_pin():

@@ -67,7 +67,7 @@ def test_registry_names_what_is_declared():
     with pytest.raises(KeyError, match="no probe or stage named 'nope'"):
         probes.get("nope")
     assert "adapt" not in probes.probe_names() and probes.get("adapt").is_stage
-    assert set(probes.default_resources()) == {r for p in probes.declarations() for r in p.rules}
+    assert set(probes.declared_rules()) == {r for p in probes.declarations() for r in p.rules}
     assert list(probes.categories())[0] == "overview" and list(probes.categories())[-2:] == ["inputs", "runtime"]
 
 

@@ -7,7 +7,6 @@ length-bucket table in the layout of the seed's Table 2.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -250,34 +249,15 @@ def length_table(manifests: dict[str, dict]) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("derive")
-    d.add_argument("--corpus", required=True)
-    d.add_argument("--spec", required=True)
-    d.add_argument("--source-dir", required=True)
-    d.add_argument("--reference-dir")
-    d.add_argument("--out", required=True)
-    d.add_argument("--seed", type=int, required=True)
-    d.add_argument("--shard-rows", type=int, required=True)
-    d.add_argument("--log")
-    t = sub.add_parser("table")
-    t.add_argument("--corpus-dirs", nargs="+", required=True)
-    t.add_argument("--out", required=True)
-    t.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "length_filter")
-    if args.cmd == "derive":
-        derive_corpus(json.loads(args.spec), args.corpus, args.source_dir, args.out, args.seed,
-                      args.shard_rows, args.reference_dir, log)
-    else:
-        manifests = {read_json(Path(p) / "manifest.json")["corpus"]: read_json(Path(p) / "manifest.json")
-                     for p in args.corpus_dirs}
-        with atomic_path(args.out) as tmp:
-            length_table(manifests).write_csv(tmp)
-        log.info("length buckets for %d corpora -> %s", len(manifests), args.out)
+# ---- the jobs of rules/length_filter.smk (workflow_scripts/jobs.py) ----
+def run_derive_corpus(job) -> None:
+    derive_corpus(job.params.spec, job.wildcards.corpus, job.input.source, job.output[0], job.params.seed,
+                  job.params.shard_rows, job.input.get("reference"), setup_logging(name="length_filter"))
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def run_length_buckets(job) -> None:
+    manifests = {read_json(Path(p) / "manifest.json")["corpus"]: read_json(Path(p) / "manifest.json")
+                 for p in job.input}
+    with atomic_path(job.output[0]) as tmp:
+        length_table(manifests).write_csv(tmp)
+    setup_logging(name="length_filter").info("length buckets for %d corpora -> %s", len(manifests), job.output[0])

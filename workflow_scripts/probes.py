@@ -40,6 +40,9 @@ class Resources:
     mem_mb: int = 1000
     runtime: int = 10
     heavy: bool = False
+    # a job's own values: (wildcard, dotted config path) of the config entry that may set threads,
+    # mem_mb or runtime for that job, e.g. ("recipe", "adapt.recipes"): a recipe's own resources
+    per_job: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -245,10 +248,9 @@ def categories() -> dict[str, str]:
             "inputs": SHARED_CATEGORIES["inputs"], "runtime": SHARED_CATEGORIES["runtime"]}
 
 
-def default_resources() -> dict[str, dict]:
-    """rule -> {threads, mem_mb, runtime} of every declared rule."""
-    return {rule: {"threads": r.threads, "mem_mb": r.mem_mb, "runtime": r.runtime}
-            for p in declarations() for rule, r in p.rules.items()}
+def declared_rules() -> dict[str, Resources]:
+    """rule -> its declared Resources, of every declared rule."""
+    return {rule: r for p in declarations() for rule, r in p.rules.items()}
 
 
 def headline_statistics(probe: str, options: dict | None = None) -> tuple[str, ...]:

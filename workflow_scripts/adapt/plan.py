@@ -25,13 +25,5 @@ class AdaptPlan(ProbePlan):
     def inputs(self, wildcards) -> dict:
         return adapt_models.inputs(self.config, wildcards.recipe, self.R)
 
-    def resource(self, key: str, defaults: dict):
-        """A recipe's own threads/mem_mb/runtime, else resources.adapt_train, else the default."""
-        def get(wildcards, attempt=1):
-            spec = self.config["adapt"]["recipes"][wildcards.recipe]
-            base = spec.get(key, self.config.get("resources", {}).get("adapt_train", {}).get(key, defaults[key]))
-            return base * attempt if key in ("mem_mb", "runtime") else base
-        return get
-
     def targets(self) -> list[str]:
         return [f"{self.R}/models/{r}" for r in self.recipes]  # adapted models, even one no probe scores

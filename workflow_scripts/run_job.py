@@ -1,0 +1,6 @@
+# The script of every rule (`script: "../workflow_scripts/run_job.py"`): Snakemake runs it with the
+# job as `snakemake`, and workflow_scripts/jobs.py calls the function the rule names in
+# params.function. Kept to these lines: a change to a rule's script reruns that rule's jobs.
+from workflow_scripts.jobs import call
+
+call(snakemake)  # noqa: F821 (defined by Snakemake's script preamble)
