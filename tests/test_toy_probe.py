@@ -1,8 +1,9 @@
-"""Adding a probe is its package, its rule file, its one-probe study and one `include:`
-(docs/adding-a-probe.md): the toy probe, added to a temporary copy of the repository's tracked files
-as that page says (its rule file, study and page are read from the page itself), is planned, scored
-and shown in the report (Markdown section, overview column, table page, HTML report category), and
-the shared tests a new probe meets pass on that copy, with no other file edited."""
+"""Adding a probe is one folder of its own in each of four top-level folders and one `include:`
+(docs/adding-a-probe.md): the toy probe, every file of it read from that page and added to a
+temporary copy of the repository's tracked files, lies in those folders, runs each job as a function
+its rule names, is planned, scored and shown in the report (Markdown section, overview column,
+table page, HTML report category), and the shared tests a new probe meets and its own tests pass on
+that copy, with no other file edited."""
 import os
 import re
 import shutil
@@ -17,120 +18,6 @@ from workflow_runner import write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
-DECLARATION = '''"""A toy probe: the mean cosine similarity of configured sentence pairs."""
-from workflow_scripts.probes import Headline, Probe, Resources, TextSet, headline_rows
-
-
-def check(config):
-    return [f"config key `toy.datasets.{name}.pairs`: needs at least one pair"
-            for name, d in (config.get("toy") or {}).get("datasets", {}).items() if not d["pairs"]]
-
-
-def mean_headlines(frame, options):
-    """Mean cosine of the pairs per dataset."""
-    return headline_rows(frame, lambda r: f"toy_{r['dataset']}", lambda r: f"toy {r['dataset']} mean cosine",
-                         "mean_cosine", "ci_low", "ci_high")
-
-
-PROBE = Probe(
-    name="toy",
-    title="Toy pairs",
-    order=70,
-    plan="workflow_scripts.toy.plan:ToyPlan",
-    summary="Mean cosine similarity of configured sentence pairs, with a bootstrapped 95% interval.",
-    rules={"toy_texts": Resources(), "toy_score": Resources(heavy=True), "toy_aggregate": Resources()},
-    text_sets=(TextSet("toy_texts"),),
-    n_note="toy: sentence pairs",
-    check=check,
-    tables=(("toy_scores.csv", "Tables", "overview_table.rst"),),
-    headlines=(Headline("toy_scores.csv", mean_headlines),),
-)
-'''
-
-PLAN = '''from workflow_scripts.study import ProbePlan, as_json
-
-
-class ToyPlan(ProbePlan):
-    def pairs_of(self, wildcards):
-        return as_json(self.config["toy"]["datasets"][wildcards.dataset]["pairs"])
-
-    def scores(self):
-        return [f"{self.R}/toy/{p.dataset}/{p.model}/score.json" for p in self.pairs]
-
-    def targets(self):
-        return [f"{self.R}/tables/toy_scores.csv"] if self.ran else []
-
-    def report_jsons(self):
-        return []
-'''
-
-SCHEMA = '''type: object
-additionalProperties: false
-required: [datasets]
-properties:
-  bootstrap_b: {type: integer, minimum: 1, default: 200}
-  datasets:
-    type: object
-    minProperties: 1
-    additionalProperties:
-      type: object
-      additionalProperties: false
-      required: [pairs]
-      properties:
-        pairs: {type: array, items: {type: array, items: {type: string}, minItems: 2, maxItems: 2}}
-'''
-
-SCORE = '''"""Toy probe jobs: texts, scores through the vector-store API, the table."""
-import argparse
-import json
-import sys
-
-import numpy as np
-import polars as pl
-
-from workflow_scripts.bootstrap import bootstrap_mean
-from workflow_scripts.common import write_json
-from workflow_scripts.texts import text_keys, write_text_partitions
-from workflow_scripts.vector_store import VectorStore, spec_digest
-
-
-def main(argv):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("step")
-    ap.add_argument("--pairs")
-    ap.add_argument("--texts", nargs="*")
-    ap.add_argument("--stores", nargs="*")
-    ap.add_argument("--model")
-    ap.add_argument("--spec")
-    ap.add_argument("--dataset")
-    ap.add_argument("--scores", nargs="*")
-    ap.add_argument("--seed", type=int)
-    ap.add_argument("--bootstrap-b", type=int)
-    ap.add_argument("--out")
-    a = ap.parse_args(argv)
-    if a.step == "texts":
-        pairs = json.loads(a.pairs)
-        write_text_partitions([t for p in pairs for t in p], a.texts)
-    elif a.step == "score":
-        pairs = json.loads(a.pairs)
-        store = VectorStore(a.stores, model=a.model, spec_digest=spec_digest(json.loads(a.spec)))
-        cos = store.paired_cosine(text_keys([p[0] for p in pairs]), text_keys([p[1] for p in pairs]))
-        write_json(a.out, {"dataset": a.dataset, "model": a.model, "cosines": [float(c) for c in cos]})
-    else:
-        rows = []
-        for path in a.scores:
-            s = json.load(open(path))
-            lo, hi, _ = bootstrap_mean(np.array(s["cosines"]), a.bootstrap_b, a.seed, "toy", s["dataset"], s["model"])
-            rows.append({"dataset": s["dataset"], "model": s["model"], "mean_cosine": float(np.mean(s["cosines"])),
-                         "ci_low": lo, "ci_high": hi})
-        pl.DataFrame(rows).write_csv(a.out)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
-'''
-
-
 PAIRS = [["the cat sat on the mat", "a cat sat on a mat"], ["the dog ran home", "the dog did not run home"],
          ["it rains today", "today it rains"], ["she reads a book", "she does not read a book"]]
 
@@ -141,10 +28,10 @@ def documented_files() -> dict[str, str]:
     return {path: body + "\n" for path, body in re.findall(r"^<!-- file: (\S+) -->\n```\w*\n(.*?)\n```$", text, re.M | re.S)}
 
 
-TOY_FILES = {**{f"workflow_scripts/toy/{name}": text for name, text in
-                {"__init__.py": "", "probe.py": DECLARATION, "plan.py": PLAN, "schema.yaml": SCHEMA,
-                 "score.py": SCORE}.items()},
-             **documented_files()}
+# the toy, file by file as the page shows it: nothing of it is written here, so the page cannot drift
+TOY_FILES = documented_files()
+# where a probe lives: one folder of its own in each of four top-level folders (and one `include:`)
+PROBE_FOLDERS = ("workflow_scripts/toy/", "rules/toy.smk", "resources/toy/", "tests/toy/")
 
 
 def tracked_files() -> list[str]:
@@ -155,10 +42,14 @@ def tracked_files() -> list[str]:
 @pytest.fixture(scope="module")
 def toy_copy(tmp_path_factory):
     """A copy of the repository's tracked files with the toy probe added as docs/adding-a-probe.md
-    says: its package and page, its rule file, its study, and one include. ../shared beside it is the
-    checkout's, where there is one (the tests that read it then run on the copy too)."""
-    assert sorted(documented_files()) == ["resources/toy/study.yaml", "rules/toy.smk",
-                                          "workflow_scripts/toy/README.md"]
+    says: its package with its page, its rule file, its tests, its study, and one include. ../shared
+    beside it is the checkout's, where there is one (the tests that read it then run on the copy too)."""
+    assert sorted(TOY_FILES) == ["resources/toy/study.yaml", "rules/toy.smk", "tests/toy/test_toy_jobs.py",
+                                 "workflow_scripts/toy/README.md", "workflow_scripts/toy/__init__.py",
+                                 "workflow_scripts/toy/plan.py", "workflow_scripts/toy/probe.py",
+                                 "workflow_scripts/toy/schema.yaml", "workflow_scripts/toy/score.py"]
+    # every file of the toy lies in one of its four folders, and none of them exists yet
+    assert all(name.startswith(PROBE_FOLDERS) and not (ROOT / name).exists() for name in TOY_FILES)
     copy = tmp_path_factory.mktemp("toy") / "repo"
     tracked = [name for name in tracked_files() if (ROOT / name).is_file()]
     for name in tracked:
@@ -178,6 +69,21 @@ def toy_copy(tmp_path_factory):
     assert changed == ["Snakefile"]
     assert len(snakefile.read_text().splitlines()) == len((ROOT / "Snakefile").read_text().splitlines()) + 1
     return copy
+
+
+def test_each_documented_rule_runs_the_function_it_names():
+    """The page's rule file is of the convention: each rule's job is `run_<rule>` of the toy's module,
+    run by the one script; files declared once, no shell, no resources of its own; the module has
+    no command line of its own."""
+    rules = dict(re.findall(r"^rule (\w+):\n(.*?)(?=^rule |\Z)", TOY_FILES["rules/toy.smk"], re.M | re.S))
+    score = TOY_FILES["workflow_scripts/toy/score.py"]
+    assert sorted(rules) == ["toy_aggregate", "toy_score", "toy_texts"]
+    for rule, body in rules.items():
+        assert f'function="toy.score:run_{rule}",' in body, rule
+        assert body.rstrip().endswith('script:\n        "../workflow_scripts/run_job.py"'), rule
+        assert not re.search(r"^    (shell|run|threads|resources):", body, re.M), rule
+        assert re.search(rf"^def run_{rule}\(job\) -> None:", score, re.M), rule
+    assert not re.search(r"argparse|__main__|sys\.argv|json\.loads", score)
 
 
 def run(copy: Path, workdir: Path, config: dict, *args, check=True):
@@ -236,15 +142,20 @@ def test_the_shared_tests_a_new_probe_meets_pass_with_the_toy_in(toy_copy):
     """The shared tests a new probe meets (docs, conventions and snakefmt, layers, the config cases'
     coverage, the one-probe studies' collection and configs) pass on the copy and cover the toy:
     none of them lists probes by hand. Not rerun here: the generated config cases of the other probes,
-    and the one-probe studies' runs (the slow tier runs them, the toy's run is tested above)."""
+    and the one-probe studies' runs (the slow tier runs them, the toy's run is tested above). The
+    toy's own tests (tests/toy/, from the page) run there too."""
     out = shared_tests(toy_copy, "tests/test_docs.py", "tests/test_conventions.py", "tests/test_layers.py",
                        "tests/test_config.py::test_every_constraint_of_every_schema_has_a_case_whose_message_is_checked",
                        "tests/test_config.py::test_the_contexts_the_cases_are_made_in_are_a_valid_config",
-                       "tests/test_single_probe_studies.py::test_config_is_valid_with_a_corpus_added")
+                       "tests/test_single_probe_studies.py::test_config_is_valid_with_a_corpus_added",
+                       "tests/toy")
     for test in ("test_probe_page_has_the_sections[toy]", "test_probe_page_carries_its_citation_and_method_notes[toy]",
                  "test_relative_links_resolve[workflow_scripts/toy/README.md]", "test_snakefmt_check_is_clean",
                  "test_one_rule_file_per_stage_and_probe", "test_config_is_valid_with_a_corpus_added[toy]",
-                 "test_no_shared_module_names_a_probe"):
+                 "test_no_shared_module_names_a_probe",
+                 # the toy's own tests, from the page: its jobs called as its rules call them
+                 "test_each_text_is_written_once_into_the_partitions",
+                 "test_the_table_holds_each_models_mean_cosine_and_its_interval"):
         assert re.search(rf"::{re.escape(test)} PASSED", out), test
     assert "toy_score" in out  # its heavy rule's declarations were checked
     # every constraint of the toy's schema broken by a generated case, with its message checked
