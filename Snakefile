@@ -50,7 +50,7 @@ include: "rules/settheory.smk"
 include: "rules/adapt.smk"
 include: "rules/domain_shift.smk"
 include: "rules/disagreements.smk"
-include: "rules/compare.smk"
+include: "rules/differences.smk"
 include: "rules/report.smk"
 
 
@@ -66,7 +66,7 @@ rule all:
         [target for plan in PLANS.values() for target in plan.targets()],
         # the items where compared models disagree most, per probe dataset (rules/disagreements.smk)
         DISAGREE.targets(),
-        # the paired model comparisons of every probe that writes replicates (rules/compare.smk)
+        # the paired model comparisons of every probe that writes replicates (rules/differences.smk)
         REPORT.differences,
 
 

@@ -28,9 +28,9 @@ rule disagreements:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="disagreements:run_disagreements",
+        # model -> its item files (the probe's items.item_files), and the compared pairs [[A, B], ...]
         item_files=DISAGREE.items_param,
         pairs=DISAGREE.pairs_param,
-    shell:
-        "python -m workflow_scripts.disagreements --probe {wildcards.probe:q} --dataset {wildcards.dataset:q}"
-        " --items {params.item_files:q} --pairs {params.pairs:q} --out {output.table:q} --page {output.page:q}"
-        " > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The shared stages: a rule file and a module each. Every probe (and stage laid out like one) declares
 # itself and its rules in its package (workflow_scripts/<name>/probe.py): no list of probes is kept here.
 SHARED_STAGES = {"nltk_data", "ingest", "length_filter", "embed", "report", "articles", "disagreements",
-                 "compare"}
+                 "differences"}
 DECLARED = {p.name for p in declarations()}
 # rules that must declare `benchmark:`: the heavy ones, as the shared stages and the probes declare them
 HEAVY = {rule for rule, r in rule_resources.declared().items() if r.heavy}

@@ -1,14 +1,11 @@
 """The items behind a number: on hand-made per-item files of two models, the disagreement page
 lists the 20 items with the largest |score A - score B| (ties by item id), with their texts."""
-import logging
-
 import numpy as np
 import polars as pl
 import pytest
 
-from workflow_scripts.disagreements import items_module, top_disagreements, write
-
-LOG = logging.getLogger("test")
+from workflow_scripts.disagreements import items_module, run_disagreements, top_disagreements
+from workflow_scripts.jobs import make_job
 
 
 def triplet_files(tmp_path, model: str, margins: dict[int, float]) -> dict:
@@ -38,7 +35,10 @@ def test_the_twenty_largest_differences_with_their_texts(tmp_path):
     files_a = triplet_files(tmp_path, "a", a)
     files_b = triplet_files(tmp_path, "b", b)
     out, page = tmp_path / "d.csv", tmp_path / "d.html"
-    write("triplets", "toy", {"a": files_a, "b": files_b}, [["a", "b"]], str(out), str(page), 20, LOG)
+    run_disagreements(make_job(input=sorted({*files_a.values(), *files_b.values()}),
+                               output={"table": str(out), "page": str(page)},
+                               params={"item_files": {"a": files_a, "b": files_b}, "pairs": [["a", "b"]]},
+                               wildcards={"probe": "triplets", "dataset": "toy"}))
     table = pl.read_csv(out, schema_overrides={"item_id": pl.Utf8})
     # by |diff|: 39..26 (0.39..0.26), the three-way tie at 0.25 in id order (20, 21, 25), then 24, 23, 22
     expected = [str(i) for i in range(39, 25, -1)] + ["20", "21", "25"] + ["24", "23", "22"]

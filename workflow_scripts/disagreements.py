@@ -8,24 +8,18 @@ the item's text columns, `score` (Float64) and, where the probe has one, `correc
 the score is. A probe without that module (domain_shift: its items are text pairs whose cosines are
 not kept) has no disagreement page.
 
-Per dataset, for each compared pair (A, B) (differences.compared_pairs, from the `compare:` config,
+Per dataset, for each compared pair (A, B) (paired_statistics.compared_pairs, from the `compare:` config,
 default: every model against the surface-form baseline and against the first model), the N items
 (default 20) with the largest |score_A - score_B|, ties broken by item id (as text); items where
 either score is undefined (NaN or null), or the two scores are equal, are left out (fewer rows then). Written: a CSV (one row per pair and item) and an
-HTML page for Snakemake's report.
-
-CLI (rules/disagreements.smk):
-  python -m workflow_scripts.disagreements --probe P --dataset D --items JSON --pairs JSON
-      --out table.csv --page page.html [--top 20] [--log PATH]
+HTML page for Snakemake's report. The job of rule disagreements (rules/disagreements.smk) is
+run_disagreements.
 """
 from __future__ import annotations
 
-import argparse
 import html
 import importlib
 import importlib.util
-import json
-import sys
 from types import ModuleType
 
 import polars as pl
@@ -135,11 +129,11 @@ class DisagreementPlan:
     def inputs(self, wildcards) -> list[str]:
         return sorted({f for files in self.files(wildcards.probe, wildcards.dataset).values() for f in files.values()})
 
-    def items_param(self, wildcards) -> str:
-        return json.dumps(self.files(wildcards.probe, wildcards.dataset), sort_keys=True)
+    def items_param(self, wildcards) -> dict[str, dict]:
+        return self.files(wildcards.probe, wildcards.dataset)
 
-    def pairs_param(self, wildcards) -> str:
-        return json.dumps(self.pairs(wildcards.probe, wildcards.dataset))
+    def pairs_param(self, wildcards) -> list[list[str]]:
+        return [list(pair) for pair in self.pairs(wildcards.probe, wildcards.dataset)]
 
 
 def write(probe: str, dataset: str, files: dict[str, dict], pairs: list, out: str, page_out: str, top: int, log) -> pl.DataFrame:
@@ -159,20 +153,7 @@ def write(probe: str, dataset: str, files: dict[str, dict], pairs: list, out: st
     return table
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--probe", required=True)
-    ap.add_argument("--dataset", required=True)
-    ap.add_argument("--items", required=True, help="JSON: model -> its item files (item_files)")
-    ap.add_argument("--pairs", required=True, help="JSON: [[A, B], ...]")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--page", required=True)
-    ap.add_argument("--top", type=int, default=TOP)
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "disagreements")
-    write(args.probe, args.dataset, json.loads(args.items), json.loads(args.pairs), args.out, args.page, args.top, log)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+# ---- the jobs of rules/disagreements.smk (workflow_scripts/jobs.py) ----
+def run_disagreements(job) -> None:
+    write(job.wildcards.probe, job.wildcards.dataset, job.params.item_files, job.params.pairs, job.output.table,
+          job.output.page, TOP, setup_logging(name="disagreements"))

@@ -279,25 +279,39 @@ def number(v) -> float | None:
     return None if x != x else x
 
 
-def headline_rows(frame, column: Callable[[dict], str], label: Callable[[dict], str], value: str, low: str,
-                  high: str, n: str | Callable[[dict], object] | None = None,
+def headline_rows(frame, column: Callable[[dict], str], label: Callable[[dict], str], value: str | Callable[[dict], object],
+                  low: str | Callable[[dict], object], high: str | Callable[[dict], object],
+                  n: str | Callable[[dict], object] | None = None,
                   interval: Callable[[dict], str] | None = None,
-                  unit: Callable[[dict], str] | None = None) -> list[dict]:
-    """Overview rows (model, column, label, value, ci_low, ci_high, n, interval) from a probe table's
-    rows. `n`: the column (or a function of the row) giving the independent units behind the figure,
-    the ones its bootstrap resamples (None where the table has no such column); `interval`: which
-    interval it is, where not the probe's usual one; `unit`: what n counts, where the row decides it
-    (otherwise the Headline's `unit`)."""
+                  unit: Callable[[dict], str] | None = None,
+                  dataset: str | None = None, statistic: Callable[[dict], str] | None = None,
+                  extra: Callable[[dict], dict] | None = None) -> list[dict]:
+    """Overview rows (model, column, label, value, ci_low, ci_high, n, interval[, unit][, dataset,
+    statistic][, extra keys]) from a probe table's rows, one per row: every probe's extractor builds
+    its rows here. `value`, `low`, `high`: the column (or a function of the row giving the cell) of
+    the figure and its interval; `n`: the column (or a function of the row) giving the independent
+    units behind the figure, the ones its bootstrap resamples (None where the table has no such
+    column); `interval`: which interval it is, where not the probe's usual one; `unit`: what n
+    counts, where the row decides it (otherwise the Headline's `unit`); `dataset` (a column) and
+    `statistic`, given together: the figure's dataset and statistic in the probe's replicates, by
+    which the differences table's comparisons find it; `extra`: more keys of the row (CSC's wrong_direction)."""
+    def cell(r: dict, source):
+        return number(source(r) if callable(source) else r[source])
+
     def count(r: dict):
         x = number(n(r) if callable(n) else r.get(n)) if n is not None else None
         return None if x is None else int(x)
     out = []
     for r in frame.iter_rows(named=True):
-        row = {"model": r["model"], "column": column(r), "label": label(r), "value": number(r[value]),
-               "ci_low": number(r[low]), "ci_high": number(r[high]), "n": count(r),
+        row = {"model": r["model"], "column": column(r), "label": label(r), "value": cell(r, value),
+               "ci_low": cell(r, low), "ci_high": cell(r, high), "n": count(r),
                "interval": interval(r) if interval else ""}
         if unit is not None and unit(r):
             row["unit"] = unit(r)
+        if dataset is not None:
+            row.update(dataset=r[dataset], statistic=statistic(r))
+        if extra is not None:
+            row.update(extra(r))
         out.append(row)
     return out
 

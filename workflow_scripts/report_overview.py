@@ -238,8 +238,8 @@ def overview_frame(rows: list[dict], models: dict[str, dict]) -> tuple[pl.DataFr
 
 def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models: dict[str, dict]) -> set[tuple[str, str]]:
     """(model, column) of the headline cells that are not significantly better than a surface-form
-    baseline (family differences.SURFACE_FAMILY) they were compared with in the differences tables
-    (rules/compare.smk): no comparison with that baseline on the cell's (probe, dataset, statistic)
+    baseline (family paired_statistics.SURFACE_FAMILY) they were compared with in the differences tables
+    (rules/differences.smk): no comparison with that baseline on the cell's (probe, dataset, statistic)
     is significant (Holm within the probe's confirmatory family) with this model the better one.
     Only confirmatory rows decide (issue 32): a comparison the table files as exploratory is never a
     verdict, so a cell compared with the baseline only in exploratory rows is marked (not shown to

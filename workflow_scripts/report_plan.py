@@ -41,7 +41,7 @@ class ReportPlan:
         self.R = study.results
         self.plans = [p for p in plans if p.ran and not p.probe.is_stage]
         self.probes = [p.name for p in self.plans]
-        # the paired model comparisons (rules/compare.smk) of every probe that writes replicates
+        # the paired model comparisons (rules/differences.smk) of every probe that writes replicates
         self.differences = [self.differences_table(p) for p in self.plans if p.replicate_files()]
         overview = (f"{self.R}/tables/{OVERVIEW_TABLE[0]}", *OVERVIEW_TABLE[1:])
         # (probe, table, page, subcategory, caption) of every table shown as a page: the overview's

@@ -347,7 +347,7 @@ def test_each_questions_hit_is_written_for_mcnemar_and_compare_reads_one_k_of_it
     """The outcomes behind accuracy@k (issue 32): per question and k, a hit or not, by hand from the
     ranks; the differences table reads the entry's k from the one file and tests two models by
     McNemar: at k = 1, model m hits a and e, model w only b: b = 2, c = 1, p = 1."""
-    from workflow_scripts import compare
+    from workflow_scripts import differences
     topk, sims = frames({"a": [1], "b": [2], "c": [3], "d": [], "e": [1, 3]}, relevant={"e": 2})
     outcomes: list = []
     M.evaluate(topk, sims, "s", "m", {**SETTINGS, "draws": {"count": 5, "size": 3, "replace": False}}, 1,
@@ -359,9 +359,9 @@ def test_each_questions_hit_is_written_for_mcnemar_and_compare_reads_one_k_of_it
     assert at[3]["correct"].to_list() == [True, True, True, False, True]
     frame.write_parquet(tmp_path / "m.parquet")
     frame.with_columns(pl.col("id").is_in(["b"]).alias("correct")).write_parquet(tmp_path / "w.parquet")
-    read = compare.read_outcomes([{"dataset": "s", "statistic": "accuracy@1", "model": m, "path": str(tmp_path / f"{m}.parquet")}
+    read = differences.read_outcomes([{"dataset": "s", "statistic": "accuracy@1", "model": m, "path": str(tmp_path / f"{m}.parquet")}
                                   for m in ("m", "w")])
-    row = compare.mcnemar_row(read[("s", "accuracy@1", "m")], read[("s", "accuracy@1", "w")])
+    row = differences.mcnemar_row(read[("s", "accuracy@1", "m")], read[("s", "accuracy@1", "w")])
     assert (row["discordant_b"], row["discordant_c"], row["p_value"]) == (2, 1, 1.0)
     assert read[("s", "accuracy@1", "m")].columns == ["id", "correct"]
 

@@ -28,19 +28,18 @@ def uses_tagger(section: dict) -> bool:
 
 def overlap_headlines(frame, options: dict) -> list[dict]:
     """CSC overlap per corpus and condition (lower = better separation of meaning from form)."""
-    out = headline_rows(frame, lambda r: f"csc_{r['corpus']}_{r['condition']}",
-                        lambda r: f"CSC {r['corpus']} {r['condition'].replace('grammatical_negation', 'gram. negation')}",
-                        "overlap", "overlap_ci_low", "overlap_ci_high",
-                        # the resampling unit, not the variants nested in it (issue 32, point 6): the
-                        # sentences (or hashed groups of them) behind the smaller of the two curves
-                        n="n_units", unit=lambda r: r.get("unit") or "")
-    for row, r in zip(out, frame.iter_rows(named=True)):  # the statistic in the replicates (differences table)
-        row.update(dataset=r["corpus"], statistic=f"{r['condition']}/overlap")
-        # the overlap is unsigned: where the negated variants sit no farther from the original than
-        # the fuzzed ones (gap <= 0), a low overlap separates the wrong way (first screen: W, never
-        # better than the baseline); tables written before the gap existed have no such column
-        row["wrong_direction"] = r.get("direction_ok") is False
-    return out
+    return headline_rows(frame, lambda r: f"csc_{r['corpus']}_{r['condition']}",
+                         lambda r: f"CSC {r['corpus']} {r['condition'].replace('grammatical_negation', 'gram. negation')}",
+                         "overlap", "overlap_ci_low", "overlap_ci_high",
+                         # the resampling unit, not the variants nested in it (issue 32, point 6): the
+                         # sentences (or hashed groups of them) behind the smaller of the two curves
+                         n="n_units", unit=lambda r: r.get("unit") or "",
+                         dataset="corpus", statistic=lambda r: f"{r['condition']}/overlap",
+                         # the overlap is unsigned: where the negated variants sit no farther from the
+                         # original than the fuzzed ones (gap <= 0), a low overlap separates the wrong
+                         # way (first screen: W, never better than the baseline); tables written
+                         # before the gap existed have no such column
+                         extra=lambda r: {"wrong_direction": r.get("direction_ok") is False})
 
 
 PROBE = Probe(

@@ -28,12 +28,10 @@ def overlap_headlines(frame, options: dict) -> list[dict]:
     import polars as pl
 
     rows = frame.filter((pl.col("a") == "within_specific") & (pl.col("b") == "between"))
-    out = headline_rows(rows, lambda r: f"domain_shift_{r['dataset']}_spec_between",
-                        lambda r: f"domain shift {r['dataset']} overlap spec/between", "overlap", "overlap_ci_low",
-                        "overlap_ci_high", n=smallest("n_specific", "n_agnostic"))
-    for row, r in zip(out, rows.iter_rows(named=True)):  # the statistic in the replicates (differences table)
-        row.update(dataset=r["dataset"], statistic="overlap/within_specific/between")
-    return out
+    return headline_rows(rows, lambda r: f"domain_shift_{r['dataset']}_spec_between",
+                         lambda r: f"domain shift {r['dataset']} overlap spec/between", "overlap", "overlap_ci_low",
+                         "overlap_ci_high", n=smallest("n_specific", "n_agnostic"),
+                         dataset="dataset", statistic=lambda r: "overlap/within_specific/between")
 
 
 PROBE = Probe(

@@ -23,13 +23,11 @@ def consistency_headlines(test: str, key: str, kind: str | None = None):
         rows = frame.filter(pl.col("key") == key)
         if kind is not None and "kind" in rows.columns:
             rows = rows.filter(pl.col("kind") == kind)
-        out = headline_rows(rows, lambda r: f"montague_{r['dataset']}_{test}_{key.replace('|', '_')}",
-                            lambda r: f"Montague {r['dataset']} {test} ({key})", "consistency", "ci_low", "ci_high",
-                            n="n", interval=exact_at_the_bounds)
-        # the figure's statistic in the replicates (scores.share_rows), for the differences table
-        for row, r in zip(out, rows.iter_rows(named=True)):
-            row.update(dataset=r["dataset"], statistic=f"{test}/{r.get('kind') or TABLE_KIND[test]}/{key}")
-        return out
+        return headline_rows(rows, lambda r: f"montague_{r['dataset']}_{test}_{key.replace('|', '_')}",
+                             lambda r: f"Montague {r['dataset']} {test} ({key})", "consistency", "ci_low", "ci_high",
+                             n="n", interval=exact_at_the_bounds, dataset="dataset",
+                             # the figure's statistic in the replicates (scores.share_rows)
+                             statistic=lambda r: f"{test}/{r.get('kind') or TABLE_KIND[test]}/{key}")
     extract.__doc__ = f"Montague {test} consistency, key {key}."
     return extract
 

@@ -1,5 +1,5 @@
 """Declaration of the retrieval probe (seed 003; methods.md §4): workflow_scripts/probes.py."""
-from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, TextSet, number
+from workflow_scripts.probes import Headline, NltkNeeds, Probe, Resources, TextSet, headline_rows, number
 
 # Keys each kind of retrieval set reads (workflow_scripts/retrieval/sets.py SPEC_KEYS, plus the
 # probe's own `eval_split`), and the qrels splits each built kind writes (None: the user's).
@@ -105,24 +105,27 @@ def accuracy_headlines(frame, options: dict) -> list[dict]:
 
     k = int(options.get("retrieval_k", 5))
     rows = frame.filter(pl.col("k").cast(pl.Int64) == k).rename({"set": "dataset"})
-    out = []
-    for metric, name, title in (("accuracy", f"acc@{k}", f"accuracy@{k}"), ("ndcg", f"ndcg@{k}", f"NDCG@{k}")):
-        for r in rows.iter_rows(named=True):
-            full = draws_cover_the_set(r)
-            value = f"{metric}_full" if full else metric
-            n = number(r.get("n_queries"))
-            # a full-data accuracy of 0 or 1 carries the exact interval (metrics.exact_at_the_bounds)
-            exact = full and metric == "accuracy" and r.get("accuracy_full_ci_method") == "clopper_pearson"
-            out.append({"model": r["model"], "column": f"retrieval_{r['dataset']}_{name}",
-                        "label": f"retrieval {r['dataset']} {title}", "value": number(r[value]),
-                        "ci_low": number(r[f"{value}_ci_low"]), "ci_high": number(r[f"{value}_ci_high"]),
-                        "n": None if n is None else int(n),
-                        "interval": (f"{'exact (Clopper-Pearson) interval at 0 or 1' if exact else 'classic bootstrap'}"
-                                     f" over all {int(n)} questions (every draw of "
-                                     f"{int(float(r['draw_size']))} is the whole set)") if full else draws_spread(r),
-                        # the replicates' statistic (differences table: paired classic bootstrap of the full-data figure)
-                        "dataset": r["dataset"], "statistic": f"{metric}@{k}"})
-    return out
+    return [row for metric, name, title in (("accuracy", f"acc@{k}", f"accuracy@{k}"), ("ndcg", f"ndcg@{k}", f"NDCG@{k}"))
+            for row in metric_headlines(rows, metric, name, title, k)]
+
+
+def metric_headlines(rows, metric: str, name: str, title: str, k: int) -> list[dict]:
+    """One metric's headline rows at k (accuracy_headlines)."""
+    def figure(r: dict) -> str:
+        return f"{metric}_full" if draws_cover_the_set(r) else metric
+
+    def interval(r: dict) -> str:
+        if not draws_cover_the_set(r):
+            return draws_spread(r)
+        # a full-data accuracy of 0 or 1 carries the exact interval (metrics.exact_at_the_bounds)
+        exact = metric == "accuracy" and r.get("accuracy_full_ci_method") == "clopper_pearson"
+        return (f"{'exact (Clopper-Pearson) interval at 0 or 1' if exact else 'classic bootstrap'} over all "
+                f"{int(number(r['n_queries']))} questions (every draw of {int(float(r['draw_size']))} is the whole set)")
+    return headline_rows(rows, lambda r: f"retrieval_{r['dataset']}_{name}", lambda r: f"retrieval {r['dataset']} {title}",
+                         lambda r: r[figure(r)], lambda r: r[f"{figure(r)}_ci_low"], lambda r: r[f"{figure(r)}_ci_high"],
+                         n="n_queries", interval=interval,
+                         # the replicates' statistic (paired classic bootstrap of the full-data figure)
+                         dataset="dataset", statistic=lambda r: f"{metric}@{k}")
 
 
 PROBE = Probe(

@@ -84,13 +84,11 @@ def share_headlines(frame, options: dict) -> list[dict]:
     measure = options.get("settheory_measure", "cosine")
     rows = frame.filter(pl.col("criterion").is_in(["c1", "c3"]) & (pl.col("case") == "T,T")
                         & (pl.col("measure") == measure))
-    out = headline_rows(rows, lambda r: f"settheory_{r['sampleset']}_{r['criterion']}_TT",
-                        lambda r: f"set theory {r['sampleset']} {r['criterion'].upper()} (T,T)", "share", "ci_low",
-                        # the bootstrap resamples the samples (clusters of fusions), so n counts them
-                        "ci_high", n="n_samples")
-    for row, r in zip(out, rows.iter_rows(named=True)):  # the statistic in the replicates (differences table)
-        row.update(dataset=r["sampleset"], statistic=f"{r['criterion']}/{measure}/T,T")
-    return out
+    return headline_rows(rows, lambda r: f"settheory_{r['sampleset']}_{r['criterion']}_TT",
+                         lambda r: f"set theory {r['sampleset']} {r['criterion'].upper()} (T,T)", "share", "ci_low",
+                         # the bootstrap resamples the samples (clusters of fusions), so n counts them
+                         "ci_high", n="n_samples",
+                         dataset="sampleset", statistic=lambda r: f"{r['criterion']}/{measure}/T,T")
 
 
 PROBE = Probe(

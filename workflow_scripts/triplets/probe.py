@@ -76,12 +76,10 @@ def resampled_unit(r: dict) -> str:
 
 def accuracy_headlines(frame, options: dict) -> list[dict]:
     """Triplet accuracy per dataset."""
-    out = headline_rows(frame, lambda r: f"triplets_{r['dataset']}", lambda r: f"triplets {r['dataset']} accuracy",
-                        "accuracy", "accuracy_ci_low", "accuracy_ci_high", n=resampled_count,
-                        interval=exact_at_the_bounds, unit=resampled_unit)
-    for row, r in zip(out, frame.iter_rows(named=True)):  # the statistic in the replicates (differences table)
-        row.update(dataset=r["dataset"], statistic="accuracy")
-    return out
+    return headline_rows(frame, lambda r: f"triplets_{r['dataset']}", lambda r: f"triplets {r['dataset']} accuracy",
+                         "accuracy", "accuracy_ci_low", "accuracy_ci_high", n=resampled_count,
+                         interval=exact_at_the_bounds, unit=resampled_unit,
+                         dataset="dataset", statistic=lambda r: "accuracy")
 
 
 PROBE = Probe(

@@ -8,7 +8,7 @@ and `correct`, null where the model has no verdict, and where the entry names a 
 independent unit each item belongs to; triplets' scores.parquet for `accuracy`, clustered by
 `original`, the triplet's S).
 For every (dataset, statistic) the models that have it are compared in the pairs that
-`compare.against` asks for (differences.compared_pairs: by default every model against the
+`compare.against` asks for (paired_statistics.compared_pairs: by default every model against the
 surface-form baselines and against the first listed model), and each pair A, B gives
 
   value_a, value_b    the two point estimates (the probe's own tables show them too)
@@ -21,11 +21,11 @@ surface-form baselines and against the first listed model), and each pair A, B g
                       difference the same in every resample still gets its p);
                       `sign_flip_exact` where the outcomes name clusters and some cluster holds
                       more than one of those items (triplets sharing an original sentence): the
-                      exact cluster sign-flip test (differences.sign_flip_exact), McNemar's test
+                      exact cluster sign-flip test (paired_statistics.sign_flip_exact), McNemar's test
                       with the cluster, not the item, as the independent unit (with one item per
                       cluster the two are the same p);
                       `bootstrap` otherwise: the bootstrap p, never 0, at least 2 / (B + 1)
-                      (differences.bootstrap_p_value)
+                      (paired_statistics.bootstrap_p_value)
   discordant_b, _c    exact rows: the items A gets right and B wrong (b), and the reverse (c)
   family              `confirmatory`: a model against a surface-form baseline on one of the probe's
                       headline statistics (probes.headline_statistics; `compare.family:
@@ -50,16 +50,11 @@ surface-form baselines and against the first listed model), and each pair A, B g
   replicates          the replicates with a defined difference
 
 Output: <results>/tables/<probe>_differences.csv (a header only where nothing is compared).
-
-Usage: python -m workflow_scripts.compare --probe P --replicates R.parquet ... --models JSON
-           --compare JSON [--headline-options JSON] [--outcomes JSON] --out tables/P_differences.csv
+The job of rule probe_differences (rules/differences.smk) is run_probe_differences.
 """
 from __future__ import annotations
 
-import argparse
 import fnmatch
-import json
-import sys
 
 import numpy as np
 import polars as pl
@@ -218,24 +213,6 @@ def build(probe: str, paths: list[str], models: dict[str, dict], compare: dict |
     return table
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--probe", required=True)
-    ap.add_argument("--replicates", nargs="*", default=[])
-    ap.add_argument("--models", required=True, help="JSON: [[model, family], ...] in config order")
-    ap.add_argument("--compare", default="{}", help="JSON: the config's `compare` section")
-    ap.add_argument("--headline-options", default="{}",
-                    help="JSON: the probes' headline options (retrieval_k, settheory_measure): which statistics are headline")
-    ap.add_argument("--outcomes", default="[]",
-                    help="JSON: [{dataset, statistic, model, path[, cluster]}, ...], per-item right/wrong files (exact tests)")
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
-    models = {name: {"family": family} for name, family in json.loads(a.models)}
-    table = build(a.probe, a.replicates, models, json.loads(a.compare), a.out,
-                  headline_options=json.loads(a.headline_options), outcomes=json.loads(a.outcomes))
-    print(summary(a.probe, table))
-
-
 def summary(probe: str, table: pl.DataFrame) -> str:
     """One line: the family sizes, what Holm rejects, and whether B can reach its threshold."""
     confirmatory = table.filter(pl.col("family") == CONFIRMATORY) if table.height else table
@@ -252,5 +229,9 @@ def summary(probe: str, table: pl.DataFrame) -> str:
     return line
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+# ---- the jobs of rules/differences.smk (workflow_scripts/jobs.py) ----
+def run_probe_differences(job) -> None:
+    """params.models: name -> {family} of the models that ran the probe, in config order."""
+    table = build(job.wildcards.probe, list(job.input.replicates), job.params.models, job.params.compare,
+                  job.output[0], headline_options=job.params.headline_options, outcomes=job.params.outcomes)
+    print(summary(job.wildcards.probe, table))

@@ -8,7 +8,7 @@
 #                                            accuracy, retrieval's accuracy@k) is tested by McNemar's
 #                                            exact test
 # The pairs come from the config's `compare.against` (default: every model against the surface-form
-# baselines and against the first listed model). Code: workflow_scripts/compare.py, paired_statistics.py.
+# baselines and against the first listed model). Code: workflow_scripts/differences.py, paired_statistics.py.
 COMPARED = {
     name: plan
     for name, plan in PLANS.items()
@@ -32,21 +32,19 @@ rule probe_differences:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="differences:run_probe_differences",
         # the families decide the baselines; nothing else of a model's entry matters here. Only the
-        # models that ran the probe: a model added for other probes leaves this table as it was
-        models=lambda wc: as_json(
-            [
-                [m, spec["family"]]
-                for m, spec in config["models"].items()
-                if m in {p.model for p in COMPARED[wc.probe].pairs}
-            ]
-        ),
-        compare=lambda wc: as_json(config["compare"]),
+        # models that ran the probe, in config order: a model added for other probes leaves this
+        # table as it was
+        models=lambda wc: {
+            m: {"family": spec["family"]}
+            for m, spec in config["models"].items()
+            if m in {p.model for p in COMPARED[wc.probe].pairs}
+        },
+        compare=config["compare"],
         # which statistics are headline figures (retrieval's table k, ...): the confirmatory family
-        headline_options=lambda wc: as_json(COMPARED[wc.probe].headline_options()),
-        outcomes=lambda wc: as_json(COMPARED[wc.probe].outcome_entries()),
-    shell:
-        "python -m workflow_scripts.compare --probe {wildcards.probe:q} --replicates {input.replicates:q}"
-        " --models {params.models:q} --compare {params.compare:q}"
-        " --headline-options {params.headline_options:q} --outcomes {params.outcomes:q}"
-        " --out {output:q} > {log:q} 2>&1"
+        headline_options=lambda wc: COMPARED[wc.probe].headline_options(),
+        # {dataset, statistic, model, path[, cluster]} of each per-item file among the outcomes
+        outcomes=lambda wc: COMPARED[wc.probe].outcome_entries(),
+    script:
+        "../workflow_scripts/run_job.py"

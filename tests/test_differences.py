@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from workflow_scripts import compare
+from workflow_scripts import differences
 from workflow_scripts.bootstrap import replicate_rows, write_replicates
 from workflow_scripts.paired_statistics import (adjust_families, b_too_small, benjamini_hochberg, bootstrap_p_value,
                                           compared_pairs, holm, paired_difference)
@@ -66,7 +66,7 @@ def test_differences_table_by_hand(tmp_path):
              for m, point, v in (("m1", 0.52, m1), ("bow", 0.76, bow), ("m2", 0.81, m2))]
     models = {"m1": ST, "m2": ST, "bow": BOW}
     out = tmp_path / "csc_differences.csv"
-    compare.build("csc", files, models, {"against": "default"}, str(out))
+    differences.build("csc", files, models, {"against": "default"}, str(out))
     table = pl.read_csv(out)
     assert table.columns == ["probe", "dataset", "statistic", "model_a", "model_b", "value_a", "value_b", "difference",
                              "ci_low", "ci_high", "p_value", "test", "discordant_b", "discordant_c", "family", "p_adjusted",
@@ -96,7 +96,7 @@ def test_an_identical_copy_differs_by_nothing_and_unknown_directions_name_no_mod
     reps = np.random.default_rng(0).uniform(0.3, 0.6, 50)
     parts = [replicate_rows("triplets", "d", stat, m, 0.5, reps) for m in ("minilm", "minilm_copy")
              for stat in ("accuracy", "mean_s_splus")]
-    table = compare.build("triplets", [write(tmp_path / "r.parquet", parts)], {"minilm": ST, "minilm_copy": ST},
+    table = differences.build("triplets", [write(tmp_path / "r.parquet", parts)], {"minilm": ST, "minilm_copy": ST},
                           {"against": "all_pairs"}, str(tmp_path / "t.csv"))
     assert table["statistic"].to_list() == ["accuracy", "mean_s_splus"]
     assert table["difference"].to_list() == [0.0, 0.0] and table["ci_low"].to_list() == [0.0, 0.0]
@@ -110,9 +110,9 @@ def test_mismatched_replicates_and_nothing_to_compare(tmp_path):
     parts = [replicate_rows("montague", "t", "single/AN/x", "a", 0.5, np.ones(4)),
              replicate_rows("montague", "t", "single/AN/x", "b", 0.5, np.ones(5))]
     with pytest.raises(ValueError, match="b has 5 replicates, a 4"):
-        compare.build("montague", [write(tmp_path / "r.parquet", parts)], {"a": ST, "b": ST}, {}, str(tmp_path / "x.csv"))
-    empty = compare.build("montague", [write(tmp_path / "e.parquet", [])], {"a": ST}, {}, str(tmp_path / "e.csv"))
-    assert empty.height == 0 and pl.read_csv(tmp_path / "e.csv").columns == list(compare.SCHEMA)
+        differences.build("montague", [write(tmp_path / "r.parquet", parts)], {"a": ST, "b": ST}, {}, str(tmp_path / "x.csv"))
+    empty = differences.build("montague", [write(tmp_path / "e.parquet", [])], {"a": ST}, {}, str(tmp_path / "e.csv"))
+    assert empty.height == 0 and pl.read_csv(tmp_path / "e.csv").columns == list(differences.SCHEMA)
 
 
 def test_overview_marks_cells_not_significantly_better_than_the_baseline():
@@ -224,7 +224,7 @@ def test_the_confirmatory_family_is_each_model_vs_the_baseline_on_the_headline_s
              for stat in ("accuracy", "mean_s_splus")]
     models = {"a": ST, "b": ST, "bow": BOW}
     path = write(tmp_path / "r.parquet", parts)
-    table = compare.build("triplets", [path], models, {}, str(tmp_path / "t.csv"))
+    table = differences.build("triplets", [path], models, {}, str(tmp_path / "t.csv"))
     rows = {(r["statistic"], r["model_a"], r["model_b"]): r for r in table.iter_rows(named=True)}
     assert {k for k, r in rows.items() if r["family"] == "confirmatory"} == {("accuracy", "a", "bow"),
                                                                            ("accuracy", "b", "bow")}
@@ -232,7 +232,7 @@ def test_the_confirmatory_family_is_each_model_vs_the_baseline_on_the_headline_s
     assert first["p_value"] == pytest.approx(2 / 1000) and first["p_adjusted"] == pytest.approx(4 / 1000)
     assert first["significant"] and first["b_too_small"] is False and first["method"] == "holm"
     assert all(r["significant"] is None and r["method"] == "bh" for r in rows.values() if r["family"] == "exploratory")
-    whole = compare.build("triplets", [path], models, {"family": "whole_table", "error_rate": {"exploratory": "none"}},
+    whole = differences.build("triplets", [path], models, {"family": "whole_table", "error_rate": {"exploratory": "none"}},
                           str(tmp_path / "w.csv"))
     assert set(whole["family"]) == {"confirmatory"} and set(whole["method"]) == {"holm"}
 
@@ -366,7 +366,7 @@ def test_mcnemar_decides_the_accuracy_rows_against_the_baseline(tmp_path, binary
     (c, a) are exploratory but tested the same way: no discordant item, p = 1."""
     replicates, outcomes = binary_items
     models = {"a": ST, "bow": BOW, "c": ST}
-    table = compare.build("triplets", [replicates], models, {}, str(tmp_path / "t.csv"), outcomes=outcomes)
+    table = differences.build("triplets", [replicates], models, {}, str(tmp_path / "t.csv"), outcomes=outcomes)
     rows = {(r["dataset"], r["model_a"], r["model_b"]): r for r in table.iter_rows(named=True)}
     hand = rows[("table", "a", "bow")]
     assert (hand["test"], hand["discordant_b"], hand["discordant_c"]) == ("mcnemar", 9, 2)
@@ -382,23 +382,29 @@ def test_mcnemar_decides_the_accuracy_rows_against_the_baseline(tmp_path, binary
     assert (same["test"], same["discordant_b"], same["discordant_c"], same["p_value"]) == ("mcnemar", 0, 0, 1.0)
     assert same["family"] == "exploratory"
     # without the per-item files the same rows fall back on the bootstrap: `fixed` gets no p at all
-    bootstrap = compare.build("triplets", [replicates], models, {}, str(tmp_path / "b.csv"))
+    bootstrap = differences.build("triplets", [replicates], models, {}, str(tmp_path / "b.csv"))
     row = bootstrap.filter((pl.col("dataset") == "fixed") & (pl.col("model_a") == "a")).row(0, named=True)
     assert row["test"] == "bootstrap" and row["discordant_b"] is None and np.isnan(row["p_value"])
     assert not row["significant"]
 
 
-def test_the_command_line_takes_the_outcome_files(tmp_path, binary_items):
-    import json
+def test_the_job_takes_the_outcome_files(tmp_path, binary_items, capsys):
+    from workflow_scripts.jobs import make_job
     replicates, outcomes = binary_items
     out = tmp_path / "triplets_differences.csv"
-    compare.main(["--probe", "triplets", "--replicates", replicates, "--models",
-                  json.dumps([["a", "sentence_transformers"], ["bow", "surface_form"]]),
-                  "--outcomes", json.dumps(outcomes), "--out", str(out)])
+    differences.run_probe_differences(make_job(
+        input={"replicates": [replicates], "outcomes": [e["path"] for e in outcomes]}, output=[str(out)],
+        params={"models": {"a": {"family": "sentence_transformers"}, "bow": {"family": "surface_form"}},
+                "compare": {}, "headline_options": {}, "outcomes": outcomes},
+        wildcards={"probe": "triplets"}))
     table = pl.read_csv(out)
     assert table.columns[10:14] == ["p_value", "test", "discordant_b", "discordant_c"]
     row = table.filter(pl.col("dataset") == "table").row(0, named=True)
     assert (row["model_a"], row["test"], row["p_value"]) == ("a", "mcnemar", pytest.approx(134 / 2048))
+    # the log's line: a and c (in the replicates, not in params.models) each vs bow on both datasets
+    # (confirmatory; Holm rejects the two `fixed` rows, 4 x 2^-22), c vs a exploratory; all by McNemar
+    assert capsys.readouterr().out == ("triplets: 6 comparisons; confirmatory family 4 (2 significant, Holm, "
+                                       "alpha 0.05), 2 exploratory; 6 by McNemar's exact test (per-item right/wrong)\n")
 
 
 def test_the_triplets_plan_hands_each_models_verdicts_to_the_differences_table():
@@ -424,7 +430,7 @@ def test_report_block_names_mcnemar_and_never_shows_a_tiny_p_as_zero(tmp_path, b
     from workflow_scripts.report import differences_block
     replicates, outcomes = binary_items
     out = tmp_path / "triplets_differences.csv"
-    compare.build("triplets", [replicates], {"a": ST, "bow": BOW, "c": ST}, {}, str(out), outcomes=outcomes)
+    differences.build("triplets", [replicates], {"a": ST, "bow": BOW, "c": ST}, {}, str(out), outcomes=outcomes)
     lines = differences_block(str(out), [{"dataset": "fixed", "statistic": "accuracy"}])
     body = [line for line in lines if line.startswith("| fixed")]
     # p = 2^-22 = 2.4e-07, Holm x 4 = 9.5e-07 (today's block printed 0.000)
@@ -440,11 +446,11 @@ def test_the_b_mark_follows_mcnemar_and_tables_without_it_still_combine(tmp_path
     from workflow_scripts.report_overview import not_better_than_baseline, read_differences
     replicates, outcomes = binary_items
     models = {"a": ST, "bow": BOW, "c": ST}
-    exact = compare.build("triplets", [replicates], models, {}, str(tmp_path / "t.csv"), outcomes=outcomes)
-    compare.build("triplets", [replicates], models, {}, str(tmp_path / "b.csv"))
+    exact = differences.build("triplets", [replicates], models, {}, str(tmp_path / "t.csv"), outcomes=outcomes)
+    differences.build("triplets", [replicates], models, {}, str(tmp_path / "b.csv"))
     csc = write(tmp_path / "csc.parquet", [replicate_rows("csc", "pc", "negation/overlap", m, 0.5, np.linspace(0, 1, 9))
                                            for m in ("a", "bow")])
-    compare.build("csc", [csc], models, {}, str(tmp_path / "c.csv"))
+    differences.build("csc", [csc], models, {}, str(tmp_path / "c.csv"))
     both = read_differences([str(tmp_path / "c.csv"), str(tmp_path / "t.csv")])
     assert both.height == exact.height + 1 and both["discordant_b"].dtype == pl.Int64
     rows = [dict(probe="triplets", dataset="fixed", statistic="accuracy", model="a", column="triplets_fixed")]
@@ -462,7 +468,7 @@ def test_23_of_23_against_0_of_23_is_better_on_the_first_screen(tmp_path, binary
     replicates, outcomes = binary_items
     models = {"a": ST, "bow": BOW, "c": ST}
     out = tmp_path / "triplets_differences.csv"
-    compare.build("triplets", [replicates], models, {}, str(out), outcomes=outcomes)
+    differences.build("triplets", [replicates], models, {}, str(out), outcomes=outcomes)
     diffs = O.read_differences([str(out)])
     fixed = diffs.filter((pl.col("dataset") == "fixed") & (pl.col("model_a") == "a")).row(0, named=True)
     assert fixed["p_value"] == pytest.approx(2.0 ** -22, rel=1e-12)
@@ -521,20 +527,20 @@ def test_triplets_sharing_an_original_are_tested_by_the_cluster_sign_flip(tmp_pa
             outcomes.append({"dataset": dataset, "statistic": "accuracy", "model": model, "cluster": "original",
                              "path": write_clustered_outcomes(tmp_path / f"{dataset}-{model}.parquet", correct,
                                                               originals)})
-    table = compare.build("triplets", [write(tmp_path / "r.parquet", parts)], {"a": ST, "bow": BOW}, {},
+    table = differences.build("triplets", [write(tmp_path / "r.parquet", parts)], {"a": ST, "bow": BOW}, {},
                           str(tmp_path / "t.csv"), outcomes=outcomes)
     rows = {r["dataset"]: r for r in table.iter_rows(named=True)}
     shared = rows["shared"]
     assert (shared["test"], shared["discordant_b"], shared["discordant_c"]) == ("sign_flip_exact", 3, 1)
     assert shared["p_value"] == 0.75 and shared["b_too_small"] is False
     assert (rows["alone"]["test"], rows["alone"]["p_value"]) == ("mcnemar", pytest.approx(10 / 16))
-    assert "exact cluster sign-flip" in compare.summary("triplets", table)
+    assert "exact cluster sign-flip" in differences.summary("triplets", table)
     from workflow_scripts.report import differences_block
     lines = differences_block(str(tmp_path / "t.csv"), [{"dataset": "shared", "statistic": "accuracy"}])
     assert any("| 0.750 (sign flip, b = 3, c = 1) |" in line for line in lines)
     assert any("cluster sign-flip test" in line for line in lines)
     # the same files without the entry's `cluster`: every triplet alone, McNemar (5/8 for `shared`)
-    plain = compare.build("triplets", [write(tmp_path / "r.parquet", parts)], {"a": ST, "bow": BOW}, {},
+    plain = differences.build("triplets", [write(tmp_path / "r.parquet", parts)], {"a": ST, "bow": BOW}, {},
                           str(tmp_path / "p.csv"), outcomes=[{k: v for k, v in e.items() if k != "cluster"}
                                                              for e in outcomes])
     assert plain.filter(pl.col("dataset") == "shared")["test"].to_list() == ["mcnemar"]
