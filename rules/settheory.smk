@@ -33,14 +33,13 @@ rule settheory_samples:
         # a generator with device cuda (or auto resolved to cuda) runs on a GPU
         gpu=lambda wc: 1 if SETTHEORY.device(wc.dataset) == "cuda" else 0,
     params:
+        function="settheory.samples:run_settheory_samples",
         spec=SETTHEORY.samples_spec,
         seed=SEED,
-        options=SETTHEORY.samples_options,
-    shell:
-        "OMP_NUM_THREADS={threads} TQDM_DISABLE=1 HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} python -m workflow_scripts.settheory.samples"
-        " --sampleset {wildcards.dataset:q} --spec {params.spec:q} --seed {params.seed:q} {params.options}"
-        " --out {output.samples:q} --texts {output.texts:q} --report {output.report:q} --fusions {output.fusions:q}"
-        " > {log:q} 2>&1"
+        # a built set's generator, prompt, device and generation cache (read and appended)
+        generation=SETTHEORY.samples_generation,
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule settheory_filter:
@@ -59,11 +58,10 @@ rule settheory_filter:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="settheory.operators:run_settheory_filter",
         filter=SETTHEORY.filter_spec,
-    shell:
-        "python -m workflow_scripts.settheory.operators --samples {input.samples:q} --sampleset {wildcards.dataset:q}"
-        " --filter {params.filter:q} --stores {input.stores:q} --out {output.operators:q}"
-        " --report {output.report:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule settheory_measures:
@@ -81,12 +79,11 @@ rule settheory_measures:
     conda:
         "../envs/workflow.yaml"
     params:
-        spec=SETTHEORY.spec,
-        measures=lambda wc: config["settheory"]["measures"],
-    shell:
-        "python -m workflow_scripts.settheory.criteria --operators {input.operators:q} --stores {input.stores:q}"
-        " --model {wildcards.model:q} --spec {params.spec:q} --measures {params.measures:q} --out {output:q}"
-        " > {log:q} 2>&1"
+        function="settheory.criteria:run_settheory_measures",
+        spec=SETTHEORY.model_spec,
+        measures=config["settheory"]["measures"],
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule settheory_aggregate:
@@ -114,16 +111,10 @@ rule settheory_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
-        entries=SETTHEORY.aggregate_entries,
-        settings=SETTHEORY.criterion_settings,
+        function="settheory.tables:run_settheory_aggregate",
+        # (sample set, model) of the inputs measures_<i>, samples_<i>, filter_<i>
+        pairs=SETTHEORY.aggregate_pairs(),
+        settings=SETTHEORY.criterion_settings(),
         seed=SEED,
-        tables_dir=lambda wc, output: os.path.dirname(output.shares),
-        plots_dir=lambda wc, output: (
-            os.path.dirname(os.path.dirname(output.plots[0]))
-            if output.plots
-            else f"{R}/plots/settheory"
-        ),
-    shell:
-        "MPLBACKEND=Agg python -m workflow_scripts.settheory.tables --entries {params.entries:q}"
-        " --settings {params.settings:q} --seed {params.seed:q} --tables-dir {params.tables_dir:q}"
-        " --plots-dir {params.plots_dir:q} --replicates {output.replicates:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"

@@ -29,7 +29,7 @@ def recording(name: str) -> Path:
 
 
 def cache_file(cache_dir: Path, generator_name: str, generator_spec: dict) -> Path:
-    """Where the settheory_samples job reads and appends its generator's cache (SettheoryPlan.samples_options)."""
+    """Where the settheory_samples job reads and appends its generator's cache (SettheoryPlan.generation_cache)."""
     return Path(cache_dir) / f"{generator_name}-{spec_digest(generator_spec)}.jsonl"
 
 

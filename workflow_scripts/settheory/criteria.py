@@ -18,14 +18,9 @@ angle_pa = angle(p, A), angle_pb = angle(p, B) in degrees, norm_a, norm_b, norm_
 the norm ratio ||A||/||B||. When A and B are parallel (no plane) or T is orthogonal to the plane
 (p = 0) the angles are NaN.
 
-CLI: python -m workflow_scripts.settheory.criteria --operators operators.parquet --stores DIR ...
-       --model NAME --spec JSON --measures cosine dot ... --out measures.parquet [--log PATH]
+Job: run_settheory_measures (rule settheory_measures, rules/settheory.smk).
 """
 from __future__ import annotations
-
-import argparse
-import json
-import sys
 
 import numpy as np
 import polars as pl
@@ -170,21 +165,10 @@ def compute(operators_path: str, store_dirs: list[str], model: str, spec: dict, 
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--operators", required=True)
-    ap.add_argument("--stores", nargs="+", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--spec", required=True)
-    ap.add_argument("--measures", nargs="+", default=list(MEASURES))
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "settheory")
-    frame = compute(args.operators, args.stores, args.model, json.loads(args.spec), args.measures, log)
-    with atomic_path(args.out) as tmp:
+# ---- the jobs of rules/settheory.smk (workflow_scripts/jobs.py) ----
+def run_settheory_measures(job) -> None:
+    """measures.parquet of a (sample set, model). params: spec (the model's embed spec), measures."""
+    frame = compute(job.input.operators, list(job.input.stores), job.wildcards.model, job.params.spec,
+                    list(job.params.measures), setup_logging(name="settheory"))
+    with atomic_path(job.output[0]) as tmp:
         frame.write_parquet(tmp)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

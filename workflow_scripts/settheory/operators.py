@@ -21,15 +21,9 @@ operator, variant ("S1,previous->S0"), a, b, t (the texts of A, B and the target
 `cos_bd_<encoder>` column per filter encoder (difference samples; null elsewhere), kept (bool). The
 report counts each step.
 
-CLI: python -m workflow_scripts.settheory.operators --samples samples.parquet --sampleset NAME
-       --filter JSON [--encoder NAME --spec JSON --stores DIR ...]... --out operators.parquet
-       --report filter.json [--log PATH]
+Job: run_settheory_filter (rule settheory_filter, rules/settheory.smk).
 """
 from __future__ import annotations
-
-import argparse
-import json
-import sys
 
 import numpy as np
 import polars as pl
@@ -127,32 +121,31 @@ def apply_filter(rows: pl.DataFrame, encoders: list[dict], threshold: float, rul
     return out, report
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--samples", required=True)
-    ap.add_argument("--sampleset", required=True)
-    ap.add_argument("--filter", required=True, help='JSON {"rule", "threshold", "encoders": [{"name", "spec"}]}')
-    ap.add_argument("--stores", nargs="*", default=[], help="every filter encoder's store partitions, in order")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--report", required=True)
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "settheory")
-    filt = json.loads(args.filter)
-    encoders = filt["encoders"]
-    args.stores = [s for s in args.stores if s]  # no filter encoders: the rule passes an empty list
-    per = len(args.stores) // len(encoders) if encoders else 0
-    if per * len(encoders) != len(args.stores):
-        raise ValueError(f"{len(args.stores)} store partitions for {len(encoders)} filter encoders")
-    encoders = [{**e, "stores": args.stores[i * per:(i + 1) * per]} for i, e in enumerate(encoders)]
-    samples = pl.read_parquet(args.samples)
+def encoder_stores(encoders: list[dict], stores: list[str]) -> list[dict]:
+    """Each filter encoder {name, spec} with its share of `stores`: every encoder's store partitions,
+    in the encoders' order, the same number each."""
+    per = len(stores) // len(encoders) if encoders else 0
+    if per * len(encoders) != len(stores):
+        raise ValueError(f"{len(stores)} store partitions for {len(encoders)} filter encoders")
+    return [{**e, "stores": stores[i * per:(i + 1) * per]} for i, e in enumerate(encoders)]
+
+
+def filter_sample_set(samples_path: str, sampleset: str, filt: dict, stores: list[str], out: str,
+                      report_path: str, log) -> None:
+    """operators.parquet and the filter report of a sample set; filt: {rule, threshold, encoders:
+    [{name, spec}]}."""
+    samples = pl.read_parquet(samples_path)
     rows = operator_rows(samples)
-    out, report = apply_filter(rows, encoders, filt["threshold"], filt["rule"], log)
-    report = {"sampleset": args.sampleset, "samples": samples.height, **report}
-    with atomic_path(args.out) as tmp:
-        out.write_parquet(tmp)
-    write_json(args.report, report)
+    out_rows, report = apply_filter(rows, encoder_stores(filt["encoders"], stores), filt["threshold"], filt["rule"], log)
+    report = {"sampleset": sampleset, "samples": samples.height, **report}
+    with atomic_path(out) as tmp:
+        out_rows.write_parquet(tmp)
+    write_json(report_path, report)
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+# ---- the jobs of rules/settheory.smk (workflow_scripts/jobs.py) ----
+def run_settheory_filter(job) -> None:
+    """A sample set's operator samples and the cos(B, D) filter. params.filter: {rule, threshold,
+    encoders: [{name, spec}]}; input.stores: every filter encoder's store partitions, in order."""
+    filter_sample_set(job.input.samples, job.wildcards.dataset, job.params.filter, list(job.input.stores),
+                      job.output.operators, job.output.report, setup_logging(name="settheory"))

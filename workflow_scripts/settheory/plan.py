@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from workflow_scripts.study import ProbePlan, as_json, cli_options
+from workflow_scripts.study import ProbePlan
 
 # results/settheory/samples/ holds every sample set's table: never a sample set's folder
 SET_NAME = r"(?!samples$)[A-Za-z0-9][A-Za-z0-9_.-]*"
@@ -41,17 +41,17 @@ class SettheoryPlan(ProbePlan):
             return {"file": spec["file"]}
         return {"articles": f"{self.R}/articles/{spec['articles']}"}
 
-    def samples_spec(self, wildcards) -> str:
-        return as_json(self.set_spec(wildcards.dataset))
+    def samples_spec(self, wildcards) -> dict:
+        return self.set_spec(wildcards.dataset)
 
-    def samples_options(self, wildcards, input) -> str:
-        if "file" in input.keys():
-            return ""
+    def samples_generation(self, wildcards) -> dict:
+        """A built sample set's generator {name, spec}, prompt, device and generation cache; an
+        imported set has none ({})."""
+        if "file" in self.set_spec(wildcards.dataset):
+            return {}
         name, spec = self.generator(wildcards.dataset)
-        cache = self.generation_cache(wildcards.dataset)
-        return cli_options(("--articles", input.articles), ("--generator", as_json({"name": name, "spec": spec})),
-                           ("--prompt", as_json(self.prompt(wildcards.dataset))),
-                           ("--device", self.device(wildcards.dataset)), ("--cache", cache))
+        return {"name": name, "spec": spec, "prompt": self.prompt(wildcards.dataset),
+                "device": self.device(wildcards.dataset), "cache": self.generation_cache(wildcards.dataset)}
 
     def generation_cache(self, dataset: str) -> str:
         from workflow_scripts.generator import spec_digest
@@ -78,10 +78,14 @@ class SettheoryPlan(ProbePlan):
         return {"samples": f"{self.R}/settheory/samples/{wildcards.dataset}.parquet",
                 "stores": [s for m in self.config["settheory"]["filter"]["encoders"] for s in self.study.stores(m, scope)]}
 
-    def filter_spec(self, wildcards) -> str:
+    def filter_spec(self, wildcards=None) -> dict:
         f = self.config["settheory"]["filter"]
-        return as_json({"rule": f["rule"], "threshold": f["threshold"],
-                        "encoders": [{"name": m, "spec": self.study.embed_spec(m)} for m in f["encoders"]]})
+        return {"rule": f["rule"], "threshold": f["threshold"],
+                "encoders": [{"name": m, "spec": self.study.embed_spec(m)} for m in f["encoders"]]}
+
+    def model_spec(self, wildcards) -> dict:
+        """The embed spec of the measured model (ProbePlan.spec is its JSON text, for shell commands)."""
+        return self.study.embed_spec(wildcards.model)
 
     def pair_files(self, pair) -> dict[str, str]:
         return {"measures": f"{self.R}/settheory/{pair.dataset}/{pair.model}/measures.parquet",
@@ -91,12 +95,13 @@ class SettheoryPlan(ProbePlan):
     def aggregate_inputs(self, wildcards) -> dict:
         return {f"{key}_{i}": path for i, pair in enumerate(self.pairs) for key, path in self.pair_files(pair).items()}
 
-    def aggregate_entries(self, wildcards, input) -> str:
-        return as_json([{"sampleset": p.dataset, "model": p.model, **self.pair_files(p)} for p in self.pairs])
+    def aggregate_pairs(self, wildcards=None) -> list[dict]:
+        """The aggregate's (sample set, model) pairs, in the order of its inputs <key>_<i>."""
+        return [{"sampleset": p.dataset, "model": p.model} for p in self.pairs]
 
-    def criterion_settings(self, wildcards=None) -> str:
+    def criterion_settings(self, wildcards=None) -> dict:
         keys = ("measures", "fixed_bounds", "middle_tolerance", "c5", "c6", "histogram_bins", "bootstrap_b")
-        return as_json({k: self.config["settheory"][k] for k in keys})
+        return {k: self.config["settheory"][k] for k in keys}
 
     def replicate_files(self) -> list[str]:
         """The aggregate's paired bootstrap replicates of every share: one file per sample set, all

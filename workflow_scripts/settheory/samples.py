@@ -70,21 +70,18 @@ article's sentences), previous, S0, next, S1, S2, s1_echo, s2_echo, generator ("
 generator_spec (JSON), prompt (JSON of the prompt); the set's texts (the five sentences) as text
 partitions; and a report with the counts of every step, examples of fusions and rejected ones, the
 generator's provenance and throughput, the gate's thresholds and counts per rule (`gate_rejected`);
-and the report page's table of fusions (--fusions).
+and the report page's table of fusions (tables/settheory_fusions_<set>.csv).
 
-CLI: python -m workflow_scripts.settheory.samples --sampleset NAME --spec JSON --seed N
-       (--articles DIR --generator JSON --prompt JSON --device cpu|cuda --cache PATH | --file PATH)
-       --out samples.parquet --texts part-000.parquet ... --report report.json [--log PATH]
+Job: run_settheory_samples (rule settheory_samples, rules/settheory.smk).
 """
 from __future__ import annotations
 
-import argparse
 import difflib
 import heapq
 import json
 import random
+import os
 import re
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -568,37 +565,23 @@ def write(frame: pl.DataFrame, report: dict, out: str, text_files: list[str], re
     write_dataset(frame, out, texts, text_files, report, report_path)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sampleset", required=True)
-    ap.add_argument("--spec", required=True)
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--articles")
-    ap.add_argument("--generator", help="JSON {name, spec}")
-    ap.add_argument("--prompt", help="JSON of the prompt")
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--cache")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--texts", nargs="+", required=True)
-    ap.add_argument("--report", required=True)
-    ap.add_argument("--fusions", help="CSV: the report page's accepted and rejected fusions beside their inputs")
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "settheory")
-    spec = json.loads(args.spec)
+# ---- the jobs of rules/settheory.smk (workflow_scripts/jobs.py) ----
+def run_settheory_samples(job) -> None:
+    """A sample set's samples, texts, report and fusions page. params: spec (the set's config), seed,
+    generation ({name, spec, prompt, device, cache} of a built set's generator; {} for an imported one)."""
+    os.environ["OMP_NUM_THREADS"] = str(job.threads)  # a local generator's torch threads: the job's
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    log = setup_logging(name="settheory")
+    sampleset, spec = job.wildcards.dataset, job.params.spec
     if "file" in spec:
-        frame, report = import_samples(args.sampleset, spec, log)
+        frame, report = import_samples(sampleset, spec, log)
     else:
-        generator = json.loads(args.generator)
-        frame, report = build(args.sampleset, spec, args.seed, args.articles, generator["name"], generator["spec"],
-                              json.loads(args.prompt), args.device, args.cache, log)
+        gen = job.params.generation
+        frame, report = build(sampleset, spec, job.params.seed, str(job.input.articles), gen["name"], gen["spec"],
+                              gen["prompt"], gen["device"], gen["cache"], log)
     if frame.height == 0:  # the rejected fusions, before the job stops
         for example in report.get("rejected_examples", []):
             log.info("rejected (%s): %r + %r -> %r", example["reason"], example["first"], example["second"],
                      example["fusion"][:300])
-    require_samples(args.sampleset, report)  # an empty set would fail later, in another job, naming neither
-    write(frame, report, args.out, args.texts, args.report, args.fusions)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+    require_samples(sampleset, report)  # an empty set would fail later, in another job, naming neither
+    write(frame, report, job.output.samples, list(job.output.texts), job.output.report, job.output.fusions)

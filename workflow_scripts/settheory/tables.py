@@ -42,15 +42,13 @@ settheory_histograms.csv, and per (sample set, model) a plot of the normalised-a
 C2, C5 and C6 and the histogram of ||A||/||B||. Every table names the generator and prompt of its
 samples and the filter used.
 
-CLI: python -m workflow_scripts.settheory.tables --entries JSON --settings JSON --seed N
-       --tables-dir DIR --plots-dir DIR [--log PATH]
+Job: run_settheory_aggregate (rule settheory_aggregate, rules/settheory.smk).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
+import os
 from pathlib import Path
 
 import numpy as np
@@ -533,26 +531,15 @@ def write_outputs(entries: list[dict], settings: dict, seed: int, tables_dir: st
     return table
 
 
-def _entries(value: str) -> list[dict]:
-    text = Path(value).read_text(encoding="utf-8") if not value.lstrip().startswith("[") else value
-    return json.loads(text)
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--entries", required=True, help="JSON list of {sampleset, model, measures, samples, filter}")
-    ap.add_argument("--settings", required=True, help="JSON: the settheory section's criterion settings")
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--tables-dir", required=True)
-    ap.add_argument("--plots-dir", required=True)
-    ap.add_argument("--replicates", nargs="*", default=[],
-                    help="replicates files, one per sample set: <results>/settheory/<sample set>/replicates.parquet")
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "settheory")
-    write_outputs(_entries(args.entries), json.loads(args.settings), args.seed, args.tables_dir, args.plots_dir, log,
-                  {Path(p).parent.name: p for p in args.replicates})
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+# ---- the jobs of rules/settheory.smk (workflow_scripts/jobs.py) ----
+def run_settheory_aggregate(job) -> None:
+    """The study's tables, plots and replicates. params: pairs ([{sampleset, model}], in the order of
+    input.measures_<i>, samples_<i>, filter_<i>), settings (the settheory section's criterion
+    settings), seed. Tables go beside output.shares, plots under <plots>/<set>/<model>.png."""
+    entries = [{**pair, **{key: job.input[f"{key}_{i}"] for key in ("measures", "samples", "filter")}}
+               for i, pair in enumerate(job.params.pairs)]
+    plots = list(job.output.plots)
+    # <plots>/<set>/<model>.png: the folder above the sample sets' (no pair: no plot is written)
+    plots_dir = os.path.dirname(os.path.dirname(plots[0])) if plots else ""
+    write_outputs(entries, job.params.settings, job.params.seed, os.path.dirname(job.output.shares), plots_dir,
+                  setup_logging(name="settheory"), {Path(p).parent.name: p for p in job.output.replicates})
