@@ -33,6 +33,7 @@ rule retrieval_build:
     resources:
         gpu=RETRIEVAL.build_gpu,  # 1 when the set's question generator runs on cuda
     params:
+        function="retrieval.sets:run_retrieval_build",
         spec=RETRIEVAL.build_spec,
         settings=RETRIEVAL.build_settings,
         seed=SEED,
@@ -41,10 +42,8 @@ rule retrieval_build:
         nltk_dir=STUDY.nltk_download_dir,
         # generated questions are cached across runs and killed jobs (workflow_scripts/generator.py)
         cache=lambda wc: f"{R}/cache/generations/retrieval.{wc.dataset}.jsonl",
-    shell:
-        "NLTK_DATA={params.nltk_dir:q}${{NLTK_DATA:+:$NLTK_DATA}} python -m workflow_scripts.retrieval.sets --dataset {wildcards.dataset:q}"
-        " --spec {params.spec:q} --settings {params.settings:q} --seed {params.seed:q} --out-dir {output.set:q}"
-        " --texts {output.texts:q} --report {output.report:q} --cache {params.cache:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule retrieval_query_texts:
@@ -62,8 +61,10 @@ rule retrieval_query_texts:
         dataset=RETRIEVAL.dataset_pattern(),
     conda:
         "../envs/workflow.yaml"
-    shell:
-        "python -m workflow_scripts.retrieval.query_texts --set {input.set:q} --texts {output.texts:q} > {log:q} 2>&1"
+    params:
+        function="retrieval.query_texts:run_retrieval_query_texts",
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule retrieval_search:
@@ -87,17 +88,14 @@ rule retrieval_search:
         query_batch=RETRIEVAL.search_option("query_batch"),
         extra_candidates=RETRIEVAL.search_option("extra_candidates"),
     params:
+        function="retrieval.search:run_retrieval_search",
         spec=RETRIEVAL.spec,
         settings=RETRIEVAL.search_settings,
         seed=SEED,
         # the GPU index when the model's device is cuda (identical results: float64 rescoring)
         device=lambda wc: STUDY.resolved_device(wc.model),
-    shell:
-        "python -m workflow_scripts.retrieval.search --set {input.set:q} --stores {input.stores:q}"
-        " --model {wildcards.model:q} --spec {params.spec:q} --dataset {wildcards.dataset:q} --settings {params.settings:q}"
-        " --seed {params.seed:q} --device {params.device:q} --threads {threads} --shard-rows {resources.shard_rows:q}"
-        " --query-batch {resources.query_batch:q} --extra-candidates {resources.extra_candidates:q}"
-        " --topk {output.topk:q} --similarities {output.similarities:q} --summary {output.summary:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule retrieval_isotropy:
@@ -119,15 +117,12 @@ rule retrieval_isotropy:
         query_batch=RETRIEVAL.search_option("query_batch"),
         extra_candidates=RETRIEVAL.search_option("extra_candidates"),
     params:
+        function="retrieval.isotropy:run_retrieval_isotropy",
         spec=RETRIEVAL.spec,
         settings=RETRIEVAL.isotropy_settings,
         device=lambda wc: STUDY.resolved_device(wc.model),
-    shell:
-        "python -m workflow_scripts.retrieval.isotropy --set {input.set:q} --stores {input.stores:q}"
-        " --model {wildcards.model:q} --spec {params.spec:q} --dataset {wildcards.dataset:q} --settings {params.settings:q}"
-        " --device {params.device:q} --threads {threads} --shard-rows {resources.shard_rows:q}"
-        " --query-batch {resources.query_batch:q} --extra-candidates {resources.extra_candidates:q}"
-        " --isotropy {output.isotropy:q} --transform-topk {output.topk:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule retrieval_metrics:
@@ -151,14 +146,11 @@ rule retrieval_metrics:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="retrieval.metrics:run_retrieval_metrics",
         settings=RETRIEVAL.metric_settings,
         seed=SEED,
-    shell:
-        "python -m workflow_scripts.retrieval.metrics metrics --topk {input.topk:q} --similarities {input.similarities:q}"
-        " --search-summary {input.search:q} --transform-topk {input.transform_topk:q} --dataset {wildcards.dataset:q}"
-        " --model {wildcards.model:q} --settings {params.settings:q} --seed {params.seed:q} --metrics {output.metrics:q}"
-        " --thresholds {output.thresholds:q} --summary {output.summary:q} --replicates {output.replicates:q}"
-        " --outcomes {output.outcomes:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule retrieval_aggregate:
@@ -185,18 +177,11 @@ rule retrieval_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
-        entries=RETRIEVAL.aggregate_entries,
+        function="retrieval.metrics:run_retrieval_aggregate",
+        # pair i's files are the inputs `<file>_i` (RetrievalPlan.aggregate_inputs)
+        pairs=RETRIEVAL.aggregate_pairs,
         settings=RETRIEVAL.aggregate_settings,
         seed=SEED,
         datasets=RETRIEVAL.datasets,
-        tables_dir=lambda wc, output: os.path.dirname(output.accuracy),
-        plots_dir=lambda wc, output: (
-            os.path.dirname(os.path.dirname(output.plots[0]))
-            if output.plots
-            else f"{R}/plots/retrieval"
-        ),
-    shell:
-        "MPLBACKEND=Agg python -m workflow_scripts.retrieval.metrics aggregate --entries {params.entries:q}"
-        " --settings {params.settings:q} --seed {params.seed:q} --accuracy {output.accuracy:q}"
-        " --isotropy {output.isotropy:q} --correlations {output.correlations:q} --tables-dir {params.tables_dir:q}"
-        " --plots-dir {params.plots_dir:q} --datasets {params.datasets:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"

@@ -1,6 +1,6 @@
 """The retrieval jobs on small sets: vectors from the `precomputed` family (checked for dimension and
-coverage), search -> isotropy -> metrics on a BEIR folder, TF-IDF's sparse store, ties by id, and
-the reference's answer-list scoring defect."""
+coverage), search -> isotropy -> metrics -> aggregate on a BEIR folder (the rules' jobs), TF-IDF's
+sparse store, ties by id, and the reference's answer-list scoring defect."""
 import json
 
 import numpy as np
@@ -11,10 +11,11 @@ from workflow_scripts import beir
 from workflow_scripts.common import text_key
 from workflow_scripts.embed import embed_partition
 from workflow_scripts.encoders import ModelUnavailable
+from workflow_scripts.jobs import make_job
 from workflow_scripts.tfidf_fit import fit_tfidf
-from workflow_scripts.retrieval.isotropy import isotropy_job
-from workflow_scripts.retrieval.metrics import metrics_job
-from workflow_scripts.retrieval.search import search_job
+from workflow_scripts.retrieval.isotropy import isotropy_job, run_retrieval_isotropy
+from workflow_scripts.retrieval.metrics import run_retrieval_aggregate, run_retrieval_metrics
+from workflow_scripts.retrieval.search import run_retrieval_search, search_job
 from workflow_scripts.texts import write_text_partitions
 
 DOCS = ["the base station sends the paging message", "the user equipment measures the reference signal",
@@ -78,9 +79,18 @@ def test_precomputed_vectors_end_to_end(tmp_path, set_dir, log):
     manifest = json.loads((tmp_path / "stores/pre/part-000/manifest.json").read_text())
     assert manifest["family"] == "precomputed" and manifest["dim"] == 8 and "precomputed vectors" in manifest["origin"]
     out = tmp_path / "out"
-    summary = search_job(str(set_dir), stores, "pre", spec, "t", SETTINGS, 3, "cpu", 1, str(out / "topk.parquet"),
-                         str(out / "sims.parquet"), str(out / "search.json"), log)
+    # the jobs of rules/retrieval.smk, as the rules hand them over
+    pair = {"wildcards": {"dataset": "t", "model": "pre"}, "log": None}
+    files = {"topk": str(out / "topk.parquet"), "similarities": str(out / "sims.parquet"),
+             "search": str(out / "search.json"), "transform_topk": str(out / "ttopk.parquet")}
+    run_retrieval_search(make_job(input={"set": str(set_dir), "stores": stores},
+                                  output={"topk": files["topk"], "similarities": files["similarities"],
+                                          "summary": files["search"]},
+                                  params={"spec": spec, "settings": SETTINGS, "seed": 3, "device": "cpu"},
+                                  resources={"shard_rows": 4, "query_batch": 2, "extra_candidates": 1}, **pair))
+    summary = json.loads((out / "search.json").read_text())
     assert summary["queries"] == 5 and summary["corpus"] == 7
+    assert summary["search"]["shards"] == 2 and summary["search"]["query_batch"] == 2  # the job's resources
     topk = pl.read_parquet(out / "topk.parquet")
     assert topk.columns == ["query_id", "rank", "corpus_id", "score"]
     assert topk.group_by("query_id").len()["len"].to_list() == [5] * 5
@@ -99,22 +109,43 @@ def test_precomputed_vectors_end_to_end(tmp_path, set_dir, log):
     if ranked.len():
         assert ranked[0] == c_q1
     iso_settings = {"eval_split": "test", "ks": [5], "transforms": ["standardise", "whiten", "pca"], "fit_on": "corpus",
-                    "whiten_epsilon": 1e-6, "pca_components": 3, "search": {}}
-    iso = isotropy_job(str(set_dir), stores, "pre", spec, "t", iso_settings, "cpu", 1, str(out / "iso.parquet"),
-                       str(out / "ttopk.parquet"), log)
+                    "whiten_epsilon": 1e-6, "pca_components": 3}
+    run_retrieval_isotropy(make_job(input={"set": str(set_dir), "stores": stores},
+                                    output={"isotropy": str(out / "iso.parquet"), "topk": files["transform_topk"]},
+                                    params={"spec": spec, "settings": iso_settings, "device": "cpu"}, **pair))
+    iso = pl.read_parquet(out / "iso.parquet")
     assert set(iso["transform"]) == {"none", "standardise", "whiten", "pca"}
     assert iso.filter(pl.col("transform") == "pca")["dim"].to_list() == [3, 3]
     corpus = iso.filter(pl.col("vectors") == "corpus")
     assert corpus.filter(pl.col("transform") != "pca")["isoscore"].is_nan().all()  # 7 vectors in 8 dims
     assert 0 < corpus.filter(pl.col("transform") == "pca")["isoscore"][0] <= 1  # 7 vectors in 3 dims
     assert "more vectors than dimensions" in iso["note"][0]
-    metrics_job(str(out / "topk.parquet"), str(out / "sims.parquet"), str(out / "search.json"), str(out / "ttopk.parquet"),
-                "t", "pre", METRICS, 3, str(out / "m.parquet"), str(out / "th.parquet"), str(out / "s.parquet"), log)
-    summary = pl.read_parquet(out / "s.parquet")
+    outputs = {name: str(out / f"{name}.parquet") for name in ("metrics", "thresholds", "summary", "replicates",
+                                                                "outcomes")}
+    run_retrieval_metrics(make_job(input=files, output=outputs, params={"settings": METRICS, "seed": 3}, **pair))
+    summary = pl.read_parquet(outputs["summary"])
     assert set(summary["transform"]) == {"none", "standardise", "whiten", "pca"}
     assert summary["n_corpus"].to_list() == [7] * len(summary)
     base = summary.filter((pl.col("transform") == "none") & (pl.col("k") == 5)).row(0, named=True)
     assert base["accuracy_full"] == 1.0  # 7 documents, top 5: q5's answer d6 is second; the rest are found
+    outcomes = pl.read_parquet(outputs["outcomes"]).filter(pl.col("statistic") == "accuracy@5")
+    assert outcomes["correct"].all() and outcomes.height == 5
+    # the aggregate: pair i's files are its inputs `<file>_i`, the pairs a plain list of names
+    tables, plots = tmp_path / "tables", tmp_path / "plots" / "retrieval"
+    run_retrieval_aggregate(make_job(
+        input={"summary_0": outputs["summary"], "isotropy_0": str(out / "iso.parquet"),
+               "similarities_0": files["similarities"], "topk_0": files["topk"]},
+        output={"accuracy": str(tables / "retrieval_accuracy.csv"), "isotropy": str(tables / "retrieval_isotropy.csv"),
+                "correlations": str(tables / "retrieval_correlations.csv"),
+                "tables": [str(tables / f"retrieval_table{i}.csv") for i in (1, 2, 3)],
+                "plots": [str(plots / "t" / "accuracy_vs_k.png"), str(plots / "t" / "similarities.png")]},
+        params={"pairs": [{"dataset": "t", "model": "pre"}], "datasets": ["t"], "seed": 3,
+                "settings": {"table_k": 5, "correlations_k": 5, "bootstrap_b": 20,
+                             "transforms": iso_settings["transforms"]}}))
+    accuracy = pl.read_csv(tables / "retrieval_accuracy.csv")
+    assert accuracy.filter(pl.col("k") == 5)[["set", "model", "accuracy_full"]].rows() == [("t", "pre", 1.0)]
+    assert all((tables / f"retrieval_table{i}.csv").is_file() for i in (1, 2, 3))
+    assert (plots / "t" / "accuracy_vs_k.png").stat().st_size > 0 and (plots / "t" / "similarities.png").is_file()
 
 
 def test_precomputed_checks_coverage_dimension_and_digest(tmp_path, log):
@@ -207,3 +238,13 @@ def test_reference_answer_list_scoring_counts_a_copy_as_a_miss():
     scores = np.stack([dot64(np.broadcast_to(q, distinct.shape).copy(), distinct) for q in questions])
     ranked = rank_order(scores, np.broadcast_to(np.arange(2), scores.shape))
     assert (ranked[:, 0] == 0).all()
+
+
+def test_the_query_texts_job_writes_every_question_once(tmp_path, set_dir):
+    from workflow_scripts.retrieval.query_texts import run_retrieval_query_texts
+
+    parts = [str(tmp_path / "q" / f"part-{p:03d}.parquet") for p in range(2)]
+    run_retrieval_query_texts(make_job(input={"set": str(set_dir)}, output={"texts": parts}))
+    texts = pl.concat([pl.read_parquet(p) for p in parts])["text"].to_list()
+    # q5's text is also a document's: only the questions are this text set
+    assert sorted(texts) == sorted(QUERIES.values())

@@ -619,12 +619,12 @@ def test_settings_and_specs_are_checked():
         sets.check_spec("x", {"kind": "msrp", "path": "p", "questions": ["templates"]})
 
 
-# --- the CLI on the project's own inputs ----------------------------------------------------------
+# --- the rule's job on the project's own inputs ---------------------------------------------------
 DEFAULT_3GPP = {"kind": "3gpp", "sources": {"path": str(RES / "specs_sample.jsonl")}, "questions": ["templates"]}
 
 
 @needs_punkt
-def test_cli_builds_the_default_3gpp_set_reproducibly(tmp_path, log):
+def test_the_job_builds_the_default_3gpp_set_reproducibly(tmp_path, log):
     def outputs(base):
         return (base / "set", [base / "texts" / f"part-{p:03d}.parquet" for p in range(2)], base / "report.json")
 
@@ -632,11 +632,16 @@ def test_cli_builds_the_default_3gpp_set_reproducibly(tmp_path, log):
     report = sets.build_set("spec_sample", DEFAULT_3GPP, {"build": {}}, 7, str(out), [str(t) for t in texts],
                             str(report_path), log)
     cli_out, cli_texts, cli_report = outputs(tmp_path / "b")
+    # the rule's job (rules/retrieval.smk retrieval_build) in another process, another hash seed; an
+    # empty study download folder first: the sentence splitter's data is found where NLTK_DATA says
+    job = {"output": {"set": str(cli_out), "texts": list(map(str, cli_texts)), "report": str(cli_report)},
+           "params": {"spec": DEFAULT_3GPP, "settings": {}, "seed": 7, "nltk_dir": str(tmp_path / "no_nltk")},
+           "wildcards": {"dataset": "spec_sample"}}
+    code = ("import json, sys; from workflow_scripts.jobs import make_job; "
+            "from workflow_scripts.retrieval.sets import run_retrieval_build; "
+            "run_retrieval_build(make_job(**json.loads(sys.argv[1])))")
     env = dict(os.environ, PYTHONHASHSEED="12345")
-    subprocess.run([sys.executable, "-m", "workflow_scripts.retrieval.sets", "--dataset", "spec_sample",
-                    "--spec", json.dumps(DEFAULT_3GPP), "--settings", "{}", "--seed", "7", "--out-dir", str(cli_out),
-                    "--texts", *map(str, cli_texts), "--report", str(cli_report)], check=True, env=env, cwd=ROOT,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-c", code, json.dumps(job)], check=True, env=env, cwd=ROOT, capture_output=True)
     files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     assert [str(f) for f in files] == ["corpus.jsonl", "provenance.json", "qrels/test.tsv", "qrels/train.tsv",
                                        "queries.jsonl", "questions.parquet", "sentences/part-00000.parquet"]
@@ -665,6 +670,21 @@ def test_cli_builds_the_default_3gpp_set_reproducibly(tmp_path, log):
                            [str(tmp_path / "c" / "t.parquet")], None, log)
     assert other["sizes"]["queries"] == 34
     assert pl.read_parquet(tmp_path / "c" / "set" / "questions.parquet")["split"].to_list() != questions["split"].to_list()
+
+
+def test_the_study_nltk_folder_comes_first(monkeypatch):
+    import nltk
+
+    monkeypatch.setenv("NLTK_DATA", os.pathsep.join(["a", "b"]))
+    monkeypatch.setattr(nltk.data, "path", ["a", "b"])
+    sets.put_nltk_dir_first("results/nltk_data")
+    assert os.environ["NLTK_DATA"] == os.pathsep.join(["results/nltk_data", "a", "b"])
+    assert nltk.data.path == ["results/nltk_data", "a", "b"]  # imported already: its path too
+    monkeypatch.delenv("NLTK_DATA")
+    sets.put_nltk_dir_first("results/nltk_data")
+    assert os.environ["NLTK_DATA"] == "results/nltk_data"
+    sets.put_nltk_dir_first(None)
+    assert os.environ["NLTK_DATA"] == "results/nltk_data"
 
 
 def test_default_beir_resource_set(tmp_path, log):

@@ -26,24 +26,18 @@ applied to both, and the results are normalised to unit length again before sear
 Their parameters are unpublished: these are config values, recorded in the output.
 Sparse stores (TF-IDF) have no isotropy here (a vocabulary-wide covariance): rows with a note.
 
-CLI (one job per (set, model)):
-  python -m workflow_scripts.retrieval.isotropy --set DIR --stores P... --model M --spec JSON
-      --dataset NAME --settings JSON --device cpu|cuda --threads T [--shard-rows N --query-batch N
-      --extra-candidates N] --isotropy OUT.parquet
-      --transform-topk OUT.parquet [--log L]
+The job of rules/retrieval.smk, one per (set, model): `run_retrieval_isotropy` (retrieval_isotropy).
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 
 import numpy as np
 import polars as pl
 
 from workflow_scripts.common import atomic_path, setup_logging
-from workflow_scripts.retrieval.search import (DEFAULT_SEARCH, TOPK_SCHEMA, SearchStats, StoreCorpus, load_eval_set,
-                                               open_stores, query_vectors, run_search, search_options, topk_frame)
+from workflow_scripts.retrieval.search import (TOPK_SCHEMA, SearchStats, StoreCorpus, load_eval_set, open_stores,
+                                               query_vectors, run_search, search_options, topk_frame)
 
 TRANSFORMS = ("standardise", "whiten", "pca")
 ISOTROPY_SCHEMA = {"transform": pl.String, "vectors": pl.String, "n": pl.Int64, "dim": pl.Int64, "i1": pl.Float64,
@@ -217,29 +211,10 @@ def isotropy_job(set_dir: str, stores: list[str], model: str, spec: dict, datase
     return iso
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", required=True)
-    ap.add_argument("--stores", nargs="+", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--spec", required=True)
-    ap.add_argument("--dataset", required=True)
-    ap.add_argument("--settings", required=True,
-                    help="JSON: eval_split, ks, search, transforms, fit_on, whiten_epsilon, pca_components")
-    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--shard-rows", type=int, default=DEFAULT_SEARCH["shard_rows"], help="corpus rows per FAISS index")
-    ap.add_argument("--query-batch", type=int, default=DEFAULT_SEARCH["query_batch"])
-    ap.add_argument("--extra-candidates", type=int, default=DEFAULT_SEARCH["extra_candidates"])
-    ap.add_argument("--isotropy", required=True)
-    ap.add_argument("--transform-topk", required=True)
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "retrieval")
-    settings = {**json.loads(args.settings), "search": search_options(args)}
-    isotropy_job(args.set, args.stores, args.model, json.loads(args.spec), args.dataset, settings,
-                 args.device, args.threads, args.isotropy, args.transform_topk, log)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+# ---- the jobs of rules/retrieval.smk (workflow_scripts/jobs.py) ----
+def run_retrieval_isotropy(job) -> None:
+    # settings: eval_split, ks, transforms, fit_on, whiten_epsilon, pca_components (RetrievalPlan)
+    settings = {**job.params.settings, "search": search_options(job.resources)}
+    isotropy_job(job.input.set, list(job.input.stores), job.wildcards.model, job.params.spec, job.wildcards.dataset,
+                 settings, job.params.device, job.threads, job.output.isotropy, job.output.topk,
+                 setup_logging(name="retrieval"))

@@ -46,19 +46,13 @@ similarities C (query, each relevant document) and R (query, random documents) i
   tolerance lets every threshold pass, and it keeps the candidate with the highest accuracy (the
   lowest threshold); none of that is repeated here (tests/retrieval/test_metrics.py).
 
-CLI:
-  python -m workflow_scripts.retrieval.metrics metrics --topk P --similarities P --search-summary P
-      [--transform-topk P] --dataset NAME --model M --settings JSON --seed N
-      --metrics OUT --thresholds OUT --summary OUT [--replicates OUT] [--outcomes OUT] [--log L]
-  python -m workflow_scripts.retrieval.metrics aggregate --entries JSON --settings JSON --seed N
-      --accuracy OUT.csv --isotropy OUT.csv --correlations OUT.csv --tables-dir DIR --plots-dir DIR
+The jobs of rules/retrieval.smk: `run_retrieval_metrics` (retrieval_metrics, one per (set, model))
+and `run_retrieval_aggregate` (retrieval_aggregate: the tables and plots of every pair).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -638,50 +632,29 @@ def aggregate(entries: list[dict], settings: dict, seed: int, accuracy_out: str,
              isotropy_out, correlations_out, tables_dir, plots_dir)
 
 
-def _entries(value: str) -> list[dict]:
-    text = Path(value).read_text(encoding="utf-8") if not value.lstrip().startswith("[") else value
-    return json.loads(text)
+# ---- the jobs of rules/retrieval.smk (workflow_scripts/jobs.py) ----
+def run_retrieval_metrics(job) -> None:
+    out = job.output
+    metrics_job(job.input.topk, job.input.similarities, job.input.search, job.input.get("transform_topk"),
+                job.wildcards.dataset, job.wildcards.model, job.params.settings, job.params.seed, out.metrics,
+                out.thresholds, out.summary, setup_logging(name="retrieval"), out.get("replicates"),
+                out.get("outcomes"))
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    m = sub.add_parser("metrics")
-    m.add_argument("--topk", required=True)
-    m.add_argument("--similarities", required=True)
-    m.add_argument("--search-summary", required=True)
-    m.add_argument("--transform-topk")
-    m.add_argument("--dataset", required=True)
-    m.add_argument("--model", required=True)
-    m.add_argument("--settings", required=True)
-    m.add_argument("--seed", type=int, required=True)
-    m.add_argument("--metrics", required=True)
-    m.add_argument("--thresholds", required=True)
-    m.add_argument("--summary", required=True)
-    m.add_argument("--replicates", help="the paired bootstrap replicates of the full-data accuracy and NDCG (Parquet)")
-    m.add_argument("--outcomes", help="each question's hit at every k (Parquet: id, statistic, correct), for McNemar")
-    m.add_argument("--log")
-    a = sub.add_parser("aggregate")
-    a.add_argument("--entries", required=True, help="JSON list of {dataset, model, summary, isotropy, similarities, topk}")
-    a.add_argument("--settings", required=True)
-    a.add_argument("--seed", type=int, required=True)
-    a.add_argument("--accuracy", required=True)
-    a.add_argument("--isotropy", required=True)
-    a.add_argument("--correlations", required=True)
-    a.add_argument("--tables-dir", required=True)
-    a.add_argument("--plots-dir", required=True)
-    a.add_argument("--datasets", nargs="*", default=[])
-    a.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "retrieval")
-    if args.cmd == "metrics":
-        metrics_job(args.topk, args.similarities, args.search_summary, args.transform_topk, args.dataset, args.model,
-                    json.loads(args.settings), args.seed, args.metrics, args.thresholds, args.summary, log,
-                    args.replicates, args.outcomes)
-    else:
-        aggregate(_entries(args.entries), json.loads(args.settings), args.seed, args.accuracy, args.isotropy,
-                  args.correlations, args.tables_dir, args.plots_dir, args.datasets, log)
+def pair_entries(pairs: list[dict], inputs) -> list[dict]:
+    """{dataset, model, summary, isotropy, similarities, topk} per pair: pair i's files are the inputs
+    named `<file>_i` (RetrievalPlan.aggregate_inputs)."""
+    entries = [dict(pair) for pair in pairs]
+    for name, path in inputs.items():
+        file, _, index = name.rpartition("_")
+        entries[int(index)][file] = path
+    return entries
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def run_retrieval_aggregate(job) -> None:
+    out = job.output
+    # the plots are <plots dir>/<set>/<name>.png
+    plots_dir = os.path.dirname(os.path.dirname(out.plots[0])) if out.plots else None
+    aggregate(pair_entries(job.params.pairs, job.input), job.params.settings, job.params.seed, out.accuracy,
+              out.isotropy, out.correlations, os.path.dirname(out.accuracy), plots_dir, list(job.params.datasets),
+              setup_logging(name="retrieval"))

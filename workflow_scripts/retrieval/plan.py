@@ -1,7 +1,7 @@
 """Planning of the retrieval probe: the input functions and params of rules/retrieval.smk."""
 from __future__ import annotations
 
-from workflow_scripts.study import ProbePlan, as_json
+from workflow_scripts.study import ProbePlan
 
 
 def local_paths(value) -> list[str]:
@@ -20,12 +20,12 @@ class RetrievalPlan(ProbePlan):
     def build_inputs(self, wildcards) -> dict:
         return {"sources": local_paths(self.set_spec(wildcards.dataset)), **self.study.nltk_inputs()}
 
-    def build_spec(self, wildcards) -> str:
+    def build_spec(self, wildcards) -> dict:
         """The set's config entry as the builder reads it (the evaluation split is the probe's)."""
-        return as_json({k: v for k, v in self.set_spec(wildcards.dataset).items() if k != "eval_split"})
+        return {k: v for k, v in self.set_spec(wildcards.dataset).items() if k != "eval_split"}
 
-    def build_settings(self, wildcards) -> str:
-        return as_json({"build": self.config["retrieval"]["build"]})
+    def build_settings(self, wildcards) -> dict:
+        return {"build": self.config["retrieval"]["build"]}
 
     # ---- a model that embeds questions apart from documents (a query template or prompt) ----
     def query_scope(self, dataset: str) -> str:
@@ -45,6 +45,11 @@ class RetrievalPlan(ProbePlan):
         if self.queries_apart(wildcards.model, wildcards.dataset):
             stores += self.study.stores(wildcards.model, self.query_scope(wildcards.dataset))
         return stores
+
+    def spec(self, wildcards) -> dict:
+        """Param: what decides the model's vectors (the stores must match it), as the object itself
+        (ProbePlan.spec gives it as JSON text for a command line)."""
+        return self.study.embed_spec(wildcards.model)
 
     def dataset_pattern(self) -> str:
         """Wildcard constraint: the configured sets' names only (`d.query` is not a set)."""
@@ -78,28 +83,28 @@ class RetrievalPlan(ProbePlan):
         k = self.config["retrieval"]["k"]
         return list(range(k["min"], k["max"] + 1, k["step"]))
 
-    def search_settings(self, wildcards) -> str:
+    def search_settings(self, wildcards) -> dict:
         r = self.config["retrieval"]
-        return as_json({"eval_split": self.eval_split(wildcards.dataset), "top_k": r["top_k"],
-                        "random_per_query": r["coe"]["random_per_query"]})
+        return {"eval_split": self.eval_split(wildcards.dataset), "top_k": r["top_k"],
+                "random_per_query": r["coe"]["random_per_query"]}
 
     def search_option(self, key: str):
         """A resource: how the search runs, not what it finds (a change reruns nothing)."""
         return lambda wildcards: self.config["retrieval"]["search"][key]
 
-    def isotropy_settings(self, wildcards) -> str:
+    def isotropy_settings(self, wildcards) -> dict:
         r = self.config["retrieval"]
-        return as_json({"eval_split": self.eval_split(wildcards.dataset), "ks": [r["top_k"]], **r["isotropy"]})
+        return {"eval_split": self.eval_split(wildcards.dataset), "ks": [r["top_k"]], **r["isotropy"]}
 
-    def metric_settings(self, wildcards=None) -> str:
+    def metric_settings(self, wildcards=None) -> dict:
         r = self.config["retrieval"]
-        return as_json({"ks": self.ks(), "top_k": r["top_k"], "bootstrap_b": r["bootstrap_b"], "draws": r["draws"],
-                        "thresholds": r["thresholds"], "coe": r["coe"]})
+        return {"ks": self.ks(), "top_k": r["top_k"], "bootstrap_b": r["bootstrap_b"], "draws": r["draws"],
+                "thresholds": r["thresholds"], "coe": r["coe"]}
 
-    def aggregate_settings(self, wildcards=None) -> str:
+    def aggregate_settings(self, wildcards=None) -> dict:
         r = self.config["retrieval"]
-        return as_json({"table_k": r["table_k"], "correlations_k": r["table_k"], "bootstrap_b": r["bootstrap_b"],
-                        "transforms": r["isotropy"]["transforms"]})
+        return {"table_k": r["table_k"], "correlations_k": r["table_k"], "bootstrap_b": r["bootstrap_b"],
+                "transforms": r["isotropy"]["transforms"]}
 
     def pair_files(self, pair) -> dict[str, str]:
         base = f"{self.R}/retrieval/{pair.dataset}/{pair.model}"
@@ -120,8 +125,9 @@ class RetrievalPlan(ProbePlan):
     def aggregate_inputs(self, wildcards) -> dict:
         return {f"{key}_{i}": path for i, pair in enumerate(self.pairs) for key, path in self.pair_files(pair).items()}
 
-    def aggregate_entries(self, wildcards, input) -> str:
-        return as_json([{"dataset": p.dataset, "model": p.model, **self.pair_files(p)} for p in self.pairs])
+    def aggregate_pairs(self, wildcards=None) -> list[dict]:
+        """The (set, model) pairs in the order of aggregate_inputs: pair i's files are its inputs `<file>_i`."""
+        return [{"dataset": p.dataset, "model": p.model} for p in self.pairs]
 
     def plots(self) -> list[tuple[str, str]]:
         return [(d, name) for d in self.datasets for name in ("accuracy_vs_k", "similarities")]

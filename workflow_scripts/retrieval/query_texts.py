@@ -3,12 +3,9 @@ model that embeds questions apart from documents (a query template or prompt: th
 workflow_scripts/model_settings.py). Only such models' plans ask for it; the set's own texts
 (`retrieval.<dataset>`, documents and questions) are unchanged.
 
-  python -m workflow_scripts.retrieval.query_texts --set DIR --texts T0.parquet T1.parquet ...
+The job of rules/retrieval.smk: `run_retrieval_query_texts` (retrieval_query_texts).
 """
 from __future__ import annotations
-
-import argparse
-import sys
 
 from workflow_scripts import beir
 from workflow_scripts.common import setup_logging
@@ -23,14 +20,6 @@ def write_query_texts(set_dir: str, out_files: list[str], log) -> dict:
     return counts
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", required=True, help="the retrieval set's directory (BEIR layout)")
-    ap.add_argument("--texts", nargs="+", required=True, help="text partition files, one per partition")
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    write_query_texts(args.set, args.texts, setup_logging(args.log, "retrieval"))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+# ---- the jobs of rules/retrieval.smk (workflow_scripts/jobs.py) ----
+def run_retrieval_query_texts(job) -> None:
+    write_query_texts(job.input.set, list(job.output.texts), setup_logging(name="retrieval"))

@@ -26,19 +26,13 @@ rules; documents sharing no term with a query score exactly 0 and fill the ranki
 Zero vectors have no direction: a document with a zero vector is never retrieved, a query with one
 retrieves nothing (it counts as a miss); both are counted in the summary.
 
-CLI (one job per (set, model)):
-  python -m workflow_scripts.retrieval.search --set DIR --stores P... --model M --spec JSON
-      --dataset NAME --settings JSON --seed N --device cpu|cuda --threads T [--shard-rows N
-      --query-batch N --extra-candidates N] --topk OUT.parquet --similarities OUT.parquet
-      --summary OUT.json [--log L]
+The job of rules/retrieval.smk, one per (set, model): `run_retrieval_search` (retrieval_search).
 The settings (eval_split, top_k, random_per_query) decide the results; shard rows, query batch and
 extra candidates only say how the search runs (the rule passes them as resources: no rerun).
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -580,35 +574,15 @@ def search_job(set_dir: str, stores: list[str], model: str, spec: dict, dataset:
     return summary
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", required=True, help="the retrieval set's directory (BEIR layout)")
-    ap.add_argument("--stores", nargs="+", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--spec", required=True, help="the model's config entry as JSON: the stores must match it")
-    ap.add_argument("--dataset", required=True)
-    ap.add_argument("--settings", required=True, help="JSON: eval_split, top_k, random_per_query, search")
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--shard-rows", type=int, default=DEFAULT_SEARCH["shard_rows"], help="corpus rows per FAISS index")
-    ap.add_argument("--query-batch", type=int, default=DEFAULT_SEARCH["query_batch"])
-    ap.add_argument("--extra-candidates", type=int, default=DEFAULT_SEARCH["extra_candidates"])
-    ap.add_argument("--topk", required=True)
-    ap.add_argument("--similarities", required=True)
-    ap.add_argument("--summary", required=True)
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "retrieval")
-    settings = {**json.loads(args.settings), "search": search_options(args)}
-    search_job(args.set, args.stores, args.model, json.loads(args.spec), args.dataset, settings,
-               args.seed, args.device, args.threads, args.topk, args.similarities, args.summary, log)
+def search_options(resources) -> dict:
+    """The search's own settings (how it runs, not what it finds): the job's resources of these
+    names (rules/retrieval.smk), else the defaults."""
+    return {key: int(resources.get(key, default)) for key, default in DEFAULT_SEARCH.items()}
 
 
-def search_options(args) -> dict:
-    """The search's own settings (how it runs, not what it finds) from the command line."""
-    return {"shard_rows": args.shard_rows, "query_batch": args.query_batch, "extra_candidates": args.extra_candidates}
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+# ---- the jobs of rules/retrieval.smk (workflow_scripts/jobs.py) ----
+def run_retrieval_search(job) -> None:
+    settings = {**job.params.settings, "search": search_options(job.resources)}
+    search_job(job.input.set, list(job.input.stores), job.wildcards.model, job.params.spec, job.wildcards.dataset,
+               settings, job.params.seed, job.params.device, job.threads, job.output.topk, job.output.similarities,
+               job.output.summary, setup_logging(name="retrieval"))

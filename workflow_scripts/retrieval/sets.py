@@ -43,19 +43,15 @@ What each kind makes:
 Ids: documents `common.stable_id("sentence", text)` as 16 hex digits (spec3gpp.sentence_id), queries
 `q` + 16 hex digits of stable_id("question", method, text, answer id).
 
-Outputs: --out-dir (BEIR layout, provenance.json, and the extra files above; one atomic step),
---texts (the texts to embed: every document's `text` (titles are kept, not embedded) and every query,
-`workflow_scripts.texts.write_text_partitions`), --report (sizes, and counts per step and reason).
+Outputs: `set` (BEIR layout, provenance.json, and the extra files above; one atomic step),
+`texts` (the texts to embed: every document's `text` (titles are kept, not embedded) and every query,
+`workflow_scripts.texts.write_text_partitions`), `report` (sizes, and counts per step and reason).
 
-CLI: python -m workflow_scripts.retrieval.sets --dataset NAME --spec JSON --settings JSON --seed N
-  --out-dir results/retrieval/sets/NAME --texts T0.parquet T1.parquet ...
-  --report results/reports/retrieval/NAME.json [--cache GENERATOR_CACHE.jsonl] [--log L]
+The job of rules/retrieval.smk: `run_retrieval_build` (retrieval_build).
 """
 from __future__ import annotations
 
-import argparse
 import csv
-import json
 import os
 import shutil
 import sys
@@ -426,22 +422,20 @@ def build_set(name: str, spec: dict, settings: dict | None, seed: int, out_dir: 
     return report
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", required=True)
-    ap.add_argument("--spec", required=True, help="the set's config entry (retrieval.datasets.<name>) as JSON")
-    ap.add_argument("--settings", default="{}", help="retrieval.build as JSON (or a mapping holding it as `build`)")
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--texts", nargs="+", required=True, help="text partition files, one per partition")
-    ap.add_argument("--report", required=True)
-    ap.add_argument("--cache", help="the generator's cache (JSON Lines; kept across runs and killed jobs)")
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "retrieval")
-    build_set(args.dataset, json.loads(args.spec), json.loads(args.settings), args.seed, args.out_dir,
-              args.texts, args.report, log, cache_path=args.cache)
+def put_nltk_dir_first(nltk_dir: str | None) -> None:
+    """Look for NLTK data in the study's download folder first, then where NLTK_DATA says (the
+    sentence splitter reads punkt_tab); nltk reads NLTK_DATA when imported, so also its path if it
+    is imported already."""
+    if not nltk_dir:
+        return
+    os.environ["NLTK_DATA"] = os.pathsep.join([nltk_dir] + [p for p in [os.environ.get("NLTK_DATA")] if p])
+    if "nltk" in sys.modules:
+        sys.modules["nltk"].data.path.insert(0, nltk_dir)
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+# ---- the jobs of rules/retrieval.smk (workflow_scripts/jobs.py) ----
+def run_retrieval_build(job) -> None:
+    put_nltk_dir_first(job.params.get("nltk_dir"))
+    build_set(job.wildcards.dataset, job.params.spec, job.params.settings, job.params.seed, job.output.set,
+              list(job.output.texts), job.output.report, setup_logging(name="retrieval"),
+              cache_path=job.params.get("cache"))
