@@ -83,7 +83,7 @@ run: setup
 
 # what a finished run prints: the console overview, where the results are, how to get the HTML report
 define run_done
-@$(VENV)/bin/python -m workflow_scripts.report_console $(call sq,$(STUDY_RESULTS))
+@$(VENV)/bin/python -m workflow_scripts.report.console $(call sq,$(STUDY_RESULTS))
 @echo "Done. Results are in "$(call sq,$(STUDY_RESULTS))"/: report.md, tables/, plots/."
 @echo "'make report$(if $(strip $(CONFIG_FILES)), CONFIG=\"$(strip $(CONFIG_FILES))\")' builds the HTML report of everything, "$(call sq,$(STUDY_RESULTS))"/report.html."
 endef

@@ -116,7 +116,7 @@ def test_mismatched_replicates_and_nothing_to_compare(tmp_path):
 
 
 def test_overview_marks_cells_not_significantly_better_than_the_baseline():
-    from workflow_scripts.report_overview import not_better_than_baseline
+    from workflow_scripts.report.overview import not_better_than_baseline
     models = {"good": ST, "same": ST, "worse": ST, "bow": BOW, "alone": ST}
     diffs = pl.DataFrame([
         # good beats the baseline significantly; same does not (not significant); worse is significantly worse
@@ -137,7 +137,7 @@ def test_overview_marks_cells_not_significantly_better_than_the_baseline():
 def test_report_shows_the_paired_differences_of_the_headline_figures_only(tmp_path):
     """report.md's block lists the rows of the probe's headline statistics, with their family, the
     adjusted p and Holm's verdict on the confirmatory rows only; a family B cannot serve is named."""
-    from workflow_scripts.report import differences_block
+    from workflow_scripts.report.markdown import differences_block
     table = tmp_path / "csc_differences.csv"
     pl.DataFrame({"probe": ["csc"] * 4, "dataset": ["pc_en", "pc_en", "pc_nl", "pc_nl"],
                   "statistic": ["negation/overlap", "fuzzing/overlap", "negation/overlap", "negation/overlap"],
@@ -258,7 +258,7 @@ def test_headline_statistics_follow_the_declarations_and_options():
 def test_only_the_confirmatory_family_decides_the_b_mark():
     """An exploratory row that says `significant` (a table written with another family) is no verdict:
     the cell it alone compares with the baseline is marked B."""
-    from workflow_scripts.report_overview import not_better_than_baseline
+    from workflow_scripts.report.overview import not_better_than_baseline
     models = {"good": ST, "bow": BOW}
     diffs = pl.DataFrame([dict(probe="csc", dataset="c", statistic="negation/overlap", model_a="good", model_b="bow",
                                family="exploratory", significant=True, better="good")])
@@ -427,7 +427,7 @@ def test_the_triplets_plan_hands_each_models_verdicts_to_the_differences_table()
 
 
 def test_report_block_names_mcnemar_and_never_shows_a_tiny_p_as_zero(tmp_path, binary_items):
-    from workflow_scripts.report import differences_block
+    from workflow_scripts.report.markdown import differences_block
     replicates, outcomes = binary_items
     out = tmp_path / "triplets_differences.csv"
     differences.build("triplets", [replicates], {"a": ST, "bow": BOW, "c": ST}, {}, str(out), outcomes=outcomes)
@@ -443,7 +443,7 @@ def test_the_b_mark_follows_mcnemar_and_tables_without_it_still_combine(tmp_path
     """The issue's case on the first screen: a right on all 23 `fixed` triplets, the baseline on
     none. McNemar (p = 2^-22) makes a significantly better: no mark B; by the bootstrap alone (no p)
     it was marked. A CSC table (bootstrap rows only, empty discordant counts) reads beside it."""
-    from workflow_scripts.report_overview import not_better_than_baseline, read_differences
+    from workflow_scripts.report.overview import not_better_than_baseline, read_differences
     replicates, outcomes = binary_items
     models = {"a": ST, "bow": BOW, "c": ST}
     exact = differences.build("triplets", [replicates], models, {}, str(tmp_path / "t.csv"), outcomes=outcomes)
@@ -464,7 +464,7 @@ def test_23_of_23_against_0_of_23_is_better_on_the_first_screen(tmp_path, binary
     baseline on none. McNemar: b = 23, c = 0, p = 2 x 2^-23 = 2^-22 (the bootstrap has no spread and
     gives none); Holm over the family of 4 keeps it far below 0.05, and the first screen's verdict
     is `better` (it was `no difference`, mark B, with the bootstrap's undefined p)."""
-    from workflow_scripts import report_overview as O
+    from workflow_scripts.report import overview as O
     replicates, outcomes = binary_items
     models = {"a": ST, "bow": BOW, "c": ST}
     out = tmp_path / "triplets_differences.csv"
@@ -535,7 +535,7 @@ def test_triplets_sharing_an_original_are_tested_by_the_cluster_sign_flip(tmp_pa
     assert shared["p_value"] == 0.75 and shared["b_too_small"] is False
     assert (rows["alone"]["test"], rows["alone"]["p_value"]) == ("mcnemar", pytest.approx(10 / 16))
     assert "exact cluster sign-flip" in differences.summary("triplets", table)
-    from workflow_scripts.report import differences_block
+    from workflow_scripts.report.markdown import differences_block
     lines = differences_block(str(tmp_path / "t.csv"), [{"dataset": "shared", "statistic": "accuracy"}])
     assert any("| 0.750 (sign flip, b = 3, c = 1) |" in line for line in lines)
     assert any("cluster sign-flip test" in line for line in lines)

@@ -73,7 +73,7 @@ def test_probe_page_has_the_sections(name):
 def test_the_readme_legend_names_every_mark_and_links_how_to_read_a_verdict():
     """The README's legend of the first screen's marks names each one (B too, the verdict itself) and
     links the page that explains verdicts; that page explains every mark and the verdicts' words."""
-    from workflow_scripts.report_overview import MARKS
+    from workflow_scripts.report.overview import MARKS
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     legend = text[text.index("`make run` ends by printing the overview"):]
     legend = legend[:legend.index("\n\n")]
@@ -87,7 +87,7 @@ def test_the_readme_legend_names_every_mark_and_links_how_to_read_a_verdict():
     results = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     assert "(verdicts.md)" in results
     # the verdict words of the first screen, in the legend and on the page
-    from workflow_scripts.report_overview import VERDICT_MEANINGS
+    from workflow_scripts.report.overview import VERDICT_MEANINGS
     assert all(f"**{verdict}**" in legend and f"| **{verdict}**" in page for verdict in VERDICT_MEANINGS)
 
 

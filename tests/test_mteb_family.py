@@ -165,7 +165,7 @@ def test_a_loader_other_than_sentence_transformers_is_refused_naming_it(monkeypa
 
 
 def test_the_reports_provenance_names_each_roles_prompt_and_the_mteb_version():
-    from workflow_scripts.report_pages import text_forms
+    from workflow_scripts.report.provenance import text_forms
     prompts = {"version": "2.26.24", "roles": {
         "query": {"role": "query", "key": "query", "prompt": "query: ", "source": "mteb registry"},
         "text": {"role": "text", "key": None, "prompt": None, "source": "none"}}}

@@ -12,7 +12,8 @@ import polars as pl
 import pytest
 import yaml
 
-from workflow_scripts import published, report, report_pages
+from workflow_scripts import published
+from workflow_scripts.report import markdown, pages
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds"
@@ -155,8 +156,8 @@ def test_markdown_report_shows_published_rows_labelled_after_our_tables(tmp_path
     section = {"title": "Sentence triplets", "summary": "S, S+, S*.", "plots": [],
                "tables": [{"path": str(ours), "caption": "Accuracy per dataset."}]}
     plain, labelled = tmp_path / "plain.md", tmp_path / "labelled.md"
-    report.build(str(plain), [section])
-    report.build(str(labelled), [{**section, "probe": "triplets"}])
+    markdown.build(str(plain), [section])
+    markdown.build(str(labelled), [{**section, "probe": "triplets"}])
     before, after = plain.read_text(), labelled.read_text()
     assert after.startswith(before.rstrip("\n")), "the published block changed our section"
     block = after[len(before.rstrip("\n")):]
@@ -173,7 +174,7 @@ def test_probe_without_published_figures_gets_no_block(tmp_path):
 
 def test_published_page_labels_every_table(tmp_path):
     out = tmp_path / "published_csc.html"
-    report_pages.published_page(str(published.path("csc")), str(out))
+    pages.published_page(str(published.path("csc")), str(out))
     html = out.read_text()
     assert html.count("<table>") == 1 and "Keuren, Ponsen &amp; Bagheri (2026), Table 3" in html
     assert "not this run's results" in html and ">0.0221<" in html

@@ -10,8 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from workflow_scripts import report_overview as O
-from workflow_scripts import report_pages as P
+from workflow_scripts.report import overview as O
+from workflow_scripts.report import pages as P
+from workflow_scripts.report.provenance import provenance
 
 from helpers import write_table as write
 
@@ -98,7 +99,7 @@ def test_provenance_flags_stand_ins_and_hashes_the_data(tmp_path):
               "mine": {"family": "transformers", "path": "models/mine", "pooling": "last_token", "model_sha256": "ab" * 32,
                        "templates": {"query": "query: {text}"}}}
     out = tmp_path / "p.rst"
-    P.provenance([str(manifest)], models, {"d": str(data), "f": str(folder)}, {"seed": 7, "results": "r"}, [], str(out))
+    provenance([str(manifest)], models, {"d": str(data), "f": str(folder)}, {"seed": 7, "results": "r"}, [], str(out))
     text = out.read_text()
     assert "Stand-in results: h" in text and "h (STAND-IN)" in text
     assert "package gt-x 0.1 (/p); hub id org/model" in text
@@ -158,7 +159,7 @@ def test_a_page_caption_is_the_probe_s_own_else_a_shared_one():
     """rules/report.smk reads each page's caption from the path the report plan gives (relative to the
     checkout): the probe's folder first (resources/<probe>/report/), then resources/report/."""
     from workflow_scripts.probes import get
-    from workflow_scripts.report_plan import caption_path
+    from workflow_scripts.report.plan import caption_path
     assert caption_path(get("csc"), "table3.rst") == "resources/csc/report/table3.rst"
     assert caption_path(get("csc"), "differences.rst") == "resources/report/differences.rst"
     assert caption_path(None, "overview_table.rst") == "resources/report/overview_table.rst"

@@ -22,7 +22,7 @@ import pytest
 
 from helpers import EN, NL, TRIPLETS, tiny_bert
 from workflow_runner import ROOT, SNAKEMAKE, snakemake, write_config
-from workflow_scripts.report_pages import CATEGORIES
+from workflow_scripts.report.pages import CATEGORIES
 
 # slow tier (make test-slow): a five-probe run, its HTML report and a headless Chromium
 pytestmark = pytest.mark.slow

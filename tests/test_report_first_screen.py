@@ -10,11 +10,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from workflow_scripts import report as M
-from workflow_scripts import report_console as C
-from workflow_scripts import report_overview as O
-from workflow_scripts import report_pages as P
-from workflow_scripts.report_plan import shipped_only
+from workflow_scripts.report import markdown as M
+from workflow_scripts.report import console as C
+from workflow_scripts.report import overview as O
+from workflow_scripts.report import pages as P
+from workflow_scripts.report.plan import shipped_only
 
 from helpers import write_table as write
 
@@ -141,11 +141,10 @@ def test_demo_banner_only_for_the_shipped_samples(tmp_path):
 def test_demo_banner_follows_the_default_config(tmp_path, monkeypatch):
     """The default config's sources are shipped samples: its report carries the banner. A model the
     workflow trained (under results/) is an output, not an input; a source of the researcher's own
-    takes the banner away. (The full plan of the default config gives `--demo 1` too: `snakemake -n -p
-    --until report`.)"""
+    takes the banner away. (The full plan of the default config gives the demo banner too.)"""
     import yaml
     from workflow_scripts.config import validate
-    from workflow_scripts.report_plan import ReportPlan
+    from workflow_scripts.report.plan import ReportPlan
     from workflow_scripts.study import Study
     config = validate(yaml.safe_load((ROOT / "config.yaml").read_text()), check_paths=False)
     config["models"]["trained"] = {"family": "sentence_transformers", "path": "results/models/trained",
@@ -158,12 +157,12 @@ def test_demo_banner_follows_the_default_config(tmp_path, monkeypatch):
         return plan
     plan = plan_of(config)
     assert "model trained" in plan.data_sources()
-    assert plan.demo_inputs() and plan.first_screen_options() == "--min-n 100 --demo 1"
+    assert plan.demo_inputs() and plan.first_screen_settings() == {"min_n": 100, "demo": True}
     own = tmp_path / "mine.txt"
     own.write_text("A sentence.\n")
     config["sources"]["mine"] = {"format": "lines", "path": str(own), "languages": ["en"]}
     config["report"] = {"min_n": 50}
-    assert not plan_of(config).demo_inputs() and plan_of(config).first_screen_options() == "--min-n 50"
+    assert not plan_of(config).demo_inputs() and plan_of(config).first_screen_settings() == {"min_n": 50, "demo": False}
 
 
 def test_console_summary(screen, tmp_path):
@@ -372,7 +371,7 @@ def test_read_differences_keeps_false_false_beside_a_table_without_verdicts(tmp_
     """A probe without directions (domain shift) writes its differences with an empty `significant`
     column; read beside another probe's table, "false" must stay False, never a non-empty (true) string:
     a comparison with p adjusted 0.75 is no difference, not better."""
-    from workflow_scripts.report_overview import baseline_verdicts, read_differences
+    from workflow_scripts.report.overview import baseline_verdicts, read_differences
 
     header = "probe,dataset,statistic,model_a,model_b,difference,ci_low,ci_high,p_adjusted,family,significant,better\n"
     (tmp_path / "triplets.csv").write_text(header + "triplets,d,accuracy,tfidf,form_only,0.05,0.01,0.1,0.75,"

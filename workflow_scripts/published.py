@@ -1,6 +1,6 @@
 """The seed papers' own result tables, transcribed in `resources/<probe>/published.csv`: load and check them,
 and arrange them as labelled reference blocks (the Markdown report here; the report page per probe in
-report_pages.py), never mixed into our tables. Our inputs are not the papers' (their corpora are larger, internal or unpublished), so a published
+report/pages.py), never mixed into our tables. Our inputs are not the papers' (their corpora are larger, internal or unpublished), so a published
 row is a point of reference for where a model sits, not a figure to compare with ours cell by cell.
 
 A file has the columns `paper, table, model, statistic, value, data` (the data the figure was measured on)

@@ -142,9 +142,9 @@ def test_the_overlap_has_no_declared_better_side_so_no_verdict_and_no_b_mark(tmp
     marks no cell B, even where the paired difference with the surface-form baseline is not
     significant (old: `lower`, and B on `same`)."""
     from helpers import write_table
-    from workflow_scripts import report as M
-    from workflow_scripts import report_console as C
-    from workflow_scripts import report_overview as O
+    from workflow_scripts.report import markdown as M
+    from workflow_scripts.report import console as C
+    from workflow_scripts.report import overview as O
     from workflow_scripts.probes import get, headline_statistics
 
     assert [h.lower_is_better for h in get("domain_shift").headlines] == [None]

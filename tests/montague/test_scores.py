@@ -364,7 +364,7 @@ def test_pair_shares_at_the_bounds_count_the_keys_words():
 def test_the_first_screen_names_the_exact_interval_and_marks_no_zero_width(tmp_path):
     """A Montague share of 1 with its exact interval has width: the first screen marks C (at the
     ceiling), not Z, and names the interval, as for triplets."""
-    from workflow_scripts import report_overview as O
+    from workflow_scripts.report import overview as O
     from workflow_scripts.montague.probe import consistency_headlines
     nouns, adjs, key = crossed_items()
     everything = np.ones(len(key), bool)

@@ -305,7 +305,7 @@ def test_an_accuracy_of_0_or_1_gets_the_exact_interval(tmp_path, log):
     and the replicates stay the bootstrap's (the differences table subtracts them). On the first
     screen the exact interval has width, so no Z mark (C stays: 0 is the floor), and the row names
     the interval."""
-    from workflow_scripts import report_overview as O
+    from workflow_scripts.report import overview as O
     wrong_sims = np.tile([0.2, 0.6, 0.1], (445, 1))  # cos(S, S+) < cos(S, S*): wrong under strict
     wrong = write_scores(tmp_path / "w.parquet", wrong_sims, [False] * 445)
     right = write_scores(tmp_path / "r.parquet", wrong_sims[:, [1, 0, 2]], [True] * 445)

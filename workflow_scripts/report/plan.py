@@ -1,5 +1,5 @@
 """Planning of the report stage (rules/report.smk) from the probes' plans: what the report reads and
-shows for the probes that ran. No probe is named here: each one's tables, plots, dataset reports,
+shows for the probes that ran, and the params of its job (report/build.py). No probe is named here: each one's tables, plots, dataset reports,
 data sources and headline options come from its declaration and its plan."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import os
 from workflow_scripts import published
 from workflow_scripts.probes import RESOURCES as RESOURCES_DIR
 from workflow_scripts.probes import SHARED_CAPTIONS, Probe
-from workflow_scripts.report_overview import headline_tables
+from workflow_scripts.report.overview import headline_tables
 from workflow_scripts.study_folders import portable_path
-from workflow_scripts.study import ProbePlan, Study, as_json, cli_options
+from workflow_scripts.study import ProbePlan, Study
 
 OVERVIEW_TABLE = ("overview.csv", "Overview", "overview_table.rst")
 DIFFERENCES_CAPTION = "differences.rst"
@@ -101,25 +101,34 @@ class ReportPlan:
         trained = {f"model {m}" for m, spec in self.config["models"].items() if spec.get("adapted")}
         return shipped_only(path for name, path in self.data_sources().items() if name not in trained)
 
-    def first_screen_options(self, wildcards=None) -> str:
-        """Param: report_overview's options for the first screen (report.min_n, the demo banner)."""
-        return cli_options(("--min-n", int((self.config.get("report") or {}).get("min_n", 100))),
-                           ("--demo", 1 if self.demo_inputs() else None))
+    def first_screen_settings(self, wildcards=None) -> dict:
+        """Param: the first screen's settings (report/overview.py): report.min_n, and whether the demo
+        banner shows."""
+        return {"min_n": int((self.config.get("report") or {}).get("min_n", 100)), "demo": self.demo_inputs()}
+
+    def model_specs(self, wildcards=None) -> dict[str, dict]:
+        """Param: what decides each model's vectors (family, name/path/revision, ...; Study.embed_spec),
+        not how its jobs run, in config order."""
+        return {m: self.study.embed_spec(m) for m in self.config["models"]}
+
+    def run_settings(self, wildcards=None) -> dict:
+        """Param: the run's settings the provenance names."""
+        return {k: self.config[k] for k in ("seed", "embedding_partitions")}
 
     def data_files(self) -> list[str]:
         return sorted(set(self.data_sources().values()))
 
-    def sections(self, wildcards=None) -> str:
+    def sections(self, wildcards=None) -> list[dict]:
         """Param: the Markdown report's section per probe that ran (its declaration's title and
         summary, its table pages with their captions' text, its plots)."""
         def caption(probe: Probe, name: str) -> str:
             return probe.caption_file(name).read_text(encoding="utf-8")
-        return as_json([{"probe": p.name, "title": p.probe.title, "summary": p.probe.summary,
-                         "tables": [{"path": t, "caption": caption(p.probe, c)} for t, _, c in p.report_pages()],
-                         "plots": p.report_plots(),
-                         "differences": self.differences_table(p) if p.replicate_files() else None}
-                        for p in self.plans])
+        return [{"probe": p.name, "title": p.probe.title, "summary": p.probe.summary,
+                 "tables": [{"path": t, "caption": caption(p.probe, c)} for t, _, c in p.report_pages()],
+                 "plots": p.report_plots(),
+                 "differences": self.differences_table(p) if p.replicate_files() else None}
+                for p in self.plans]
 
-    def headline_options(self, wildcards=None) -> str:
+    def headline_options(self, wildcards=None) -> dict:
         """Param: the options of the probes' headline extractors (retrieval's table k, ...)."""
-        return as_json({k: v for p in self.plans for k, v in p.headline_options().items()})
+        return {k: v for p in self.plans for k, v in p.headline_options().items()}

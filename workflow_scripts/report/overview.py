@@ -7,7 +7,7 @@ better, and a function that turns that table into headline rows (model, column, 
 ci_high). rules/report.smk passes the tables of the probes that ran.
 
 The first screen (report/overview.json, read by report.md, the HTML report's first page and the
-console summary `python -m workflow_scripts.report_console`): a row per headline figure with which
+console summary `python -m workflow_scripts.report.console`): a row per headline figure with which
 direction is better (or none, where the probe claims no better side: no verdict) and its n (the
 independent units behind the figure, the ones its bootstrap resamples, from the probe's table) with
 its unit, a cell per model, and marks on the cells that must not be read as findings (MARKS): an interval of zero width,
@@ -17,15 +17,10 @@ cell's verdict against the surface-form baseline in words (baseline_verdicts: be
 worse, wrong direction, no verdict), which report.md, the HTML report and the console show as a long
 table (verdict_rows), a row per figure and model. `demo`: every
 input of the run is one of the small samples shipped under the workflow's resources/.
-
-Usage: python -m workflow_scripts.report_overview --tables T.csv ... --models JSON --options JSON
-           --out overview.csv --plot overview.png [--first-screen overview.json --min-n N --demo]
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -456,27 +451,3 @@ def build(tables: list[str], models: dict[str, dict], options: dict, out: str, p
             tmp.write_text(json.dumps(first_screen(rows, frame, columns, min_n, demo, baseline_marked, verdicts), indent=1)
                            + "\n", encoding="utf-8")
     return frame
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tables", nargs="*", default=[])
-    ap.add_argument("--models", required=True, help="JSON: [[model, config entry], ...] in config order (or a mapping);"
-                    " the family decides stand-ins")
-    ap.add_argument("--options", default="{}", help="JSON: the probes' headline options (retrieval_k, settheory_measure)")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--plot")
-    ap.add_argument("--first-screen", help="report/overview.json: the first screen's rows, cells and marks")
-    ap.add_argument("--min-n", type=int, default=100, help="report.min_n: cells with fewer items are marked N")
-    ap.add_argument("--demo", type=int, choices=(0, 1), default=0,
-                    help="1: every input is a shipped demo sample (the first screen's banner)")
-    ap.add_argument("--differences", nargs="*", default=[], help="the probes' differences tables: cells not "
-                    "significantly better than the surface-form baseline are marked B")
-    a = ap.parse_args(argv)
-    frame = build(a.tables, dict(json.loads(a.models)), json.loads(a.options), a.out, a.plot, a.first_screen,
-                  a.min_n, bool(a.demo), a.differences)
-    print(f"overview: {frame.height} models x {(frame.width - 3) // 3} headline figures")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

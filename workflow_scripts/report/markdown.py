@@ -1,18 +1,17 @@
-"""Aggregate step: a Markdown report: the model-by-probe overview, a section per probe that ran (built
+"""report.md, the report in Markdown: the model-by-probe overview, a section per probe that ran (built
 from the probes' declarations: title, summary, table pages with their captions, plots) and the input
 quality counts."""
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 from pathlib import Path
 
 import polars as pl
 
 from workflow_scripts import published
 from workflow_scripts.common import atomic_path, read_json
+from workflow_scripts.probes import declarations
+from workflow_scripts.report.overview import VERDICT_HEAD, arrow, cell_text, n_text, verdict_rows
 
 
 def markdown_table(frame: pl.DataFrame) -> str:
@@ -46,10 +45,9 @@ def overview_section(overview: str) -> list[str]:
 
 
 def verdict_section(screen: dict) -> list[str]:
-    """The first screen's verdicts (report_overview.verdict_rows): per probe, a row per headline
+    """The first screen's verdicts (overview.verdict_rows): per probe, a row per headline
     figure and model with its value, n, verdict against the surface-form baseline, the paired
     difference and Holm's adjusted p; long rather than wide, so no model is off-screen."""
-    from workflow_scripts.report_overview import VERDICT_HEAD, verdict_rows
     parts = ["Verdict per model and headline figure against the surface-form baseline: "
              + "; ".join(f"**{k}** {v}" for k, v in screen.get("verdict_legend", {}).items())
              + ". The difference is model - baseline with its paired 95% interval (unadjusted); `p adjusted`: "
@@ -61,12 +59,10 @@ def verdict_section(screen: dict) -> list[str]:
 
 
 def first_screen_section(screen: dict) -> list[str]:
-    """The model-by-probe overview from report/overview.json (report_overview.first_screen): the demo
+    """The model-by-probe overview from report/overview.json (overview.first_screen): the demo
     banner where the run is on the shipped samples, the verdicts (verdict_section), then the wide
     table: a row per headline figure with which direction is better and its n, a column per model,
     cells `value [ci_low, ci_high] MARKS`, and the legend."""
-    from workflow_scripts.probes import declarations
-    from workflow_scripts.report_overview import arrow, cell_text, n_text
     units = "; ".join(p.n_note for p in declarations(stages=False) if p.n_note)
     models = [m["model"] for m in screen["models"]]
     names = [m["model"] + (" (stand-in)" if m["stand_in"] else "") for m in screen["models"]]
@@ -206,20 +202,3 @@ def build(out: str, sections: list[dict], overview: str | None = None, lengths: 
     parts += inputs_section(lengths, list(ingest))
     with atomic_path(out) as tmp:
         tmp.write_text("\n".join(parts) + "\n", encoding="utf-8")
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sections", required=True,
-                    help="JSON: [{title, summary, tables: [{path, caption text}], plots: [png]}] per probe that ran")
-    ap.add_argument("--overview", help="tables/overview.csv: the model-by-probe section")
-    ap.add_argument("--lengths", help="tables/length_buckets.csv, when the study has corpora")
-    ap.add_argument("--ingest", nargs="*", default=[], help="the ingest reports of the study's sources")
-    ap.add_argument("--first-screen", help="report/overview.json: the overview with direction, n and marks")
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
-    build(a.out, json.loads(a.sections), a.overview, a.lengths, a.ingest, a.first_screen)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
