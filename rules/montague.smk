@@ -25,10 +25,10 @@ rule montague_phrases:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="montague.phrases:run_montague_phrases",
         spec=MONTAGUE.word_lists,  # the word lists, adjective types in config order
-    shell:
-        "python -m workflow_scripts.montague.phrases --dataset {wildcards.dataset:q} --spec {params.spec:q}"
-        " --out {output.phrases:q} --texts {output.texts:q} --report {output.report:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule montague_score:
@@ -48,16 +48,13 @@ rule montague_score:
     conda:
         "../envs/workflow.yaml"
     params:
-        spec=MONTAGUE.spec,
+        function="montague.scores:run_montague_score",
+        spec=lambda wc: STUDY.embed_spec(wc.model),
         bootstrap_b=lambda wc: config["montague"]["bootstrap_b"],
         unit=lambda wc: config["montague"]["bootstrap_unit"],
         seed=SEED,
-        out_dir=lambda wc, output: os.path.dirname(output.shares),
-    shell:
-        "python -m workflow_scripts.montague.scores score --phrases {input.phrases:q} --stores {input.stores:q}"
-        " --dataset {wildcards.dataset:q} --model {wildcards.model:q} --spec {params.spec:q}"
-        " --bootstrap-b {params.bootstrap_b:q} --bootstrap-unit {params.unit:q} --seed {params.seed:q}"
-        " --out-dir {params.out_dir:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule montague_aggregate:
@@ -91,13 +88,9 @@ rule montague_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="montague.scores:run_montague_aggregate",
         entries=MONTAGUE.aggregate_entries,
         datasets=MONTAGUE.datasets,
         models=lambda wc: MONTAGUE.models(),
-        tables_dir=lambda wc, output: os.path.dirname(output.layout),
-        # plots/montague/<dataset>/<model>.png: two levels up from any of them
-        plots_dir=lambda wc, output: os.path.dirname(os.path.dirname(output.plots[0])),
-    shell:
-        "MPLBACKEND=Agg python -m workflow_scripts.montague.scores aggregate --entries {params.entries:q}"
-        " --tables-dir {params.tables_dir:q} --plots-dir {params.plots_dir:q} --datasets {params.datasets:q}"
-        " --models {params.models:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"

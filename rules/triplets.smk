@@ -24,6 +24,7 @@ rule triplets_build:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="triplets.datasets:run_triplets_build",
         spec=TRIPLETS.build_spec,
         sources=TRIPLETS.sources,
         settings=TRIPLETS.settings,
@@ -31,10 +32,8 @@ rule triplets_build:
         # NLTK data the transformations use (name@digest): a change rebuilds the dataset
         nltk=STUDY.nltk_plan,
         nltk_dir=STUDY.nltk_download_dir,
-    shell:
-        "NLTK_DATA={params.nltk_dir:q}${{NLTK_DATA:+:$NLTK_DATA}} python -m workflow_scripts.triplets.datasets --dataset {wildcards.dataset:q}"
-        " --spec {params.spec:q} --sources {params.sources:q} --settings {params.settings:q} --seed {params.seed:q}"
-        " --out {output.triplets:q} --texts {output.texts:q} --report {output.report:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule triplets_score:
@@ -50,11 +49,11 @@ rule triplets_score:
     conda:
         "../envs/workflow.yaml"
     params:
-        spec=TRIPLETS.spec,
+        function="triplets.scores:run_triplets_score",
+        spec=lambda wc: STUDY.embed_spec(wc.model),
         scoring=lambda wc: TRIPLETS.scoring(wc.dataset),
-    shell:
-        "python -m workflow_scripts.triplets.scores score --triplets {input.triplets:q} --stores {input.stores:q}"
-        " --model {wildcards.model:q} --spec {params.spec:q} --scoring {params.scoring:q} --out {output:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule triplets_aggregate:
@@ -81,18 +80,12 @@ rule triplets_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="triplets.scores:run_triplets_aggregate",
         entries=TRIPLETS.aggregate_entries,
         bootstrap_b=lambda wc: config["triplets"]["bootstrap_b"],
         bootstrap_unit=lambda wc: config["triplets"].get("bootstrap_unit", "clusters"),
         seed=SEED,
         datasets=TRIPLETS.datasets,
         models=lambda wc: TRIPLETS.models(),
-        tables_dir=lambda wc, output: os.path.dirname(output.overview),
-        plots_dir=lambda wc, output: (
-            os.path.dirname(output.plots[0]) if output.plots else f"{R}/plots/triplets"
-        ),
-    shell:
-        "MPLBACKEND=Agg python -m workflow_scripts.triplets.scores aggregate --entries {params.entries:q}"
-        " --bootstrap-b {params.bootstrap_b:q} --bootstrap-unit {params.bootstrap_unit:q} --seed {params.seed:q} --out {output.accuracy:q}"
-        " --replicates {output.replicates:q} --tables-dir {params.tables_dir:q} --plots-dir {params.plots_dir:q} --datasets {params.datasets:q}"
-        " --models {params.models:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"

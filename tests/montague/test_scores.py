@@ -9,9 +9,11 @@ import polars as pl
 import pytest
 
 from workflow_scripts.bootstrap import bootstrap_rng, percentile_interval, resample_counts
-from workflow_scripts.montague.phrases import build_word_lists, generate_phrases, strings_to_embed
+from workflow_scripts.jobs import make_job
+from workflow_scripts.montague.phrases import build_word_lists, generate_phrases, run_montague_phrases, strings_to_embed
 from workflow_scripts.montague.scores import (aggregate, pair_cubes, pair_items, pair_shares, reference_padding_verdicts,
-                                              score, shares, single_verdicts, strict_less)
+                                              run_montague_aggregate, run_montague_score, score, shares,
+                                              single_verdicts, strict_less)
 from workflow_scripts.texts import text_keys
 from workflow_scripts.vector_store import spec_digest, write_partition
 
@@ -265,6 +267,48 @@ def test_score_and_aggregate_write_every_output(tmp_path, log):
     assert "Table 2" in md and "Table 5" in md and "| m1 |" in md and "colour|fake" not in md
     assert (tmp_path / "plots" / "t" / "m1.png").stat().st_size > 1000
     assert (tmp_path / "plots" / "t" / "m2.svg").exists()
+
+
+def test_the_rules_jobs_write_where_the_rules_declare(tmp_path):
+    """montague_phrases -> montague_score -> montague_aggregate as the rules run them: each job's
+    files are its declared outputs (the score folder is the outputs' folder, the plots two levels
+    above a heat map), and the word list's types keep their config order."""
+    spec = {"adjectives": {"fake": ["fake", "toy"], "colour": ["red", "blue"]}, "nouns": ["dog", "cat"]}
+    res = tmp_path / "results"
+    phrases = res / "montague" / "t" / "phrases.parquet"
+    run_montague_phrases(make_job(
+        output={"phrases": str(phrases), "texts": [str(res / "texts" / "part-000.parquet")],
+                "report": str(res / "reports" / "t.json")},
+        params={"spec": spec}, wildcards={"dataset": "t"}))
+    report = json.loads((res / "reports" / "t.json").read_text())
+    assert report["phrases"]["total"] == 2 * 4 + 2 * 12
+    assert pl.read_parquet(phrases)["type1"].unique(maintain_order=True).to_list() == ["fake", "colour"]
+    strings = pl.read_parquet(res / "texts" / "part-000.parquet")["text"].to_list()
+    rng = np.random.default_rng(4)
+    stores = make_store(tmp_path / "store", {s: rng.normal(size=4) for s in strings})
+    out = res / "montague" / "t" / "m"
+    names = ("distances", "pair_distances", "shares", "replicates")
+    run_montague_score(make_job(
+        input={"phrases": str(phrases), "stores": stores},
+        output={**{n if n != "pair_distances" else "pairs": str(out / f"{n}.parquet") for n in names},
+                "summary": str(out / "summary.json")},
+        params={"spec": SPEC, "bootstrap_b": 20, "unit": "nouns_and_adjectives", "seed": 1},
+        wildcards={"dataset": "t", "model": "m"}))
+    assert sorted(p.name for p in out.iterdir()) == sorted([f"{n}.parquet" for n in names] + ["summary.json"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["model"], summary["bootstrap"]["replicates"], summary["bootstrap"]["seed"]) == ("m", 20, 1)
+    tables, plots = res / "tables", res / "plots" / "montague" / "t"
+    run_montague_aggregate(make_job(
+        input=[str(out / "shares.parquet")],
+        output={"tables": [str(tables / f"montague_{t}.csv") for t in ("single", "pair", "nonsubsective")],
+                "layout": str(tables / "montague_tables.md"),
+                "plots": [str(plots / "m.png"), str(plots / "m.svg")]},
+        params={"entries": [{"dataset": "t", "model": "m", "shares": str(out / "shares.parquet")}],
+                "datasets": ["t"], "models": ["m"]}))
+    assert sorted(p.name for p in tables.iterdir()) == ["montague_nonsubsective.csv", "montague_pair.csv",
+                                                          "montague_single.csv", "montague_tables.md"]
+    assert sorted(p.name for p in plots.iterdir()) == ["m.png", "m.svg"]
+    assert pl.read_csv(tables / "montague_nonsubsective.csv")["key"].to_list() == ["fake", "colour"]
 
 
 def test_identical_copies_of_a_model_get_identical_intervals_and_replicates(tmp_path, log):

@@ -6,8 +6,8 @@ built once (module fixture) and checked for the table's invariants, the report's
 sizes, the Fixed Point Reorder partner rule's 481 pairs, and hand-checked triplets of named SICK,
 MSRP and WSJ sentences (expected outputs written as the edits verified by hand, so that no corpus
 text is copied here). On the default inputs under resources/triplets/ each dataset gives >= 15
-triplets. The CLI runs once in a subprocess with another PYTHONHASHSEED and must write what the
-in-process build gives. Tests needing ../shared skip when it is absent; all need the NLTK tagger and
+triplets. The rule's job runs once in a subprocess with another PYTHONHASHSEED and must write what
+the in-process build gives. Tests needing ../shared skip when it is absent; all need the NLTK tagger and
 WordNet (NLTK_DATA) and lemminflect.
 """
 from __future__ import annotations
@@ -33,6 +33,7 @@ except LookupError:
 
 from conftest import ROOT, shared_data  # noqa: E402
 from workflow_scripts.common import stable_id  # noqa: E402
+from workflow_scripts.jobs import make_job  # noqa: E402
 from workflow_scripts.triplets import datasets as D  # noqa: E402
 from workflow_scripts.triplets import sources as S  # noqa: E402
 
@@ -279,16 +280,24 @@ def test_default_resources_give_each_dataset(log):
     assert sum(D.partner_reason(p, dict(rule, match="words")) is None for p in pairs) == 24
 
 
-def test_cli_writes_what_build_gives(tmp_path, log):
+# the job in a child process, under another hash seed: the triplets must not depend on it
+RUN_BUILD_JOB = """import json, sys
+from workflow_scripts.jobs import make_job
+from workflow_scripts.triplets.datasets import run_triplets_build
+run_triplets_build(make_job(**json.loads(sys.argv[1])))"""
+
+
+def test_build_job_writes_what_build_gives(tmp_path, log):
     spec = {"kind": "clause_relatedness", "sources": ["reported_speech"], "max_triplets": 20}
     out, report_path = tmp_path / "t.parquet", tmp_path / "r.json"
     texts = [tmp_path / "texts" / f"part-{i:03d}.parquet" for i in range(2)]
+    job = {"output": {"triplets": str(out), "texts": [str(t) for t in texts], "report": str(report_path)},
+           "params": {"spec": spec, "sources": D.DEFAULT_SOURCES, "settings": {}, "seed": 7,
+                      "nltk_dir": str(tmp_path / "no_nltk_data_here")},
+           "wildcards": {"dataset": "cr"}}
     env = dict(os.environ, PYTHONHASHSEED="12345")
-    done = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.triplets.datasets", "--dataset", "cr", "--spec", json.dumps(spec),
-         "--sources", json.dumps(D.DEFAULT_SOURCES), "--settings", "{}", "--seed", "7", "--out", str(out),
-         "--texts", *map(str, texts), "--report", str(report_path), "--log", str(tmp_path / "log.txt")],
-        cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", RUN_BUILD_JOB, json.dumps(job)],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     frame, report = D.build_dataset("cr", spec, D.DEFAULT_SOURCES, {}, 7, log)
     assert pl.read_parquet(out).equals(frame) and frame.height == 20
@@ -297,7 +306,25 @@ def test_cli_writes_what_build_gives(tmp_path, log):
     assert written["texts"]["partitions"] == 2
     stored = pl.concat([pl.read_parquet(t) for t in texts])
     assert sorted(stored["text"]) == sorted(set(frame["s"]) | set(frame["s_plus"]) | set(frame["s_star"]))
-    assert "cr: tried" in (tmp_path / "log.txt").read_text()
+    assert "cr: tried" in done.stderr
+
+
+def test_build_job_puts_the_workflow_nltk_folder_first(tmp_path, monkeypatch):
+    """The rule's NLTK download folder goes before the user's NLTK_DATA (as the shell prefix did)."""
+    def stop(*args):  # the environment is set before the build starts: no build needed
+        raise RuntimeError("stop")
+
+    monkeypatch.setenv("NLTK_DATA", "/user/nltk")
+    monkeypatch.setattr(D, "build_dataset", stop)
+    job = make_job(params={"nltk_dir": "results/nltk_data", "spec": {}, "sources": {}, "settings": {}, "seed": 0},
+                   wildcards={"dataset": "cr"})
+    with pytest.raises(RuntimeError, match="stop"):
+        D.run_triplets_build(job)
+    assert os.environ["NLTK_DATA"] == f"results/nltk_data{os.pathsep}/user/nltk"
+    monkeypatch.delenv("NLTK_DATA")
+    with pytest.raises(RuntimeError, match="stop"):
+        D.run_triplets_build(job)
+    assert os.environ["NLTK_DATA"] == "results/nltk_data"
 
 
 def test_sources_count_bad_lines(tmp_path):

@@ -2,8 +2,6 @@
 import json
 import math
 import re
-import subprocess
-import sys
 
 import numpy as np
 import polars as pl
@@ -12,6 +10,7 @@ import scipy.sparse as sp
 
 from workflow_scripts.bootstrap import paired_rng, percentile_interval, resample_counts
 from workflow_scripts.common import partition_of, text_key
+from workflow_scripts.jobs import make_job
 from workflow_scripts.triplets import scores as ts
 from workflow_scripts.vector_store import StoreMismatch, spec_digest, write_partition
 
@@ -118,14 +117,12 @@ def test_unknown_scoring_and_other_spec_or_model_are_refused(tmp_path, log):
         ts.score(path, stores, "other", SPEC, "strict", log)
 
 
-def test_score_cli_writes_the_scores_file(tmp_path):
+def test_score_job_writes_the_scores_file(tmp_path):
     stores = make_store(tmp_path)
     out = tmp_path / "s" / "scores.parquet"
-    cmd = [sys.executable, "-m", "workflow_scripts.triplets.scores", "score", "--triplets",
-           write_triplets(tmp_path / "t.parquet"), "--stores", *stores, "--model", "m",
-           "--spec", '{"family": "hashing", "dim": 3}',
-           "--scoring", "strict", "--out", str(out), "--log", str(tmp_path / "score.log")]
-    subprocess.run(cmd, check=True, capture_output=True, cwd=ts.__file__.rsplit("/workflow_scripts/", 1)[0])
+    ts.run_triplets_score(make_job(
+        input={"triplets": write_triplets(tmp_path / "t.parquet"), "stores": stores}, output=[str(out)],
+        params={"spec": {"family": "hashing", "dim": 3}, "scoring": "strict"}, wildcards={"model": "m"}))
     frame = pl.read_parquet(out)
     assert frame["correct"].to_list() == [t[7] for t in TRIPLETS]
     assert [p.name for p in out.parent.iterdir()] == ["scores.parquet"]  # no temporary file left
@@ -242,27 +239,35 @@ def test_fmt_percent_follows_the_paper():
     assert ts.fmt_percent(0.911, 0.888, 0.932, 1) == "91.1% [88.8, 93.2]"
 
 
-def test_aggregate_cli_writes_tables_and_plots(tmp_path):
+def test_aggregate_job_writes_tables_plots_and_replicates(tmp_path):
     datasets, models = ["negation_detection", "negation_variants"], ["tfidf", "minilm", "glove"]
     entries = []
     for i, d in enumerate(datasets):
-        for j, m in enumerate(reversed(models)):  # entries out of order: the tables follow --datasets/--models
+        for j, m in enumerate(reversed(models)):  # entries out of order: the tables follow datasets/models
             if (d, m) == ("negation_variants", "glove"):
                 continue  # a model missing from a dataset
             path, _, _ = random_scores(tmp_path / f"{d}-{m}.parquet", 40, seed=10 * i + j, undefined=j)
             entries.append({"dataset": d, "model": m, "scores": path,
                             "scoring": "strict"})
-    entries_file = tmp_path / "entries.json"
-    entries_file.write_text(pl.DataFrame(entries).write_json())
     tables, plots, out = tmp_path / "tables", tmp_path / "plots", tmp_path / "tables" / "triplets_accuracy.csv"
-    args = ["aggregate", "--bootstrap-b", "100", "--seed", "3", "--out", str(out), "--tables-dir", str(tables),
-            "--plots-dir", str(plots), "--datasets", *datasets, "--models", *models]
-    ts.main(args + ["--entries", str(entries_file)])
+    replicates = tmp_path / "replicates.parquet"
+    job = make_job(
+        input=[e["scores"] for e in entries],
+        output={"accuracy": str(out), "overview": str(tables / "triplets_overview.csv"), "replicates": str(replicates),
+                "tables": [str(tables / f"triplets_{d}.csv") for d in datasets],
+                "plots": [str(plots / f"{d}.png") for d in datasets]},
+        params={"entries": entries, "bootstrap_b": 100, "bootstrap_unit": "clusters", "seed": 3,
+                "datasets": datasets, "models": models})
+    ts.run_triplets_aggregate(job)
     acc = pl.read_csv(out)
     assert acc.select("dataset", "model").rows() == [(d, m) for d in datasets for m in models
                                                      if (d, m) != ("negation_variants", "glove")]
     assert acc["accuracy"].is_between(0, 1).all()
     assert acc["n"].to_list()[:3] == [38, 39, 40]  # tfidf has 2 undefined, glove none
+    reps = pl.read_parquet(replicates)
+    assert set(reps.select("dataset", "model").unique().rows()) == {(e["dataset"], e["model"]) for e in entries}
+    assert reps.group_by("dataset", "model", "statistic").len()["len"].to_list() == [100] * len(entries) * len(
+        ts.STATISTICS)
 
     per = pl.read_csv(tables / "triplets_negation_detection.csv")
     assert per.columns == ["model", "S^S+", "S^S*", "S+^S*", "Accuracy", "n", "n_undefined"]
@@ -282,7 +287,7 @@ def test_aggregate_cli_writes_tables_and_plots(tmp_path):
             assert (plots / f"{d}.{ext}").read_bytes().startswith(magic)
     # a rerun writes the same tables (same seed, fixed SVG ids)
     before = {p.name: p.read_bytes() for p in list(tables.iterdir()) + [plots / "negation_detection.svg"]}
-    ts.main(args + ["--entries", entries_file.read_text()])  # the JSON given inline
+    ts.run_triplets_aggregate(job)
     assert {p: (tables / p if p.endswith(".csv") else plots / p).read_bytes() for p in before} == before
     assert not [p for p in list(tables.iterdir()) + list(plots.iterdir()) if p.name.startswith(".tmp-")]
 

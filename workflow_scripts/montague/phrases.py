@@ -35,17 +35,13 @@ common.stable_id("montague", dataset, phrase)), phrase, kind (AN | AAN), noun, n
 adj1_idx, type1, adj2, adj2_idx, type2 (null for AN), key (type1 for AN, "type1|type2" for AAN).
 The *_idx columns are positions in the report's word lists (the bootstrap resamples them).
 
-CLI: python -m workflow_scripts.montague.phrases --dataset NAME --spec JSON --out phrases.parquet
-     --texts part-000.parquet ... --report report.json [--log PATH]
+Job: run_montague_phrases (rules/montague.smk), which writes phrases.parquet, the texts and the report.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import io
-import json
 import re
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -209,14 +205,11 @@ def read_word_csv(path: str | Path) -> WordLists:
 
 
 def word_lists(spec: dict) -> WordLists:
-    """A dataset's word lists from its config entry: `file`, or `adjectives` (type -> words, or a
-    list of [type, words] pairs, which keeps the types' order through sorted JSON) and `nouns`."""
+    """A dataset's word lists from its config entry: `file`, or `adjectives` (type -> words, the
+    types in the tables' column order) and `nouns`."""
     if "file" in spec:
         return read_word_csv(spec["file"])
-    adjectives = spec["adjectives"]
-    if not isinstance(adjectives, dict):
-        adjectives = {t: words for t, words in adjectives}
-    return build_word_lists(adjectives, spec["nouns"])
+    return build_word_lists(spec["adjectives"], spec["nouns"])
 
 
 def generate_phrases(dataset: str, words: WordLists) -> pl.DataFrame:
@@ -296,20 +289,10 @@ def write_outputs(phrases: pl.DataFrame, strings: list[str], report: dict, out: 
     return write_dataset(phrases, out, strings, texts_out, report, report_out)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", required=True)
-    ap.add_argument("--spec", required=True, help="the dataset's config entry as JSON")
-    ap.add_argument("--out", required=True, help="phrases.parquet")
-    ap.add_argument("--texts", nargs="+", required=True, help="text partition files, one per partition")
-    ap.add_argument("--report", required=True)
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "montague")
-    _, phrases, strings, report = build(args.dataset, json.loads(args.spec), log)
-    report = write_outputs(phrases, strings, report, args.out, args.texts, args.report)
-    log.info("%s: %d phrases -> %s; texts %s", args.dataset, phrases.height, args.out, report["texts"])
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+# ---- the jobs of rules/montague.smk (workflow_scripts/jobs.py) ----
+def run_montague_phrases(job) -> None:
+    log = setup_logging(name="montague")
+    dataset = job.wildcards.dataset
+    _, phrases, strings, report = build(dataset, job.params.spec, log)
+    report = write_outputs(phrases, strings, report, job.output.phrases, list(job.output.texts), job.output.report)
+    log.info("%s: %d phrases -> %s; texts %s", dataset, phrases.height, job.output.phrases, report["texts"])

@@ -1,7 +1,7 @@
 """Planning of the Montague modifier probe: the input functions and params of rules/montague.smk."""
 from __future__ import annotations
 
-from workflow_scripts.study import ProbePlan, as_json
+from workflow_scripts.study import ProbePlan
 
 
 class MontaguePlan(ProbePlan):
@@ -11,13 +11,9 @@ class MontaguePlan(ProbePlan):
         spec = self.config["montague"]["datasets"][wildcards.dataset]
         return {"file": spec["file"]} if "file" in spec else {}
 
-    def word_lists(self, wildcards) -> str:
-        """A word list's config entry as JSON, its adjective types as a list of [type, words] pairs:
-        as_json sorts mapping keys, and the types' order is the order of the tables' columns."""
-        spec = dict(self.config["montague"]["datasets"][wildcards.dataset])
-        if "adjectives" in spec:
-            spec["adjectives"] = [[t, words] for t, words in spec["adjectives"].items()]
-        return as_json(spec)
+    def word_lists(self, wildcards) -> dict:
+        """A word list's config entry (its adjective types in config order: the tables' columns)."""
+        return self.config["montague"]["datasets"][wildcards.dataset]
 
     def shares(self) -> list[str]:
         return [f"{self.R}/montague/{p.dataset}/{p.model}/shares.parquet" for p in self.pairs]
@@ -25,8 +21,8 @@ class MontaguePlan(ProbePlan):
     def replicate_files(self) -> list[str]:
         return [f"{self.R}/montague/{p.dataset}/{p.model}/replicates.parquet" for p in self.pairs]
 
-    def aggregate_entries(self, wildcards, input) -> str:
-        return as_json([{"dataset": p.dataset, "model": p.model, "shares": path} for p, path in zip(self.pairs, input)])
+    def aggregate_entries(self, wildcards, input) -> list[dict]:
+        return [{"dataset": p.dataset, "model": p.model, "shares": path} for p, path in zip(self.pairs, input)]
 
     def models(self) -> list[str]:
         return list(dict.fromkeys(p.model for p in self.pairs))

@@ -67,10 +67,8 @@ heat map per (dataset, model) of the two k x k grids.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
+import os
 import time
 from pathlib import Path
 
@@ -740,37 +738,17 @@ def aggregate(entries: list[dict], tables_dir: str, plots_dir: str, datasets: li
     return table
 
 
-# ---- command line --------------------------------------------------------------------------------
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("score")
-    s.add_argument("--phrases", required=True)
-    s.add_argument("--stores", nargs="+", required=True)
-    s.add_argument("--dataset", required=True)
-    s.add_argument("--model", required=True)
-    s.add_argument("--spec", required=True, help="the model's config entry as JSON: the stores must match it")
-    s.add_argument("--bootstrap-b", type=int, required=True)
-    s.add_argument("--bootstrap-unit", choices=UNITS, required=True)
-    s.add_argument("--seed", type=int, required=True)
-    s.add_argument("--out-dir", required=True)
-    s.add_argument("--log")
-    a = sub.add_parser("aggregate")
-    a.add_argument("--entries", required=True, help="JSON list of {dataset, model, shares}")
-    a.add_argument("--tables-dir", required=True)
-    a.add_argument("--plots-dir", required=True)
-    a.add_argument("--datasets", nargs="+", required=True)
-    a.add_argument("--models", nargs="+", required=True)
-    a.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "montague")
-    if args.cmd == "score":
-        score(args.phrases, args.stores, args.dataset, args.model, json.loads(args.spec), args.bootstrap_b,
-              args.seed, args.bootstrap_unit, args.out_dir, log)
-    else:
-        aggregate(json.loads(args.entries), args.tables_dir, args.plots_dir, args.datasets, args.models, log)
+# ---- the jobs of rules/montague.smk (workflow_scripts/jobs.py) ----
+def run_montague_score(job) -> None:
+    """Writes the five outputs, all in one folder (montague/<dataset>/<model>/)."""
+    score(job.input.phrases, list(job.input.stores), job.wildcards.dataset, job.wildcards.model, job.params.spec,
+          job.params.bootstrap_b, job.params.seed, job.params.unit, os.path.dirname(job.output.shares),
+          setup_logging(name="montague"))
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def run_montague_aggregate(job) -> None:
+    """params.entries: {dataset, model, shares} per share file, in the input's order."""
+    # plots/montague/<dataset>/<model>.png: two levels up from any of them
+    plots_dir = os.path.dirname(os.path.dirname(job.output.plots[0]))
+    aggregate(job.params.entries, os.path.dirname(job.output.layout), plots_dir, job.params.datasets,
+              job.params.models, setup_logging(name="montague"))

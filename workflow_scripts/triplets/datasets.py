@@ -63,20 +63,16 @@ lexical.py and structural.py that make them:
   rejected ("<slot>:missing_text"), a repeated triplet ("s:duplicate"); texts are
   whitespace-normalised and otherwise taken as given. source = "<file name>:<id or row number>".
 
-CLI: python -m workflow_scripts.triplets.datasets --dataset NAME --spec JSON --sources JSON
-  --settings JSON --seed N --out triplets.parquet --texts part-000.parquet ... --report report.json
-  [--log PATH]
+Job: run_triplets_build (rules/triplets.smk), which writes triplets.parquet, the texts and the report.
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import csv
 import functools
-import json
+import os
 import random
 import re
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -642,31 +638,22 @@ def build_user_dataset(name: str, spec: dict, log) -> tuple[pl.DataFrame, dict]:
     return frame, report
 
 
-# --- CLI ------------------------------------------------------------------------------------------
+# --- outputs ---------------------------------------------------------------------------------------
 def write_outputs(frame: pl.DataFrame, report: dict, out: str, texts_out: list[str], report_out: str) -> dict:
     """triplets.parquet, the texts of all three columns (hash-partitioned), the report; each atomic."""
     from workflow_scripts.texts import write_dataset
     return write_dataset(frame, out, [t for col in SLOTS for t in frame[col].to_list()], texts_out, report, report_out)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", required=True)
-    ap.add_argument("--spec", required=True, help="the dataset's config entry as JSON")
-    ap.add_argument("--sources", required=True, help="the configured sources as JSON {name: {format, file}}")
-    ap.add_argument("--settings", default="{}", help="the triplet settings as JSON (merged over the defaults)")
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--out", required=True, help="triplets.parquet")
-    ap.add_argument("--texts", nargs="+", required=True, help="text partition files, one per partition")
-    ap.add_argument("--report", required=True)
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "triplets")
-    frame, report = build_dataset(args.dataset, json.loads(args.spec), json.loads(args.sources),
-                                  json.loads(args.settings), args.seed, log)
-    report = write_outputs(frame, report, args.out, args.texts, args.report)
-    log.info("%s: %d triplets written to %s (%s)", args.dataset, frame.height, args.out, report["texts"])
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+# ---- the jobs of rules/triplets.smk (workflow_scripts/jobs.py) ----
+def run_triplets_build(job) -> None:
+    # the workflow's NLTK download folder first, before the user's NLTK_DATA (parsing imports nltk
+    # only when it tags, after this)
+    user_dirs = os.environ.get("NLTK_DATA")
+    os.environ["NLTK_DATA"] = job.params.nltk_dir + (os.pathsep + user_dirs if user_dirs else "")
+    log = setup_logging(name="triplets")
+    dataset = job.wildcards.dataset
+    frame, report = build_dataset(dataset, job.params.spec, job.params.sources, job.params.settings,
+                                  job.params.seed, log)
+    report = write_outputs(frame, report, job.output.triplets, list(job.output.texts), job.output.report)
+    log.info("%s: %d triplets written to %s (%s)", dataset, frame.height, job.output.triplets, report["texts"])

@@ -1,7 +1,7 @@
 """Planning of the sentence-triplet probe: the input functions and params of rules/triplets.smk."""
 from __future__ import annotations
 
-from workflow_scripts.study import ProbePlan, as_json
+from workflow_scripts.study import ProbePlan
 
 
 class TripletsPlan(ProbePlan):
@@ -16,16 +16,16 @@ class TripletsPlan(ProbePlan):
             inputs["file"] = spec["file"]
         return {**inputs, **self.study.nltk_inputs()}
 
-    def build_spec(self, wildcards) -> str:
-        return as_json(self.config["triplets"]["datasets"][wildcards.dataset])
+    def build_spec(self, wildcards) -> dict:
+        return self.config["triplets"]["datasets"][wildcards.dataset]
 
-    def sources(self, wildcards) -> str:
-        return as_json({name: {"format": self.study.source_spec(name)["format"], "file": self.study.source_file(name)}
-                        for name in self.dataset_sources(wildcards.dataset)})
+    def sources(self, wildcards) -> dict:
+        return {name: {"format": self.study.source_spec(name)["format"], "file": self.study.source_file(name)}
+                for name in self.dataset_sources(wildcards.dataset)}
 
-    def settings(self, wildcards) -> str:
+    def settings(self, wildcards) -> dict:
         keys = ("fixed_point_pivot", "passive_agent", "clause_max_tokens", "sick_partners", "templates")
-        return as_json({k: self.config["triplets"][k] for k in keys if k in self.config["triplets"]})
+        return {k: self.config["triplets"][k] for k in keys if k in self.config["triplets"]}
 
     def scoring(self, dataset: str) -> str:
         spec = self.config["triplets"]["datasets"][dataset]
@@ -40,9 +40,9 @@ class TripletsPlan(ProbePlan):
     def scores(self) -> list[str]:
         return [f"{self.R}/triplets/{p.dataset}/{p.model}/scores.parquet" for p in self.pairs]
 
-    def aggregate_entries(self, wildcards, input) -> str:
-        return as_json([{"dataset": p.dataset, "model": p.model, "scores": path, "scoring": self.scoring(p.dataset)}
-                        for p, path in zip(self.pairs, input)])
+    def aggregate_entries(self, wildcards, input) -> list[dict]:
+        return [{"dataset": p.dataset, "model": p.model, "scores": path, "scoring": self.scoring(p.dataset)}
+                for p, path in zip(self.pairs, input)]
 
     def models(self) -> list[str]:
         return list(dict.fromkeys(p.model for p in self.pairs))

@@ -44,10 +44,8 @@ Plots: per dataset, accuracy with its interval (left) and the three mean cosines
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
+import os
 from pathlib import Path
 
 import numpy as np
@@ -412,55 +410,21 @@ def write_outputs(table: pl.DataFrame, out_csv: str, tables_dir: str, plots_dir:
     return table
 
 
-# ---- command line ----------------------------------------------------------------------------
-
-def _entries(value: str) -> list[dict]:
-    """--entries: a JSON list, or the path of a file holding one."""
-    text = Path(value).read_text(encoding="utf-8") if not value.lstrip().startswith("[") else value
-    entries = json.loads(text)
-    fields = {"dataset", "model", "scores", "scoring"}
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and fields <= set(e) for e in entries):
-        raise ValueError("--entries must be a JSON list of {dataset, model, scores, scoring} objects")
-    return entries
+# ---- the jobs of rules/triplets.smk (workflow_scripts/jobs.py) ----
+def run_triplets_score(job) -> None:
+    frame = score(job.input.triplets, list(job.input.stores), job.wildcards.model, job.params.spec,
+                  job.params.scoring, setup_logging(name="triplets"))
+    with atomic_path(job.output[0]) as tmp:
+        frame.write_parquet(tmp)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("score")
-    s.add_argument("--triplets", required=True)
-    s.add_argument("--stores", nargs="+", required=True)
-    s.add_argument("--model", required=True)
-    s.add_argument("--spec", required=True, help="the model's config entry as JSON: the stores must match it")
-    s.add_argument("--scoring", choices=SCORINGS, required=True)
-    s.add_argument("--out", required=True)
-    s.add_argument("--log")
-    a = sub.add_parser("aggregate")
-    a.add_argument("--entries", required=True, help="JSON list of {dataset, model, scores, scoring}, or a file")
-    a.add_argument("--bootstrap-b", type=int, required=True)
-    a.add_argument("--seed", type=int, required=True)
-    a.add_argument("--bootstrap-unit", choices=BOOTSTRAP_UNITS, default="clusters",
-                   help="clusters: subjects x verbs where the triplets carry them (templates); items: triplets")
-    a.add_argument("--out", required=True)
-    a.add_argument("--tables-dir", required=True)
-    a.add_argument("--replicates", help="Parquet of the paired bootstrap replicates (differences tables)")
-    a.add_argument("--plots-dir", required=True)
-    a.add_argument("--datasets", nargs="+", required=True)
-    a.add_argument("--models", nargs="+", required=True)
-    a.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "triplets")
-    if args.cmd == "score":
-        frame = score(args.triplets, args.stores, args.model, json.loads(args.spec), args.scoring, log)
-        with atomic_path(args.out) as tmp:
-            frame.write_parquet(tmp)
-    else:
-        replicates: list = []
-        table = aggregate(_entries(args.entries), args.bootstrap_b, args.seed, log, replicates, args.bootstrap_unit)
-        if args.replicates:
-            write_replicates(args.replicates, replicates)
-        write_outputs(table, args.out, args.tables_dir, args.plots_dir, args.datasets, args.models, log)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def run_triplets_aggregate(job) -> None:
+    """params.entries: {dataset, model, scores, scoring} per score file, in the input's order."""
+    log = setup_logging(name="triplets")
+    replicates: list = []
+    table = aggregate(job.params.entries, job.params.bootstrap_b, job.params.seed, log, replicates,
+                      job.params.bootstrap_unit)
+    write_replicates(job.output.replicates, replicates)
+    plots = job.output.get("plots") or []  # plots/triplets/<dataset>.png, none without datasets
+    write_outputs(table, job.output.accuracy, os.path.dirname(job.output.overview),
+                  os.path.dirname(plots[0]) if plots else "", job.params.datasets, job.params.models, log)
