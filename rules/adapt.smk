@@ -33,10 +33,9 @@ rule adapt_train:
             else ""
         ),
     params:
+        function="adapt.train:run_adapt_train",
         # the resolved recipe, its base and merge partner, its data: a change retrains
         plan=ADAPT.train_plan,
-        work=lambda wc: f"{R}/models/.work/{wc.recipe}",
         device=lambda wc: STUDY.resolved_device(wc.recipe),
-    shell:
-        "TQDM_DISABLE=1 HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} python -m workflow_scripts.adapt.train --plan {params.plan:q}"
-        " --out {output:q} --work {params.work:q} --device {params.device:q} --threads {threads} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"

@@ -21,11 +21,11 @@ rule articles:
     conda:
         "../envs/workflow.yaml"
     params:
-        spec=lambda wc: as_json(config["articles"][wc.collection]),
+        function="articles:run_articles",
+        spec=lambda wc: config["articles"][wc.collection],
         # NLTK's punkt data (name@digest): a change splits the sentences again
         punkt=lambda wc: STUDY.nltk_plan(wc, prefix="punkt"),
+        # the workflow's NLTK download folder, looked in before the user's NLTK_DATA
         nltk_dir=STUDY.nltk_download_dir,
-    shell:
-        "NLTK_DATA={params.nltk_dir:q}${{NLTK_DATA:+:$NLTK_DATA}} python -m workflow_scripts.articles --name {wildcards.collection:q}"
-        " --spec {params.spec:q} --input {input.release:q} --out {output.shards:q} --report {output.report:q}"
-        " > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"

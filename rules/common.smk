@@ -218,20 +218,12 @@ def embed_inputs(wildcards):
     return inputs
 
 
-def embed_options(wildcards, input):
-    # family openai_embeddings: the model's vector cache, shared by its jobs (not an output: it grows)
-    served = config["models"][wildcards.model]["family"] == "openai_embeddings"
-    return cli_options(
-        *(
-            (f"--{key.replace('_', '-')}", input[key])
-            for key in ("fitted", "model_file", "reuse", "vocabulary_texts")
-            if key in input.keys()
-        ),
-        (
-            "--cache",
-            f"{R}/.cache/embeddings/{wildcards.model}.jsonl" if served else None,
-        ),
-    )
+def embed_cache(wildcards):
+    """Family openai_embeddings: the model's vector cache, shared by its jobs (not an output: it
+    grows); None for the other families."""
+    if config["models"][wildcards.model]["family"] != "openai_embeddings":
+        return None
+    return f"{R}/.cache/embeddings/{wildcards.model}.jsonl"
 
 
 def embed_priority(wildcards):
@@ -291,11 +283,3 @@ def tfidf_fit_inputs(wildcards):
         if probes.corpus_variants():
             inputs["variants"] = f"{R}/{probes.corpus_variants()}/{wildcards.scope}"
     return inputs
-
-
-def tfidf_fit_options(wildcards, input):
-    flags = {"corpus": "--corpus-dir", "texts": "--texts", "variants": "--variants-dir"}
-    return cli_options(
-        ("--scope", wildcards.scope),
-        *((flag, input[key]) for key, flag in flags.items() if key in input.keys()),
-    )

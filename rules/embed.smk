@@ -11,15 +11,13 @@ rule download_model:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="embed:run_download_model",
         url=lambda wc: config["models"][wc.model]["url"],
         sha256=lambda wc: config["models"][wc.model]["sha256"],
         # a `.gz` file (by the URL's file name, its query string aside) is stored decompressed
-        gunzip=lambda wc: (
-            "--gunzip" if is_gzip_url(config["models"][wc.model]["url"]) else ""
-        ),
-    shell:
-        "python -m workflow_scripts.ingest download --url {params.url:q} --sha256 {params.sha256:q} {params.gunzip} --out {output:q}"
-        " > {log:q} 2>&1"
+        gunzip=lambda wc: is_gzip_url(config["models"][wc.model]["url"]),
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule fit_tfidf:
@@ -34,10 +32,10 @@ rule fit_tfidf:
     conda:
         "../envs/workflow.yaml"
     params:
-        spec=lambda wc: as_json(STUDY.embed_spec(wc.model)),
-        options=tfidf_fit_options,
-    shell:
-        "python -m workflow_scripts.embed fit-tfidf --spec {params.spec:q} {params.options} --out {output:q} > {log:q} 2>&1"
+        function="embed:run_fit_tfidf",
+        spec=lambda wc: STUDY.embed_spec(wc.model),
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule embed:
@@ -71,13 +69,11 @@ rule embed:
         batch_size=lambda wc: config["models"][wc.model].get("batch_size", 32),
         cpu_workers=lambda wc: config["models"][wc.model].get("cpu_workers", 1),
     params:
+        function="embed:run_embed",
         # what decides the vectors, resolved device, local model digest and the text set's role
         # (its template or prompt) included: a change reruns the job
-        spec=lambda wc: as_json(STUDY.embed_spec(wc.model, wc.scope)),
-        options=embed_options,
+        spec=lambda wc: STUDY.embed_spec(wc.model, wc.scope),
         partitions=PARTS,
-    shell:
-        "TQDM_DISABLE=1 HF_HUB_OFFLINE=${{HF_HUB_OFFLINE:-0}} python -m workflow_scripts.embed embed --model {wildcards.model:q} --spec {params.spec:q}"
-        " --scope {wildcards.scope:q} --partition {wildcards.part:q} --partitions {params.partitions:q}"
-        " --texts {input.texts:q} {params.options} --out {output:q} --threads {threads}"
-        " --batch-size {resources.batch_size:q} --cpu-workers {resources.cpu_workers:q} > {log:q} 2>&1"
+        cache=embed_cache,
+    script:
+        "../workflow_scripts/run_job.py"

@@ -10,10 +10,11 @@ rule download_source:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="ingest:run_download_source",
         url=lambda wc: STUDY.source_spec(wc.source)["url"],
         sha256=lambda wc: STUDY.source_spec(wc.source)["sha256"],
-    shell:
-        "python -m workflow_scripts.ingest download --url {params.url:q} --sha256 {params.sha256:q} --out {output:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule ingest:
@@ -30,8 +31,8 @@ rule ingest:
     conda:
         "../envs/workflow.yaml"
     params:
-        spec=lambda wc: as_json(config["sources"][wc.source]),
+        function="ingest:run_ingest",
+        spec=lambda wc: config["sources"][wc.source],
         shard_rows=SHARD_ROWS,
-    shell:
-        "python -m workflow_scripts.ingest ingest --source {wildcards.source:q} --spec {params.spec:q} --input {input:q}"
-        " --out {output.shards:q} --report {output.report:q} --shard-rows {params.shard_rows:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"

@@ -13,10 +13,9 @@ rule nltk_download:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="nltk_data:run_nltk_download",
         packages=lambda wc: sorted(
             {p for pkgs in NLTK_PLAN["missing"].values() for p in pkgs}
         ),
-        dest=lambda wc: os.path.dirname(NLTK_MANIFEST),
-    shell:
-        "python -m workflow_scripts.nltk_data download --packages {params.packages:q} --dest {params.dest:q}"
-        " --manifest {output:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"

@@ -191,3 +191,26 @@ def test_a_url_collection_is_downloaded_verified_and_split(tmp_path):
     proc = snakemake(run, write_config(run, config), "--forcerun", "download_source", target, check=False)
     assert proc.returncode != 0 and "checksum mismatch" in (proc.stdout + proc.stderr + "".join(
         p.read_text() for p in (run / "results" / "logs" / "download").rglob("*.log")))
+
+
+def test_the_articles_job_puts_the_workflows_nltk_folder_first(tmp_path, splitter, monkeypatch):
+    """rules/articles.smk's job: release, shards and report from its input and outputs; the
+    workflow's NLTK download folder goes before the user's NLTK_DATA (nltk reads it on import)."""
+    import os
+    from workflow_scripts.jobs import make_job
+    jsonl = tmp_path / "hf.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in HF_ROWS))
+    user = os.environ.get("NLTK_DATA", "")
+    monkeypatch.setenv("NLTK_DATA", user)
+    shards, report = tmp_path / "articles" / "news", tmp_path / "reports" / "news.json"
+    art.run_articles(make_job(input={"release": str(jsonl)}, output={"shards": str(shards), "report": str(report)},
+                              params={"spec": {"format": "hf"}, "nltk_dir": "results/nltk_data"},
+                              wildcards={"collection": "news"}))
+    assert os.environ["NLTK_DATA"] == ("results/nltk_data" + os.pathsep + user if user else "results/nltk_data")
+    written = json.loads(report.read_text())
+    assert written["name"] == "news" and written["articles"] == 2 and written["sentences"] == 5
+    assert pl.read_parquet(shards / "part-00000.parquet")["doc_id"].sort().to_list() == ["a1", "b2"]
+    monkeypatch.delenv("NLTK_DATA")
+    from workflow_scripts.nltk_data import prepend_nltk_data
+    prepend_nltk_data("results/nltk_data")
+    assert os.environ["NLTK_DATA"] == "results/nltk_data"  # no user folder: no separator

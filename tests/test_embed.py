@@ -1,5 +1,6 @@
 import json
 import logging
+import os
 from collections import Counter
 
 import numpy as np
@@ -548,16 +549,18 @@ def test_fit_tfidf_memory_follows_the_vocabulary_not_the_corpus(tmp_path, log, f
 
 # plans the default config, whose CSC negation needs NLTK's tagger and WordNet (../shared/data/nltk_data)
 @requires_shared("nltk_data")
-def test_planned_embed_jobs_get_the_resolved_device_and_run_settings_apart(tmp_path):
+def test_planned_embed_jobs_get_the_resolved_device_and_run_settings_apart(tmp_path, monkeypatch):
     """`device: auto` is resolved when the jobs are planned: the job's spec param (what Snakemake
-    compares to decide a rerun) holds cpu or cuda, never auto, and the gpu resource follows it;
-    batch size and workers reach the job as resources (not compared), except in bf16."""
+    compares to decide a rerun; rules/embed.smk: Study.embed_spec of its model and text set) holds
+    cpu or cuda, never auto, and the gpu resource follows it; batch size and workers reach the job
+    as resources (not compared), except in bf16."""
     import hashlib
     import re
-    import shlex
     from pathlib import Path
     import torch
     from workflow_runner import snakemake, write_config
+    from workflow_scripts.config import validate
+    from workflow_scripts.study import Study
     (tmp_path / "bitext.txt").write_text("the cat sleeps\tde kat slaapt\n")
     (tmp_path / "models" / "x").mkdir(parents=True)  # a model folder must exist when the jobs are planned
     config = {"seed": 1, "embedding_partitions": 1,
@@ -572,14 +575,16 @@ def test_planned_embed_jobs_get_the_resolved_device_and_run_settings_apart(tmp_p
                                 "templates": {"query": "query: {text}"}}},
               "retrieval": {"datasets": {"t": {"kind": "beir", "path": str(Path(__file__).resolve().parents[1]
                                                                            / "resources/retrieval/telecom_qa")}}}}
-    out = snakemake(tmp_path, write_config(tmp_path, config), "--dry-run", "--printshellcmds").stdout
-    jobs, scopes = {}, {}
+    out = snakemake(tmp_path, write_config(tmp_path, config), "--dry-run").stdout
+    monkeypatch.chdir(tmp_path)  # the model paths are relative to the workflow's directory
+    study = Study(validate(json.loads(json.dumps(config))), "results")
+    resources, scopes = {}, {}
     for block in out.split("rule embed:")[1:]:
-        command = shlex.split(re.search(r"^Shell command: (.*)$", block, re.M).group(1))
-        model = command[command.index("--model") + 1]
-        scopes[model, command[command.index("--scope") + 1]] = json.loads(command[command.index("--spec") + 1])
-        jobs[model] = (json.loads(command[command.index("--spec") + 1]), command,
-                       re.search(r"^\s*resources: (.*)$", block, re.M).group(1))
+        wildcards = dict(kv.split("=", 1) for kv in re.search(r"^\s*wildcards: (.*)$", block, re.M).group(1).split(", "))
+        model, scope = wildcards["model"], wildcards["scope"]
+        scopes[model, scope] = study.embed_spec(model, scope)  # the rule's spec param
+        resources[model] = dict(kv.split("=", 1) for kv in
+                                re.search(r"^\s*resources: (.*)$", block, re.M).group(1).split(", "))
     # the query template is in the questions' store's spec only; the set's store embeds the texts as they are
     assert set(scopes) >= {("e5", "retrieval.t"), ("e5", "retrieval.t.query")}
     assert scopes["e5", "retrieval.t.query"]["text_form"] == {"role": "query", "template": "query: {text}"}
@@ -587,13 +592,13 @@ def test_planned_embed_jobs_get_the_resolved_device_and_run_settings_apart(tmp_p
     assert scopes["e5", "retrieval.t"]["model_sha256"] == hashlib.sha256(b"").hexdigest()  # an empty folder's files
     assert out.count("rule retrieval_query_texts:") == 1
     expected = "cuda" if torch.cuda.is_available() else "cpu"
-    spec, command, resources = jobs["auto"]
+    spec = scopes["auto", "mini_en"]
     assert spec["device"] == expected and "batch_size" not in spec and "cpu_workers" not in spec
-    assert command[command.index("--batch-size") + 1] == "4" and command[command.index("--cpu-workers") + 1] == "2"
-    assert f"gpu={int(expected == 'cuda')}," in resources
-    spec, command, _ = jobs["half"]
-    assert spec["device"] == "cpu" and spec["batch_size"] == 8 and command[command.index("--batch-size") + 1] == "8"
-    assert "device" not in jobs["tfidf"][0]  # TF-IDF runs where it runs: no device to resolve
+    assert resources["auto"]["batch_size"] == "4" and resources["auto"]["cpu_workers"] == "2"
+    assert resources["auto"]["gpu"] == str(int(expected == "cuda"))
+    spec = scopes["half", "mini_en"]
+    assert spec["device"] == "cpu" and spec["batch_size"] == 8 and resources["half"]["batch_size"] == "8"
+    assert "device" not in scopes["tfidf", "mini_en"]  # TF-IDF runs where it runs: no device to resolve
 
 
 def test_sentence_transformers_runs_at_the_declared_precision_whatever_the_checkpoint(tmp_path):
@@ -608,3 +613,48 @@ def test_sentence_transformers_runs_at_the_declared_precision_whatever_the_check
     assert {p.dtype for p in enc.model.parameters()} == {torch.float32}
     bf16 = SentenceTransformerEncoder({**spec, "precision": "bf16"}, "cpu")
     assert {p.dtype for p in bf16.model.parameters()} == {torch.bfloat16}
+
+
+def test_the_jobs_of_rules_embed_smk_fit_and_embed_a_text_set(tmp_path, monkeypatch, log):
+    """fit_tfidf and embed as the rules run them: files from the job's input and output, the spec as
+    a param (stored with its keys sorted in the fitted file, as before), the partition from its
+    wildcard, batch size and workers from its resources, and the job's environment set."""
+    from workflow_scripts.embed import run_embed, run_fit_tfidf
+    from workflow_scripts.jobs import make_job
+    texts = ["the cat sleeps", "a dog runs", "the dog sleeps", "a dog runs"]
+    part = write_texts(tmp_path / "part-000.parquet", texts)
+    spec = {"sublinear_tf": False, "family": "tfidf"}  # keys out of order
+    fitted = tmp_path / "models" / "t" / "tfidf-set.json"
+    run_fit_tfidf(make_job(input={"texts": part}, output=[str(fitted)], params={"spec": spec},
+                           wildcards={"model": "t", "scope": "set"}))
+    fit_tfidf(spec, None, str(tmp_path / "direct.json"), log, [part], scope="set")
+    fit = json.loads(fitted.read_text())
+    assert fit == json.loads((tmp_path / "direct.json").read_text()) and fit["documents"] == 3
+    assert list(fit["spec"]) == ["family", "sublinear_tf"]
+
+    monkeypatch.setenv("TQDM_DISABLE", "0")  # restored (unset) after the test
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    store = tmp_path / "embeddings" / "t" / "set" / "part-000"
+    run_embed(make_job(input={"texts": part, "fitted": str(fitted)}, output=[str(store)],
+                       params={"spec": {"family": "tfidf"}, "partitions": 1, "cache": None},
+                       wildcards={"model": "t", "scope": "set", "part": "000"},
+                       resources={"batch_size": 32, "cpu_workers": 1}))
+    assert os.environ["TQDM_DISABLE"] == "1" and os.environ["HF_HUB_OFFLINE"] == "0"
+    manifest = json.loads((store / "manifest.json").read_text())
+    assert (manifest["model"], manifest["scope"], manifest["partition"], manifest["partitions"]) == ("t", "set", 0, 1)
+    assert manifest["rows"] == 3 and manifest["vocabulary"] == len(fit["vocabulary"])
+    unique = ["the cat sleeps", "a dog runs", "the dog sleeps"]
+    stored, found = VectorStore([store]).lookup(np.array([text_key(t) for t in unique], np.uint64))
+    assert found.all() and np.allclose(stored.toarray(), tfidf_transform(fit, unique).toarray(), atol=1e-6)
+
+    # a dense family: the batch size is the resource's; HF_HUB_OFFLINE as the caller set it
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    bert = tiny_bert(tmp_path / "bert")
+    dense = tmp_path / "embeddings" / "b" / "set" / "part-000"
+    run_embed(make_job(input={"texts": part}, output=[str(dense)],
+                       params={"spec": {"family": "transformers", "path": str(bert)}, "partitions": 1, "cache": None},
+                       wildcards={"model": "b", "scope": "set", "part": "000"},
+                       resources={"batch_size": 2, "cpu_workers": 1}))
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    manifest = json.loads((dense / "manifest.json").read_text())
+    assert manifest["rows"] == 3 and manifest["batch_size"] == 2 and manifest["workers"] == 1

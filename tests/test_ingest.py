@@ -152,3 +152,25 @@ def test_moses_zip_reads_aligned_members_and_counts_unaligned_lines(tmp_path, lo
     with pytest.raises(ValueError, match="no member"):
         list(ingest({**spec, "files": {"en": "x.en", "nl": "ParaCrawl.en-nl.nl"}}, "pc", str(src),
                     str(tmp_path / "o2"), 10, log))
+
+
+def test_the_ingest_job_reads_its_files_and_spec_as_the_json_param_did(tmp_path, log):
+    """rules/ingest.smk's ingest: the source file its input, shards and report its outputs; the
+    spec's keys sorted as the JSON param gave them, so `columns` in another order (nl before en)
+    stores the rows in the same order as before."""
+    from workflow_scripts.ingest import run_ingest
+    from workflow_scripts.jobs import make_job
+    src = tmp_path / "pairs.tsv"
+    src.write_text("x\tDe kat slaapt.\tThe cat sleeps.\nx\tEen hond.\tA dog.\n")
+    spec = {"format": "tsv", "languages": ["en", "nl"], "columns": {"nl": 1, "en": 2}}
+    shards, report = tmp_path / "ingest" / "pc", tmp_path / "reports" / "pc.json"
+    run_ingest(make_job(input=[str(src)], output={"shards": str(shards), "report": str(report)},
+                        params={"spec": spec, "shard_rows": 3}, wildcards={"source": "pc"}))
+    frame = read_all(shards)
+    assert frame["text"].to_list() == ["The cat sleeps.", "De kat slaapt.", "A dog.", "Een hond."]
+    assert frame["language"].to_list() == ["en", "nl", "en", "nl"]
+    assert [s["rows"] for s in json.loads(report.read_text())["shards"]] == [3, 1]
+    assert json.loads(report.read_text()) == json.loads((shards / "report.json").read_text())
+    sorted_spec = {"columns": {"en": 2, "nl": 1}, "format": "tsv", "languages": ["en", "nl"]}
+    ingest(sorted_spec, "pc", str(src), str(tmp_path / "direct"), 3, log)
+    assert read_all(tmp_path / "direct").equals(frame)

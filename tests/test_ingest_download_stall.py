@@ -5,14 +5,13 @@ server held the job to its runtime limit (240 minutes). Timeouts here are fracti
 import hashlib
 import http.server
 import logging
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
 from workflow_scripts.ingest import download
+from workflow_scripts.jobs import make_job
 DownloadError = Exception
 
 PAYLOAD = b"one\ttwo\n" * 1000
@@ -89,8 +88,8 @@ def test_a_stalled_server_fails_after_the_tries_naming_the_url(tmp_path, log, se
     assert time.monotonic() - started < 10
     assert str(err.value).startswith(f"{url(server, '/corpus.txt')}: download failed after 3 tries (")
     assert "timed out" in str(err.value)
-    assert str(err.value).endswith("each connection and read waits at most 0.3 s (--timeout, or "
-                                   f"$WORKFLOW_DOWNLOAD_TIMEOUT); nothing written to {dest}")
+    assert str(err.value).endswith("each connection and read waits at most 0.3 s "
+                                   f"($WORKFLOW_DOWNLOAD_TIMEOUT); nothing written to {dest}")
     assert server.requests == ["/corpus.txt"] * 3
     assert_nothing_at(dest)
 
@@ -122,18 +121,21 @@ def test_a_404_is_not_retried(tmp_path, log, server):
     assert_nothing_at(dest)
 
 
-def test_the_timeout_comes_from_the_environment_and_the_command_line(tmp_path, server):
-    """`python -m workflow_scripts.ingest download` (what the rules run): $WORKFLOW_DOWNLOAD_TIMEOUT
-    and --tries bound a stalled download."""
-    import os
+def test_the_jobs_timeout_comes_from_the_environment(tmp_path, server, monkeypatch):
+    """The download job (rules/ingest.smk's download_source): $WORKFLOW_DOWNLOAD_TIMEOUT bounds each
+    try of a stalled download, and the job fails naming the URL."""
+    from workflow_scripts import ingest
     server.stalls["/corpus.txt"] = ("headers", 99)
     dest = tmp_path / "dl" / "corpus.txt"
-    env = {**os.environ, "WORKFLOW_DOWNLOAD_TIMEOUT": "0.3"}
+    monkeypatch.setenv("WORKFLOW_DOWNLOAD_TIMEOUT", "0.3")
+    monkeypatch.setattr(ingest, "DOWNLOAD_BACKOFF", 0.05)  # the job's tries, without their 10 s and 20 s waits
+    job = make_job(output=[str(dest)], params={"url": url(server, "/corpus.txt"), "sha256": sha(PAYLOAD)})
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "workflow_scripts.ingest", "download", "--url",
-                           url(server, "/corpus.txt"), "--sha256", sha(PAYLOAD), "--out", str(dest), "--tries", "1"],
-                          env=env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode != 0 and time.monotonic() - started < 30
-    assert (f"DownloadError: {url(server, '/corpus.txt')}: download failed after 1 try (TimeoutError: timed out); "
-            "each connection and read waits at most 0.3 s") in proc.stderr
+    with pytest.raises(DownloadError) as err:
+        ingest.run_download_source(job)
+    assert time.monotonic() - started < 30
+    assert str(err.value) == (f"{url(server, '/corpus.txt')}: download failed after 3 tries (TimeoutError: timed out); "
+                              f"each connection and read waits at most 0.3 s ($WORKFLOW_DOWNLOAD_TIMEOUT); "
+                              f"nothing written to {dest}")
+    assert server.requests == ["/corpus.txt"] * 3
     assert_nothing_at(dest)

@@ -9,7 +9,9 @@ import threading
 
 import pytest
 
-from workflow_scripts.ingest import download, is_gzip_url, main, url_filename
+from workflow_scripts.embed import run_download_model
+from workflow_scripts.ingest import download, is_gzip_url, url_filename
+from workflow_scripts.jobs import make_job
 
 PAYLOAD = b"fastText model bytes\x00\x01\x02" * 500
 
@@ -131,28 +133,29 @@ def test_gunzip_argument_is_checked(tmp_path, log):
         download(src.as_uri(), sha(b"x"), str(tmp_path / "y"), log, gunzip="yes")
 
 
-@pytest.mark.parametrize("flag, expected", [
-    ([], "gz"),                     # no flag: stored as downloaded
-    (["--gunzip"], "payload"),      # the flag alone: decompressed, as before
-    (["--gunzip", "yes"], "payload"),
-    (["--gunzip", "no"], "gz"),
-    (["--gunzip", "auto"], "payload"),
+def download_model_job(url: str, digest: str, out, gunzip) -> None:
+    """The download_model job (rules/embed.smk) with the rule's params."""
+    run_download_model(make_job(output=[str(out)], params={"url": url, "sha256": digest, "gunzip": gunzip}))
+
+
+@pytest.mark.parametrize("gunzip, expected", [
+    (False, "gz"),          # stored as downloaded
+    (True, "payload"),      # decompressed
+    ("auto", "payload"),    # by the URL's file name
 ])
-def test_cli_gunzip_is_compatible(server, tmp_path, flag, expected):
+def test_the_model_download_job_gunzips_as_its_param_says(server, tmp_path, gunzip, expected):
     root, base = server
     gz = gzip.compress(PAYLOAD, mtime=0)
     (root / "m.bin.gz").write_bytes(gz)
     out = tmp_path / "out" / "m.bin"
-    # the flag before --out, as rules/embed.smk writes it
-    main(["download", "--url", f"{base}/m.bin.gz?download=true", "--sha256", sha(gz), *flag, "--out", str(out),
-          "--log", str(tmp_path / "dl.log")])
+    download_model_job(f"{base}/m.bin.gz?download=true", sha(gz), out, gunzip)
     assert out.read_bytes() == (PAYLOAD if expected == "payload" else gz)
 
 
-def test_cli_gunzip_auto_leaves_a_plain_file(server, tmp_path):
+def test_the_rules_gunzip_decision_leaves_a_plain_file(server, tmp_path):
     root, base = server
     (root / "corpus.tsv").write_bytes(b"a\tb\n")
     out = tmp_path / "out" / "corpus.tsv"
-    main(["download", "--url", f"{base}/corpus.tsv?name=x.gz", "--sha256", sha(b"a\tb\n"), "--gunzip", "auto",
-          "--out", str(out), "--log", str(tmp_path / "dl.log")])
+    url = f"{base}/corpus.tsv?name=x.gz"
+    download_model_job(url, sha(b"a\tb\n"), out, is_gzip_url(url))  # the rule's param: False
     assert out.read_bytes() == b"a\tb\n"

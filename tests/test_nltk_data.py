@@ -12,6 +12,7 @@ import pytest
 
 from conftest import ROOT, shared_data
 from workflow_scripts import nltk_data as nd
+from workflow_scripts.jobs import make_job
 
 
 # --- which packages --------------------------------------------------------------------------------
@@ -112,7 +113,12 @@ def installed(dest: Path) -> list[str]:
     return sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*")) if dest.exists() else []
 
 
-def test_download_from_a_local_index_writes_a_verified_manifest(tmp_path, log):
+def download_job(packages: list[str], manifest: Path, index_url: str):
+    """The nltk_download job (rules/nltk_data.smk) of `packages`, from the index at `index_url`."""
+    return make_job(output=[str(manifest)], params={"packages": packages, "index_url": index_url})
+
+
+def test_download_from_a_local_index_writes_a_verified_manifest(tmp_path, log, capsys):
     import nltk
     url = make_index(tmp_path / "server", PACKAGES)
     dest, manifest_path = tmp_path / "nltk_data", tmp_path / "reports" / "nltk_data.json"
@@ -135,11 +141,13 @@ def test_download_from_a_local_index_writes_a_verified_manifest(tmp_path, log):
     assert not [p for p in dest.iterdir() if p.name.startswith(".tmp")]  # staging removed
     assert nd.missing_packages(["wordnet", "treebank"], [dest]) == []
 
-    # the CLI does the same (again: replaces the installed copy)
-    rc = nd.main(["download", "--packages", "treebank", "--dest", str(dest), "--manifest",
-                  str(tmp_path / "m2.json"), "--index-url", url, "--log", str(tmp_path / "dl.log")])
-    assert rc == 0 and set(json.loads((tmp_path / "m2.json").read_text())["packages"]) == {"treebank"}
-    assert "verified NLTK package treebank" in (tmp_path / "dl.log").read_text()
+    # the job does the same into its manifest's folder (again: replaces the installed copy), logging
+    # to the rule's log (jobs.call sends stderr there)
+    nd.run_nltk_download(download_job(["treebank"], dest / "m2.json", url))
+    assert set(json.loads((dest / "m2.json").read_text())["packages"]) == {"treebank"}
+    assert (dest / "corpora" / "treebank.zip").read_bytes() == \
+        (tmp_path / "server" / "packages" / "corpora" / "treebank.zip").read_bytes()
+    assert "verified NLTK package treebank" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("tamper", [
@@ -159,9 +167,10 @@ def test_a_corrupted_package_is_refused_and_nothing_looks_installed(tmp_path, lo
     assert not manifest_path.exists()
     assert installed(dest) == []  # not even the good wordnet: all or nothing
     assert nd.missing_packages(["wordnet", "treebank"], [dest]) == ["wordnet", "treebank"]
-    assert nd.main(["download", "--packages", "treebank", "--dest", str(dest), "--manifest", str(manifest_path),
-                    "--index-url", url]) == 1
-    assert not manifest_path.exists() and installed(dest) == []
+    with pytest.raises(SystemExit) as failed:  # the job fails
+        nd.run_nltk_download(download_job(["treebank"], dest / "manifest.json", url))
+    assert failed.value.code == 1
+    assert not (dest / "manifest.json").exists() and installed(dest) == []
 
 
 def test_a_failed_download_keeps_what_was_installed(tmp_path, log):
@@ -189,24 +198,30 @@ def test_offline_message_names_the_packages_and_the_fixes():
     assert nd.offline_message({}) == nd.offline_message({"triplets": []}) == ""
 
 
-def test_check_cli(tmp_path, capsys):
-    assert nd.main(["check", "--packages", "wordnet", "no_such_package_xyz", "--probe", "triplets",
-                    "--paths", str(tmp_path)]) == 1
+def test_a_job_that_cannot_download_logs_the_offline_message(tmp_path, capsys):
+    url = make_index(tmp_path / "server", PACKAGES)
+    dest = tmp_path / "nltk_data"
+    with pytest.raises(SystemExit) as failed:
+        nd.run_nltk_download(download_job(["wordnet", "no_such_package_xyz"], dest / "manifest.json", url))
     err = capsys.readouterr().err
-    assert "triplets needs: wordnet, no_such_package_xyz" in err and "NLTK_DATA" in err
+    assert failed.value.code == 1 and "no_such_package_xyz" in err
+    assert "the workflow needs: wordnet, no_such_package_xyz" in err and "export NLTK_DATA=" in err
+    assert f"fetches them (verified against nltk's index) into {dest}." in err  # the job's folder
+    assert installed(dest) == []
+
+
+def test_missing_packages_by_user_and_their_message(tmp_path):
+    """What the workflow checks before any job (rules/common.smk): the packages each user lacks on
+    the given paths, and the message naming them."""
+    assert nd.missing_by_user({"triplets": ["wordnet", "no_such_package_xyz"]}, [tmp_path]) == \
+        {"triplets": ["wordnet", "no_such_package_xyz"]}
     (tmp_path / "corpora" / "wordnet").mkdir(parents=True)
     (tmp_path / "corpora" / "wordnet" / "index.verb").write_text("x")
-    assert nd.main(["check", "--packages", "wordnet", "--paths", str(tmp_path)]) == 0
-    config = tmp_path / "config.yaml"
-    config.write_text("triplets:\n  sources:\n    wsj: {format: treebank}\n")
-    assert nd.main(["check", "--config", str(config), "--paths", str(tmp_path)]) == 1
-    assert "triplets needs: averaged_perceptron_tagger_eng, treebank" in capsys.readouterr().err
-
-
-def test_check_cli_runs_as_a_module(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "workflow_scripts.nltk_data", "check", "--packages",
-                          "no_such_package_xyz", "--paths", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 1 and "no_such_package_xyz" in out.stderr and "export NLTK_DATA" in out.stderr
+    assert nd.missing_by_user({"triplets": ["wordnet"]}, [tmp_path]) == {}
+    config = {"triplets": {"sources": {"wsj": {"format": "treebank"}}}}
+    missing = nd.missing_by_user(nd.required_packages(config), [tmp_path])
+    assert missing == {"triplets": ["averaged_perceptron_tagger_eng", "treebank"]}
+    assert "triplets needs: averaged_perceptron_tagger_eng, treebank" in nd.offline_message(missing)
 
 
 def test_only_built_triplet_datasets_and_their_sources_need_packages():

@@ -23,7 +23,7 @@ Output: `<out>/part-NNNNN.parquet` shards of at most `shard_rows` articles (defa
   sentences   list<string>: the article's sentences, NLTK punkt (`language`, default english) per
               paragraph (a sentence never spans two paragraphs), whitespace-normalised
   n_sentences int32
-and `report.json` (also written to --report): records read, articles written, sentences, and the
+and `report.json` (also written to `report_path`): records read, articles written, sentences, and the
 records skipped per reason with the first five examples: `undecodable` (not UTF-8), `malformed`
 (a JSON line that is not an object, a CSV record with another number of fields than the header),
 `missing_field` (no id or no article), `empty` (no text after whitespace normalisation),
@@ -33,19 +33,16 @@ Articles without highlights are kept and counted (`without_highlights`). A file 
 corrupt stops the job with an error naming it; nothing is written. A Parquet file without the three
 columns stops it too (a file problem, not a record problem).
 
-CLI: python -m workflow_scripts.articles --name NAME --spec JSON --input PATH --out DIR --report PATH
-     [--log PATH]
+The job of rules/articles.smk: run_articles.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import gzip
 import io
 import json
 import lzma
 import re
-import sys
 import tarfile
 import zlib
 from collections import Counter
@@ -401,18 +398,10 @@ def read_articles(directory: str, columns: list[str] | None = None) -> Iterator[
                 yield from batch.to_pylist()
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--name", required=True)
-    ap.add_argument("--spec", required=True, help="the collection's config entry as JSON")
-    ap.add_argument("--input", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--report")
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "articles")
-    build(args.name, json.loads(args.spec), args.input, args.out, log, args.report)
+# ---- the jobs of rules/articles.smk (workflow_scripts/jobs.py) ----
+def run_articles(job) -> None:
+    from workflow_scripts.nltk_data import prepend_nltk_data
 
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+    prepend_nltk_data(job.params.nltk_dir)  # the workflow's punkt, where it downloaded it
+    build(job.wildcards.collection, job.params.spec, job.input.release, job.output.shards,
+          setup_logging(name="articles"), job.output.report)

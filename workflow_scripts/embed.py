@@ -13,13 +13,11 @@ similar token count (little padding).
 from __future__ import annotations
 
 # the encoder families are in encoders.py, the TF-IDF fit in tfidf_fit.py; here: the partition job,
-# its worker processes and the command line (rules/embed.smk)
+# its worker processes and the jobs of rules/embed.smk
 
-import argparse
 import contextlib
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -305,48 +303,36 @@ def throughput_file_of(out_dir: str) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    f = sub.add_parser("fit-tfidf")
-    f.add_argument("--spec", required=True)
-    f.add_argument("--corpus-dir", help="a corpus (for fit_on); absent for a probe dataset: all its texts")
-    f.add_argument("--scope", help="name of the text set")
-    f.add_argument("--texts", nargs="*", default=[])
-    f.add_argument("--variants-dir", help="the corpus's variants: insertion variants' terms counted from their originals")
-    f.add_argument("--out", required=True)
-    f.add_argument("--log")
-    e = sub.add_parser("embed")
-    e.add_argument("--model", required=True)
-    e.add_argument("--spec", required=True)
-    e.add_argument("--scope", required=True)
-    e.add_argument("--partition", type=int, required=True)
-    e.add_argument("--partitions", type=int, required=True)
-    e.add_argument("--texts", nargs="*", default=[])
-    e.add_argument("--fitted")
-    e.add_argument("--model-file")
-    e.add_argument("--out", required=True)
-    e.add_argument("--threads", type=int, default=1)
-    e.add_argument("--batch-size", type=int, help="default: the spec's batch_size, else 32")
-    e.add_argument("--cpu-workers", type=int, help="default: the spec's cpu_workers, else 1")
-    e.add_argument("--chunk-rows", type=int, default=100_000)
-    e.add_argument("--reuse", help="the same partition of the parent corpus's store: its vectors are copied, not encoded")
-    e.add_argument("--vocabulary-texts", nargs="*", default=[],
-                   help="surface_form: every text file of the text set (its features number the columns)")
-    e.add_argument("--cache", help="openai_embeddings: the model's vector cache (.jsonl)")
-    e.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "embed")
-    if args.cmd == "fit-tfidf":
-        from workflow_scripts.tfidf_fit import fit_tfidf  # polars' import only where a fit runs
-        fit_tfidf(json.loads(args.spec), args.corpus_dir, args.out, log, args.texts, scope=args.scope,
-                  variants_dir=args.variants_dir)
-    else:
-        embed_partition(args.model, json.loads(args.spec), args.scope, args.partition, args.partitions,
-                        args.texts, args.out, args.threads, log, args.fitted, args.model_file, args.chunk_rows,
-                        args.batch_size, args.cpu_workers, args.reuse, args.vocabulary_texts, args.cache,
-                        throughput_file_of(args.out))
+# ---- the jobs of rules/embed.smk (workflow_scripts/jobs.py) ----
+def paths(files) -> list[str]:
+    """A job's input entry as a list of paths (a named input of one file reads as that file)."""
+    return [files] if isinstance(files, str) else list(files or [])
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def run_download_model(job) -> None:
+    from workflow_scripts.ingest import download
+
+    download(job.params.url, job.params.sha256, job.output[0], setup_logging(name="ingest"), job.params.gunzip)
+
+
+def run_fit_tfidf(job) -> None:
+    from workflow_scripts.tfidf_fit import fit_tfidf  # polars' import only where a fit runs
+
+    # keys sorted, as the JSON param gave them before: the fitted file stores the spec as it is
+    spec = json.loads(json.dumps(job.params.spec, sort_keys=True))
+    fit_tfidf(spec, job.input.get("corpus"), job.output[0], setup_logging(name="embed"),
+              paths(job.input.get("texts")), scope=job.wildcards.scope, variants_dir=job.input.get("variants"))
+
+
+def run_embed(job) -> None:
+    # before the model's libraries are imported: no progress bars in the log; the hub is online
+    # unless the caller's environment says otherwise
+    os.environ["TQDM_DISABLE"] = "1"
+    os.environ["HF_HUB_OFFLINE"] = os.environ.get("HF_HUB_OFFLINE") or "0"
+    out = job.output[0]
+    embed_partition(job.wildcards.model, job.params.spec, job.wildcards.scope, int(job.wildcards.part),
+                    job.params.partitions, paths(job.input.texts), out, job.threads, setup_logging(name="embed"),
+                    fitted=job.input.get("fitted"), model_file=job.input.get("model_file"),
+                    batch_size=job.resources.batch_size, cpu_workers=job.resources.cpu_workers,
+                    reuse=job.input.get("reuse"), vocabulary_texts=paths(job.input.get("vocabulary_texts")),
+                    cache=job.params.cache, throughput_file=throughput_file_of(out))

@@ -23,7 +23,6 @@ fields) stays a bad line.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import gzip
 import hashlib
@@ -32,7 +31,6 @@ import io
 import json
 import os
 import re
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -691,7 +689,7 @@ def _fetch(url: str, tmp: Path, timeout: float, gunzip: bool, log) -> tuple[int,
 
 
 def download(url: str, sha256: str, dest: str, log, gunzip: bool | str = False, timeout: float | None = None,
-             tries: int = DOWNLOAD_TRIES, backoff: float = DOWNLOAD_BACKOFF) -> None:
+             tries: int | None = None, backoff: float | None = None) -> None:
     """Fetch `url` (http, https or file) to `dest`, verifying its sha256 before it appears.
     With `gunzip`, the download is decompressed as it arrives (fastText ships .bin.gz); the checksum
     is of the compressed bytes, as published. `gunzip="auto"` decompresses when the URL's file name
@@ -699,13 +697,16 @@ def download(url: str, sha256: str, dest: str, log, gunzip: bool | str = False, 
 
     Each connection and each read waits at most `timeout` seconds (default: `download_timeout()`,
     60 s or $WORKFLOW_DOWNLOAD_TIMEOUT). A try that fails (timeout, network error, HTTP 408/429/5xx)
-    is repeated from the start after `backoff` seconds, doubled each time, up to `tries` tries
-    (file:// URLs: one); then DownloadError names the URL and the last error."""
+    is repeated from the start after `backoff` seconds (default DOWNLOAD_BACKOFF), doubled each
+    time, up to `tries` tries (default DOWNLOAD_TRIES; file:// URLs: one); then DownloadError names
+    the URL and the last error."""
     if gunzip == "auto":
         gunzip = is_gzip_url(url)
     elif not isinstance(gunzip, bool):
         raise ValueError(f"gunzip must be True, False or 'auto', not {gunzip!r}")
     timeout = download_timeout() if timeout is None else timeout
+    tries = DOWNLOAD_TRIES if tries is None else tries
+    backoff = DOWNLOAD_BACKOFF if backoff is None else backoff
     if not timeout > 0 or tries < 1:
         raise ValueError(f"download of {url}: timeout must be > 0 and tries >= 1, not {timeout} and {tries}")
     if urllib.parse.urlsplit(url).scheme == "file":
@@ -718,8 +719,8 @@ def download(url: str, sha256: str, dest: str, log, gunzip: bool | str = False, 
             except (OSError, http.client.HTTPException) as err:  # URLError, timeouts, resets, IncompleteRead
                 if attempt == tries or not _retryable(err):
                     timed_out = isinstance(err, TimeoutError) or isinstance(getattr(err, "reason", None), TimeoutError)
-                    hint = (f"; each connection and read waits at most {timeout:g} s (--timeout, or "
-                            f"${DOWNLOAD_TIMEOUT_ENV})" if timed_out else "")
+                    hint = (f"; each connection and read waits at most {timeout:g} s "
+                            f"(${DOWNLOAD_TIMEOUT_ENV})" if timed_out else "")
                     raise DownloadError(
                         f"{url}: download failed after {attempt} {'try' if attempt == 1 else 'tries'} "
                         f"({type(err).__name__}: {err}){hint}; nothing written to {dest}") from err
@@ -739,38 +740,13 @@ def download(url: str, sha256: str, dest: str, log, gunzip: bool | str = False, 
              ", decompressed" if gunzip else "")
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    a = sub.add_parser("ingest")
-    a.add_argument("--source", required=True)
-    a.add_argument("--spec", required=True, help="the source's config entry as JSON")
-    a.add_argument("--input", required=True)
-    a.add_argument("--out", required=True)
-    a.add_argument("--shard-rows", type=int, required=True)
-    a.add_argument("--report")
-    a.add_argument("--log")
-    d = sub.add_parser("download")
-    d.add_argument("--url", required=True)
-    d.add_argument("--sha256", required=True)
-    d.add_argument("--out", required=True)
-    # `--gunzip` alone decompresses (as before); `--gunzip auto` decides by the URL's file name
-    d.add_argument("--gunzip", nargs="?", const="yes", default="no", choices=["yes", "no", "auto"],
-                   help="decompress the download: yes (the flag alone), no (the default), or auto: when "
-                        "the URL's file name, without query string or fragment, ends in .gz")
-    d.add_argument("--timeout", type=float, default=None,
-                   help=f"seconds to wait for the connection and each read (default ${DOWNLOAD_TIMEOUT_ENV}, "
-                        f"else {DEFAULT_DOWNLOAD_TIMEOUT:g})")
-    d.add_argument("--tries", type=int, default=DOWNLOAD_TRIES, help="tries before the download fails")
-    d.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "ingest")
-    if args.cmd == "ingest":
-        ingest(json.loads(args.spec), args.source, args.input, args.out, args.shard_rows, log, args.report)
-    else:
-        download(args.url, args.sha256, args.out, log, {"yes": True, "no": False}.get(args.gunzip, args.gunzip),
-                 timeout=args.timeout, tries=args.tries)
+# ---- the jobs of rules/ingest.smk (workflow_scripts/jobs.py) ----
+def run_download_source(job) -> None:
+    download(job.params.url, job.params.sha256, job.output[0], setup_logging(name="ingest"))
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def run_ingest(job) -> None:
+    # keys sorted, as the JSON param gave them before: `columns` orders each record's languages
+    spec = json.loads(json.dumps(job.params.spec, sort_keys=True))
+    ingest(spec, job.wildcards.source, job.input[0], job.output.shards, job.params.shard_rows,
+           setup_logging(name="ingest"), job.output.report)

@@ -10,15 +10,10 @@
   written atomically. A mismatch raises and leaves nothing in the destination.
 - offline_message: what to do when packages are missing and cannot be downloaded.
 
-CLI:
-  python -m workflow_scripts.nltk_data download --packages a b --dest DIR --manifest PATH
-         [--index-url URL] [--log PATH]
-  python -m workflow_scripts.nltk_data check (--packages a b [--probe NAME] | --config FILE)
-         [--paths DIR ...]      exit code 1 and the offline message when something is missing
+The job of rules/nltk_data.smk: run_nltk_download.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import inspect
@@ -503,49 +498,24 @@ def _is_collection(downloader, name: str) -> bool:
         return False
 
 
-# --- CLI -------------------------------------------------------------------------------------------
-def _config_packages(path: str) -> dict[str, list[str]]:
-    import yaml
-
-    with open(path, encoding="utf-8") as f:
-        return required_packages(yaml.safe_load(f) or {})
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("download", help="download, verify and install packages; write the manifest")
-    d.add_argument("--packages", nargs="+", required=True)
-    d.add_argument("--dest", required=True, help="the nltk_data folder to install into")
-    d.add_argument("--manifest", required=True)
-    d.add_argument("--index-url", help="nltk's data index (default: nltk's own); file:// for a local mirror")
-    d.add_argument("--log")
-    c = sub.add_parser("check", help="exit 1 with instructions when packages are missing")
-    what = c.add_mutually_exclusive_group(required=True)
-    what.add_argument("--packages", nargs="+")
-    what.add_argument("--config", help="a workflow config: check what required_packages() says it needs")
-    c.add_argument("--probe", default="the workflow", help="who needs --packages (for the message)")
-    c.add_argument("--paths", nargs="+", help="nltk_data folders to look in (default: nltk's search path)")
-    c.add_argument("--dest", default=DEFAULT_DEST, help="where the download rule would put them (`nltk_download: auto`)")
-    args = ap.parse_args(argv)
-    if args.cmd == "download":
-        log = setup_logging(args.log, "nltk_data")
-        try:
-            download_packages(args.packages, args.dest, log, args.index_url, args.manifest)
-        except NLTKDataError as e:
-            log.error("%s", e)
-            if isinstance(e, NLTKDownloadFailed):
-                log.error("%s", offline_message({"the workflow": _dedup(args.packages)}, args.dest))
-            return 1
-        return 0
-    required = _config_packages(args.config) if args.config else {args.probe: _dedup(args.packages)}
-    missing = missing_by_user(required, args.paths)
-    if missing:
-        print(offline_message(missing, args.dest), file=sys.stderr)
-        return 1
-    print("NLTK data present: " + (", ".join(_dedup(p for ps in required.values() for p in ps)) or "none needed"))
-    return 0
+def prepend_nltk_data(folder: str) -> None:
+    """Put `folder` (the workflow's download folder, Study.nltk_download_dir) before the user's
+    NLTK_DATA in this process's environment, as a job that uses NLTK data needs it; before nltk is
+    imported, which reads NLTK_DATA once."""
+    previous = os.environ.get("NLTK_DATA")
+    os.environ["NLTK_DATA"] = folder + (os.pathsep + previous if previous else "")
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+# ---- the jobs of rules/nltk_data.smk (workflow_scripts/jobs.py) ----
+def run_nltk_download(job) -> None:
+    """Download the packages into the manifest's folder (`index_url`, a mirror: optional param).
+    A failure is logged with the offline message and fails the job."""
+    log = setup_logging(name="nltk_data")
+    dest = os.path.dirname(job.output[0])
+    try:
+        download_packages(list(job.params.packages), dest, log, job.params.get("index_url"), job.output[0])
+    except NLTKDataError as e:
+        log.error("%s", e)
+        if isinstance(e, NLTKDownloadFailed):
+            log.error("%s", offline_message({"the workflow": _dedup(job.params.packages)}, dest))
+        raise SystemExit(1) from e

@@ -4,6 +4,7 @@ a killed run resumes to the weights of an uninterrupted one, manifests say what 
 the recipes' registration as models and their config checks."""
 import copy
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -217,6 +218,35 @@ def test_manifest_says_what_made_the_model(env):
     assert mining["negatives"] == {"wrong_answers": 0, "mined": mining["rows"]}
     pairs, docs, _, _ = ft_pairs(plan["ft"]["data"], "train")
     assert m["data"]["ft"]["digest"] == digest([pairs, docs]) and m["settings"]["ft"]["negatives"] == "mined"
+
+
+def test_the_train_job_works_beside_its_output_and_digests_the_plan_as_before(env, monkeypatch):
+    """rules/adapt.smk's adapt_train: the model directory its output, checkpoints in
+    <models>/.work/<recipe>/ beside it (gone once the model is in place), device and threads from the
+    job; the plan's digest is of its keys sorted, as when the plan came as JSON text."""
+    from workflow_scripts.adapt.train import run_adapt_train
+    from workflow_scripts.jobs import make_job
+    plan = make_plan(env, ["pt"])
+    plan = {key: plan[key] for key in reversed(plan)}  # built in another order
+    out = env["base"] / "job" / "models" / "r"
+    seen = {}
+    real_train = train
+
+    def spy(plan, out_dir, work_root, device, threads, log):
+        seen.update(work=work_root, device=device, threads=threads)
+        assert Path(work_root).is_relative_to(out.parent / ".work")
+        return real_train(plan, out_dir, work_root, device, threads, log)
+
+    monkeypatch.setattr("workflow_scripts.adapt.train.train", spy)
+    for var, value in (("TQDM_DISABLE", "0"), ("HF_HUB_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+        monkeypatch.setenv(var, os.environ.get(var, value))  # what the job sets is undone after the test
+    run_adapt_train(make_job(output=[str(out)], params={"plan": plan, "device": "cpu"}, wildcards={"recipe": "r"},
+                             threads=2))
+    assert seen == {"work": str(out.parent / ".work" / "r"), "device": "cpu", "threads": 2}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["plan_digest"] == digest(json.loads(json.dumps(plan, sort_keys=True))) != digest(plan)
+    assert manifest["threads"] == 2 and manifest["device"] == "cpu" and manifest["steps"] == ["pt"]
+    assert not (out.parent / ".work" / "r").exists()
 
 
 # ---- FT negatives: mined, the questions' wrong answers, or both ---------------------------------

@@ -3,7 +3,7 @@ input functions of rules/adapt.smk."""
 from __future__ import annotations
 
 from workflow_scripts.adapt import models as adapt_models
-from workflow_scripts.study import ProbePlan, as_json
+from workflow_scripts.study import ProbePlan
 
 
 class AdaptPlan(ProbePlan):
@@ -17,10 +17,10 @@ class AdaptPlan(ProbePlan):
     def recipes(self) -> list[str]:
         return adapt_models.order(self.config)
 
-    def train_plan(self, wildcards) -> str:
+    def train_plan(self, wildcards) -> dict:
         """What the recipe's training computes from: a param, so any change to the recipe, its base or
         its data retrains it."""
-        return as_json(adapt_models.plan(self.config, wildcards.recipe, self.R))
+        return adapt_models.plan(self.config, wildcards.recipe, self.R)
 
     def inputs(self, wildcards) -> dict:
         return adapt_models.inputs(self.config, wildcards.recipe, self.R)

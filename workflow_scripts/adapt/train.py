@@ -15,13 +15,11 @@ unless `deterministic: true` (transformers' full_determinism: deterministic cuDN
 """
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import json
 import os
 import resource
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -148,21 +146,17 @@ def train(plan: dict, out_dir: str, work_root: str, device: str = "cpu", threads
     return manifest
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--plan", required=True, help="the recipe's plan (JSON; workflow_scripts/adapt/models.py plan)")
-    p.add_argument("--out", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--log")
-    a = p.parse_args(argv)
+# ---- the jobs of rules/adapt.smk (workflow_scripts/jobs.py) ----
+def run_adapt_train(job) -> None:
+    # before the model's libraries are imported: no progress bars in the log, no tokenizer threads
+    # beside the job's; the hub is online unless the caller's environment says otherwise
+    os.environ["TQDM_DISABLE"] = "1"
+    os.environ["HF_HUB_OFFLINE"] = os.environ.get("HF_HUB_OFFLINE") or "0"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    log = setup_logging(a.log, "adapt")
-    plan = json.loads(a.plan)
-    manifest = train(plan, a.out, a.work, a.device, a.threads, log)
-    log.info("wrote %s (%s)", a.out, ", ".join(f"{s}: {r.get('seconds')} s" for s, r in manifest["runs"].items()))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    log = setup_logging(name="adapt")
+    out = job.output[0]
+    work = os.path.join(os.path.dirname(out), ".work", os.path.basename(out))  # <results>/models/.work/<recipe>
+    # keys sorted, as the JSON param gave them before: the plan's digest names its work folder
+    plan = json.loads(json.dumps(job.params.plan, sort_keys=True))
+    manifest = train(plan, out, work, job.params.device, job.threads, log)
+    log.info("wrote %s (%s)", out, ", ".join(f"{s}: {r.get('seconds')} s" for s, r in manifest["runs"].items()))
