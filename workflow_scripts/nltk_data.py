@@ -498,12 +498,17 @@ def _is_collection(downloader, name: str) -> bool:
         return False
 
 
-def prepend_nltk_data(folder: str) -> None:
+def prepend_nltk_data(folder: str | None) -> None:
     """Put `folder` (the workflow's download folder, Study.nltk_download_dir) before the user's
-    NLTK_DATA in this process's environment, as a job that uses NLTK data needs it; before nltk is
-    imported, which reads NLTK_DATA once."""
+    NLTK_DATA in this process's environment, as a job that uses NLTK data needs it. nltk reads
+    NLTK_DATA once, when imported: where it is imported already, its search path gets the folder
+    too. None (no download folder planned): nothing changes."""
+    if not folder:
+        return
     previous = os.environ.get("NLTK_DATA")
     os.environ["NLTK_DATA"] = folder + (os.pathsep + previous if previous else "")
+    if "nltk" in sys.modules:
+        sys.modules["nltk"].data.path.insert(0, folder)
 
 
 # ---- the jobs of rules/nltk_data.smk (workflow_scripts/jobs.py) ----

@@ -25,6 +25,7 @@ import pytest
 
 from conftest import ROOT, missing_data
 from workflow_scripts import beir
+from workflow_scripts.nltk_data import prepend_nltk_data
 from workflow_scripts.retrieval import questions as Q, sets, spec3gpp as S
 
 RES = ROOT / "resources" / "retrieval"
@@ -677,13 +678,13 @@ def test_the_study_nltk_folder_comes_first(monkeypatch):
 
     monkeypatch.setenv("NLTK_DATA", os.pathsep.join(["a", "b"]))
     monkeypatch.setattr(nltk.data, "path", ["a", "b"])
-    sets.put_nltk_dir_first("results/nltk_data")
+    prepend_nltk_data("results/nltk_data")
     assert os.environ["NLTK_DATA"] == os.pathsep.join(["results/nltk_data", "a", "b"])
     assert nltk.data.path == ["results/nltk_data", "a", "b"]  # imported already: its path too
     monkeypatch.delenv("NLTK_DATA")
-    sets.put_nltk_dir_first("results/nltk_data")
+    prepend_nltk_data("results/nltk_data")
     assert os.environ["NLTK_DATA"] == "results/nltk_data"
-    sets.put_nltk_dir_first(None)
+    prepend_nltk_data(None)
     assert os.environ["NLTK_DATA"] == "results/nltk_data"
 
 

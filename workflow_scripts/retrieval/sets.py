@@ -66,6 +66,7 @@ import polars as pl
 
 from workflow_scripts import beir
 from workflow_scripts.common import setup_logging, write_json
+from workflow_scripts.nltk_data import prepend_nltk_data
 from workflow_scripts.retrieval import questions as Q, spec3gpp
 
 KINDS = ("beir", "3gpp", "msrp", "tatoeba")
@@ -422,20 +423,9 @@ def build_set(name: str, spec: dict, settings: dict | None, seed: int, out_dir: 
     return report
 
 
-def put_nltk_dir_first(nltk_dir: str | None) -> None:
-    """Look for NLTK data in the study's download folder first, then where NLTK_DATA says (the
-    sentence splitter reads punkt_tab); nltk reads NLTK_DATA when imported, so also its path if it
-    is imported already."""
-    if not nltk_dir:
-        return
-    os.environ["NLTK_DATA"] = os.pathsep.join([nltk_dir] + [p for p in [os.environ.get("NLTK_DATA")] if p])
-    if "nltk" in sys.modules:
-        sys.modules["nltk"].data.path.insert(0, nltk_dir)
-
-
 # ---- the jobs of rules/retrieval.smk (workflow_scripts/jobs.py) ----
 def run_retrieval_build(job) -> None:
-    put_nltk_dir_first(job.params.get("nltk_dir"))
+    prepend_nltk_data(job.params.get("nltk_dir"))
     build_set(job.wildcards.dataset, job.params.spec, job.params.settings, job.params.seed, job.output.set,
               list(job.output.texts), job.output.report, setup_logging(name="retrieval"),
               cache_path=job.params.get("cache"))

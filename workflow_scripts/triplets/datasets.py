@@ -70,7 +70,6 @@ from __future__ import annotations
 import copy
 import csv
 import functools
-import os
 import random
 import re
 import time
@@ -81,6 +80,7 @@ from typing import Callable, NamedTuple
 import polars as pl
 
 from workflow_scripts.common import n_tokens, setup_logging, stable_id
+from workflow_scripts.nltk_data import prepend_nltk_data
 from workflow_scripts.triplets import sources as src
 from workflow_scripts.triplets.lexical import not_negation, quantifier_negation, synonym_substitution
 from workflow_scripts.triplets.parsing import FINAL, NEGATIONS, NEGATORS, REPORTING, Parsed, Result, parse
@@ -647,10 +647,8 @@ def write_outputs(frame: pl.DataFrame, report: dict, out: str, texts_out: list[s
 
 # ---- the jobs of rules/triplets.smk (workflow_scripts/jobs.py) ----
 def run_triplets_build(job) -> None:
-    # the workflow's NLTK download folder first, before the user's NLTK_DATA (parsing imports nltk
-    # only when it tags, after this)
-    user_dirs = os.environ.get("NLTK_DATA")
-    os.environ["NLTK_DATA"] = job.params.nltk_dir + (os.pathsep + user_dirs if user_dirs else "")
+    # the workflow's NLTK download folder first (parsing imports nltk only when it tags, after this)
+    prepend_nltk_data(job.params.nltk_dir)
     log = setup_logging(name="triplets")
     dataset = job.wildcards.dataset
     frame, report = build_dataset(dataset, job.params.spec, job.params.sources, job.params.settings,
