@@ -22,14 +22,14 @@ rule perturb:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="csc.perturb:run_perturb",
         settings=CSC.perturb_settings,
         seed=SEED,
         partitions=PARTS,
+        # what the grammatical negation was planned with: the job refuses other NLTK resources
         nltk=CSC.nltk_plan,
-    shell:
-        "python -m workflow_scripts.csc.perturb --corpus-dir {input:q} --settings {params.settings:q} --seed {params.seed:q}"
-        " --partitions {params.partitions:q} --out-variants {output.variants:q} --out-texts {output.texts:q}"
-        " --report {output.report:q} --workers {threads} --nltk {params.nltk:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule csc_score:
@@ -48,6 +48,7 @@ rule csc_score:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="csc.curves:run_csc_score",
         exact_max_n=config["csc"]["exact_kde_max_n"],
         grid_step=config["csc"]["grid_step"],
         bootstrap_b=config["csc"]["bootstrap_b"],
@@ -55,12 +56,8 @@ rule csc_score:
         seed=SEED,
         # what decides the model's vectors (not batch size or threads): the stores must match it
         spec=CSC.spec,
-        out_dir=lambda wc: f"{R}/csc/{wc.corpus}/{wc.model}",
-    shell:
-        "python -m workflow_scripts.csc.curves score --variants-dir {input.variants:q} --stores {input.stores:q} --model {wildcards.model:q}"
-        " --corpus {wildcards.corpus:q} --spec {params.spec:q} --exact-max-n {params.exact_max_n:q} --grid-step {params.grid_step:q}"
-        " --bootstrap-b {params.bootstrap_b:q} --bootstrap-groups {params.bootstrap_groups:q} --seed {params.seed:q}"
-        " --out-dir {params.out_dir:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule csc_plot:
@@ -81,9 +78,10 @@ rule csc_plot:
     localrule: True
     conda:
         "../envs/workflow.yaml"
-    shell:
-        "MPLBACKEND=Agg python -m workflow_scripts.csc.curves plot --curves {input.curves:q} --summary {input.summary:q}"
-        " --png {output.png:q} --svg {output.svg:q} > {log:q} 2>&1"
+    params:
+        function="csc.curves:run_csc_plot",
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule csc_aggregate:
@@ -98,8 +96,8 @@ rule csc_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="csc.curves:run_csc_aggregate",
         corpora=list(config["corpora"]),
         models=list(config["models"]),
-    shell:
-        "python -m workflow_scripts.csc.curves aggregate --summaries {input:q} --out {output.overlap:q} --table3 {output.table3:q}"
-        " --corpora {params.corpora:q} --models {params.models:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"

@@ -27,13 +27,13 @@ rule domain_shift_build:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="domain_shift.texts:run_domain_shift_build",
         spec=DOMAIN_SHIFT.build_spec,
+        # source label -> its file or folder (among the inputs)
         paths=DOMAIN_SHIFT.build_paths,
         seed=SEED,
-    shell:
-        "python -m workflow_scripts.domain_shift.texts --dataset {wildcards.dataset:q} --spec {params.spec:q}"
-        " --paths {params.paths:q} --seed {params.seed:q} --out {output.texts:q} --texts {output.parts:q}"
-        " --report {output.report:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule domain_shift_score:
@@ -52,14 +52,12 @@ rule domain_shift_score:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="domain_shift.scores:run_domain_shift_score",
         spec=DOMAIN_SHIFT.spec,
         settings=DOMAIN_SHIFT.settings,
         seed=SEED,
-    shell:
-        "python -m workflow_scripts.domain_shift.scores score --texts {input.texts:q} --stores {input.stores:q}"
-        " --dataset {wildcards.dataset:q} --model {wildcards.model:q} --spec {params.spec:q} --settings {params.settings:q}"
-        " --seed {params.seed:q} --summary {output.summary:q} --curves {output.curves:q}"
-        " --replicates {output.replicates:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"
 
 
 rule domain_shift_aggregate:
@@ -85,14 +83,11 @@ rule domain_shift_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
+        function="domain_shift.scores:run_domain_shift_aggregate",
         entries=DOMAIN_SHIFT.aggregate_entries,
         models=DOMAIN_SHIFT.models,
         plots=DOMAIN_SHIFT.plots_param,
         settings=DOMAIN_SHIFT.settings,
-        retrieval=DOMAIN_SHIFT.retrieval_options,
         seed=SEED,
-    shell:
-        "MPLBACKEND=Agg python -m workflow_scripts.domain_shift.scores aggregate --entries {params.entries:q}"
-        " --models {params.models:q} --plots {params.plots:q} {params.retrieval} --settings {params.settings:q}"
-        " --seed {params.seed:q} --table {output.table:q} --adaptation {output.adaptation:q}"
-        " --correlations {output.correlations:q} > {log:q} 2>&1"
+    script:
+        "../workflow_scripts/run_job.py"

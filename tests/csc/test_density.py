@@ -296,9 +296,10 @@ def test_finer_grid_step_is_used_and_reported(tmp_path, log):
 
 def test_aggregate_of_no_summaries_writes_header_only_tables(tmp_path):
     """Every model limited to other probes (`probes: [triplets]`): CSC's tables are empty, not an error."""
-    from workflow_scripts.csc.curves import main
-    main(["aggregate", "--summaries", "--out", str(tmp_path / "o.csv"), "--table3", str(tmp_path / "t.csv"),
-          "--corpora", "c", "--models", "m"])
+    from workflow_scripts.csc.curves import run_csc_aggregate
+    from workflow_scripts.jobs import make_job
+    run_csc_aggregate(make_job(input=[], output={"overlap": str(tmp_path / "o.csv"), "table3": str(tmp_path / "t.csv")},
+                               params={"corpora": ["c"], "models": ["m"]}))
     assert (tmp_path / "o.csv").read_text().startswith("corpus,model,condition,overlap")
     assert (tmp_path / "t.csv").read_text().strip() == "condition,model,c,model_settings"
 

@@ -1,3 +1,4 @@
+import json
 import random
 
 import pytest
@@ -189,20 +190,24 @@ HAND_SETTINGS = {"variants_per_sentence": 3, "fuzz_terms": {"en": ["the"]}, "neg
                  "grammatical_negation": {"enabled": True, "languages": ["en"], "use_tagger": False}}
 
 
-def _run(tmp_path, settings, name="out", expected_nltk=None, log=None):
-    import logging
-
-    from workflow_scripts.csc.perturb import perturb_corpus
+def _run(tmp_path, settings, name="out", expected_nltk=None):
+    """perturb_corpus with the plan `expected_nltk` (None: no grammatical negation planned),
+    as rules/csc.smk's perturb job runs it (run_perturb)."""
+    from workflow_scripts.csc.perturb import run_perturb
+    from workflow_scripts.jobs import make_job
     out = tmp_path / name
-    return perturb_corpus(str(tmp_path / "corpus"), settings, 5, 2, str(out / "variants"),
-                          [str(out / f"texts-{p}.parquet") for p in range(2)], str(out / "report.json"),
-                          log or logging.getLogger("t"), expected_nltk=expected_nltk)
+    run_perturb(make_job(
+        input=[str(tmp_path / "corpus")],
+        output={"variants": str(out / "variants"), "texts": [str(out / f"texts-{p}.parquet") for p in range(2)],
+                "report": str(out / "report.json")},
+        params={"settings": settings, "seed": 5, "partitions": 2, "nltk": expected_nltk}))
+    return json.loads((out / "report.json").read_text())
 
 
 def test_report_counts_hand_derived(tmp_path):
     import polars as pl
     _write_corpus(tmp_path / "corpus", HAND_CORPUS)
-    report = _run(tmp_path, HAND_SETTINGS, expected_nltk='{"mode":"rules"}')
+    report = _run(tmp_path, HAND_SETTINGS, expected_nltk={"mode": "rules"})
     assert report == {
         "corpus": "c", "language": "en", "sentences": 6, "seed": 5,
         "variants": {"fuzz": 1 + 3 + 3 + 3 + 1 + 2, "negation": 2 + 3 + 3 + 3 + 1 + 2, "grammatical_negation": 1},
@@ -257,21 +262,21 @@ def test_report_records_the_nltk_data_and_refuses_another_plan(tmp_path):
     if missing or not GrammaticalNegator(True).has_tagger:
         from conftest import missing_data
         missing_data("no NLTK data here for the tagger half")
-    with_data = _run(tmp_path, settings, "tagged", expected_nltk=json.dumps(planned))["grammatical_negation"]
+    with_data = _run(tmp_path, settings, "tagged", expected_nltk=planned)["grammatical_negation"]
     assert with_data["tagger"] is True and with_data["nltk"] == planned and planned["mode"] == "tagger"
     assert with_data["nltk"] != gram["nltk"]  # so the Snakemake param differs and perturbation reruns
     assert with_data["outcomes"] == {"already_negated": 1, "auxiliary": 1, "do_support": 1, "empty": 1, "no_verb": 2}
     with pytest.raises(RuntimeError, match="planned with"):
-        _run(tmp_path, settings, "mismatch", expected_nltk='{"mode":"rules"}')
+        _run(tmp_path, settings, "mismatch", expected_nltk={"mode": "rules"})
     assert not (tmp_path / "mismatch" / "report.json").exists()
 
 
 def test_plan_for_no_grammatical_negation_is_checked(tmp_path):
     _write_corpus(tmp_path / "corpus", HAND_CORPUS, language="nl")
     settings = {"variants_per_sentence": 3, "fuzz_terms": {"nl": ["de"]}, "negation_terms": {"nl": ["niet"]}}
-    assert _run(tmp_path, settings, "ok", expected_nltk="null")["grammatical_negation"] is None
+    assert _run(tmp_path, settings, "ok", expected_nltk=None)["grammatical_negation"] is None
     with pytest.raises(RuntimeError, match="gets none"):
-        _run(tmp_path, settings, "bad", expected_nltk='{"mode":"rules"}')
+        _run(tmp_path, settings, "bad", expected_nltk={"mode": "rules"})
 
 
 def test_in_order_keeps_at_most_ahead_results_pending():
@@ -309,7 +314,7 @@ def test_batches_do_not_change_the_files(tmp_path, monkeypatch):
     files = {}
     for batch in (10_000, 4, 1):
         monkeypatch.setattr(perturb, "BATCH", batch)
-        _run(tmp_path, settings, f"b{batch}")
+        _run(tmp_path, settings, f"b{batch}", expected_nltk={"mode": "rules"})
         files[batch] = {p.relative_to(tmp_path / f"b{batch}"): p.read_bytes()
                         for p in sorted((tmp_path / f"b{batch}").rglob("*.parquet"))}
     assert len(files[1]) == 2 + 2 and not any(p.name.startswith(".") for p in files[1])  # no pieces left

@@ -1,6 +1,7 @@
 """The domain-shift probe: its texts, its three similarity distributions, densities and overlaps (the
 CSC machinery), intervals by resampling texts, and the side-by-side and correlation tables."""
 import json
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -98,6 +99,32 @@ def test_build_counts_duplicates_shared_and_bad_lines_and_samples_reproducibly(t
     assert report["counts"][f"file:{general.name}:1:missing_field"] == 1
 
 
+def test_build_job_writes_the_texts_their_partitions_and_the_report(tmp_path):
+    """rules/domain_shift.smk's build job: spec and source paths as the objects the plan gives."""
+    from workflow_scripts.domain_shift.texts import run_domain_shift_build
+    from workflow_scripts.jobs import make_job
+    specific, general = tmp_path / "spec.txt", tmp_path / "general.txt"
+    specific.write_text("the UE measures the cell\nthe gNB sends a message\nshared line\n")
+    general.write_text("the cat sleeps\nshared line\nit rains today\nthe cat sleeps\n")
+    spec = {"specific": [{"file": str(specific)}], "agnostic": [{"file": str(general)}]}
+    out = tmp_path / "out"
+    parts = [str(out / f"part-{p}.parquet") for p in range(2)]
+    run_domain_shift_build(make_job(
+        input=[str(specific), str(general)], wildcards={"dataset": "ds"},
+        output={"texts": str(out / "texts.parquet"), "parts": parts, "report": str(out / "report.json")},
+        params={"spec": spec, "paths": {"file:spec.txt": str(specific), "file:general.txt": str(general)}, "seed": 3}))
+    frame = pl.read_parquet(out / "texts.parquet")
+    # 2 specific, 2 agnostic: "shared line" is in both groups, the second "the cat sleeps" a duplicate
+    assert sorted(frame["text"]) == ["it rains today", "the UE measures the cell", "the cat sleeps",
+                                     "the gNB sends a message"]
+    report = json.loads((out / "report.json").read_text())
+    assert report["dataset"] == "ds" and report["texts"] == {"specific": 2, "agnostic": 2}
+    assert report["counts"]["in_both_groups_dropped"] == 1 and report["counts"]["agnostic:duplicate"] == 1
+    partitioned = pl.concat([pl.read_parquet(p) for p in parts])
+    assert sorted(partitioned["text"]) == sorted(frame["text"])
+    assert report["partitions"] == {"partitions": 2, "texts": 4, "unique_texts": 4}
+
+
 def _summary(tmp_path, model, overlap_value, gap):
     s = {"distributions": {d: {"mean": 0.5, "mean_ci_low": 0.4, "mean_ci_high": 0.6, "kde": "exact", "note": ""}
                            for d in S.DISTRIBUTIONS},
@@ -134,6 +161,38 @@ def test_side_by_side_table_and_correlations_across_models(tmp_path):
     assert row["n_points"] == 4 and row["points"] == "base; ft; pt; ptft"
     iso_row = corr.filter(pl.col("y") == "i1").row(0, named=True)  # no isotropy table: undefined, said so
     assert np.isnan(iso_row["pearson"]) and iso_row["note"]
+
+
+def test_aggregate_job_pairs_params_with_input_and_output_files_by_position(tmp_path):
+    """The aggregate job's params name the pairs and plots; their files are the inputs
+    `summary_<i>`, `curves_<i>` and the outputs `plots`, in the same order."""
+    from workflow_scripts.domain_shift.scores import run_domain_shift_aggregate
+    from workflow_scripts.jobs import make_job
+    grid = np.linspace(-1, 1, 21)
+    inputs = {}
+    for i, (model, value) in enumerate((("base", 0.9), ("pt", 0.3))):
+        inputs[f"summary_{i}"] = _summary(tmp_path, model, value, 0.1)["summary"]
+        inputs[f"curves_{i}"] = str(tmp_path / f"{model}.parquet")
+        density = np.exp(-((grid - 0.5) ** 2) / 0.02)
+        pl.DataFrame({"grid": grid, **{d: density for d in S.DISTRIBUTIONS}}).write_parquet(inputs[f"curves_{i}"])
+    out = tmp_path / "out"
+    png = str(out / "plots" / "ds" / "pt.png")
+    run_domain_shift_aggregate(make_job(
+        input=inputs,
+        output={"table": str(out / "t.csv"), "adaptation": str(out / "a.csv"), "correlations": str(out / "c.csv"),
+                "plots": [png]},
+        params={"entries": [{"dataset": "ds", "model": "base", "base": "base", "adaptation": "base"},
+                            {"dataset": "ds", "model": "pt", "base": "base", "adaptation": "PT"}],
+                "models": [{"model": "base", "root": "base", "adaptation": "base"},
+                           {"model": "pt", "root": "base", "adaptation": "PT"}],
+                "plots": [{"dataset": "ds", "model": "pt", "base": "base"}],
+                "settings": {"bootstrap_b": 20, "grid_step": 0.1, "exact_kde_max_n": 100, "table_k": 5}, "seed": 1}))
+    table = pl.read_csv(out / "t.csv")
+    assert table.group_by("model").agg(pl.col("overlap").first()).sort("model").rows() == [("base", 0.9), ("pt", 0.3)]
+    assert table.filter(pl.col("model") == "pt")["adaptation"].unique().to_list() == ["PT"]
+    assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    side = pl.read_csv(out / "a.csv")  # no retrieval tables: the domain-shift overlaps only
+    assert side["Embedding Model"].to_list() == ["base", "pt"]
 
 
 def test_the_overlap_has_no_declared_better_side_so_no_verdict_and_no_b_mark(tmp_path):

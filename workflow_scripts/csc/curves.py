@@ -38,10 +38,8 @@ overlap; `direction_ok` is false where the gap is <= 0 (the first screen marks i
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
+import os
 import time
 from pathlib import Path
 
@@ -562,45 +560,19 @@ def aggregate(summary_paths: list[str], out_csv: str, out_table3: str | None = N
     return table
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("score")
-    s.add_argument("--variants-dir", required=True)
-    s.add_argument("--stores", nargs="+", required=True)
-    s.add_argument("--model", required=True)
-    s.add_argument("--corpus", required=True)
-    s.add_argument("--exact-max-n", type=int, required=True)
-    s.add_argument("--grid-step", type=float, default=PAPER_GRID_STEP)
-    s.add_argument("--bootstrap-b", type=int, default=200)
-    s.add_argument("--bootstrap-groups", type=int, default=1000)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--spec", help="the model's config entry as JSON: the stores must have been embedded with it")
-    s.add_argument("--out-dir", required=True)
-    s.add_argument("--log")
-    p = sub.add_parser("plot")
-    p.add_argument("--curves", required=True)
-    p.add_argument("--summary", required=True)
-    p.add_argument("--png", required=True)
-    p.add_argument("--svg", required=True)
-    a = sub.add_parser("aggregate")
-    a.add_argument("--summaries", nargs="*", default=[], help="none when no model runs CSC: header-only tables")
-    a.add_argument("--out", required=True)
-    a.add_argument("--table3")
-    a.add_argument("--corpora", nargs="*")
-    a.add_argument("--models", nargs="*")
-    a.add_argument("--log")
-    args = ap.parse_args(argv)
-    if args.cmd == "score":
-        score(args.variants_dir, args.stores, args.model, args.corpus, args.exact_max_n, args.out_dir,
-              setup_logging(args.log, "csc"), json.loads(args.spec) if args.spec else None, args.grid_step,
-              args.bootstrap_b, args.bootstrap_groups, args.seed)
-    elif args.cmd == "plot":
-        plot(args.curves, args.summary, args.png, args.svg)
-    else:
-        table = aggregate(args.summaries, args.out, args.table3, args.corpora, args.models)
-        setup_logging(args.log, "csc").info("%d overlap rows -> %s", table.height, args.out)
+# ---- the jobs of rules/csc.smk (workflow_scripts/jobs.py) ----
+def run_csc_score(job) -> None:
+    p = job.params
+    score(job.input.variants, list(job.input.stores), job.wildcards.model, job.wildcards.corpus, p.exact_max_n,
+          os.path.dirname(job.output.summary), setup_logging(name="csc"), p.spec, p.grid_step, p.bootstrap_b,
+          p.bootstrap_groups, p.seed)
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def run_csc_plot(job) -> None:
+    plot(job.input.curves, job.input.summary, job.output.png, job.output.svg)
+
+
+def run_csc_aggregate(job) -> None:
+    """No summaries (no model runs CSC): header-only tables."""
+    table = aggregate(list(job.input), job.output.overlap, job.output.table3, job.params.corpora, job.params.models)
+    setup_logging(name="csc").info("%d overlap rows -> %s", table.height, job.output.overlap)

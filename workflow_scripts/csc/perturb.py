@@ -10,12 +10,10 @@ hash-partitioned so that every embedding job reads only its partition.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import itertools
 import json
 import random
-import sys
 import time
 from collections import Counter, deque
 from pathlib import Path
@@ -29,6 +27,7 @@ from workflow_scripts.shards import read_parquet
 from workflow_scripts.variants import INSERTION_KINDS, VARIANT_SCHEMA
 
 TEXT_SCHEMA = pa.schema([("text_key", pa.uint64()), ("text", pa.string())])
+UNCHECKED = object()  # perturb_corpus's expected_nltk where no plan is given (None means "none planned")
 
 
 def insertion_variants(words: list[str], terms: list[str], x: int, rng: random.Random) -> list[tuple[int, str, str]]:
@@ -229,7 +228,7 @@ def _in_order(pool, fn, items: list, ahead: int):
         yield result
 
 
-def _check_negation(info: dict, expected: str | None, use_tagger: bool, log) -> None:
+def _check_negation(info: dict, expected, use_tagger: bool, log) -> None:
     """Log what the grammatical negation runs with; refuse to go on if it is not what the
     workflow planned with (then its rerun decision and the outputs' provenance would be wrong)."""
     from workflow_scripts.csc.tagger import NLTK_DATA_HINT
@@ -241,19 +240,20 @@ def _check_negation(info: dict, expected: str | None, use_tagger: bool, log) -> 
                     ", ".join(info["missing"]), info["error"], NLTK_DATA_HINT)
     elif info["error"]:
         log.warning("grammatical negation: %s", info["error"])
-    if expected is not None and json.loads(expected) != info["nltk"]:
+    if expected is not UNCHECKED and expected != info["nltk"]:
         raise RuntimeError(
             f"the grammatical negation would run with {json.dumps(info['nltk'], sort_keys=True)}, but the "
-            f"workflow planned with {expected} (NLTK_DATA, HOME or Python environment differ between "
-            "Snakemake and this job): run both with the same environment")
+            f"workflow planned with {json.dumps(expected, sort_keys=True)} (NLTK_DATA, HOME or Python environment "
+            "differ between Snakemake and this job): run both with the same environment")
 
 
 def perturb_corpus(corpus_dir: str, settings: dict, seed: int, partitions: int,
                    out_variants: str, out_texts: list[str], report_path: str, log, workers: int = 1,
-                   expected_nltk: str | None = None) -> dict:
+                   expected_nltk=UNCHECKED) -> dict:
     """Shard by shard; with workers > 1, worker processes perturb shards while this one writes
-    them in order (the output does not depend on the number of workers). expected_nltk: the
-    JSON of negation.grammatical_negation_plan the workflow planned with, checked if given."""
+    them in order (the output does not depend on the number of workers). expected_nltk: what
+    negation.grammatical_negation_plan gave the workflow (None: no grammatical negation
+    planned), checked unless UNCHECKED."""
     manifest = read_json(Path(corpus_dir) / "manifest.json")
     language = manifest["language"]
     # the term lists for the report, and an early error for a language without terms
@@ -263,8 +263,9 @@ def perturb_corpus(corpus_dir: str, settings: dict, seed: int, partitions: int,
     counts = Counter()
     if len(out_texts) != partitions:
         raise ValueError(f"expected {partitions} text partition outputs, got {len(out_texts)}")
-    if expected_nltk is not None and grammatical is None and json.loads(expected_nltk) is not None:
-        raise RuntimeError(f"planned grammatical negation ({expected_nltk}) for {language!r}, which gets none")
+    if expected_nltk is not UNCHECKED and grammatical is None and expected_nltk is not None:
+        raise RuntimeError(f"planned grammatical negation ({json.dumps(expected_nltk, sort_keys=True)}) "
+                           f"for {language!r}, which gets none")
     paths = [Path(corpus_dir) / shard["file"] for shard in manifest["shards"]]
     workers = max(1, min(workers, len(paths)))
     pool = None
@@ -333,24 +334,8 @@ def perturb_corpus(corpus_dir: str, settings: dict, seed: int, partitions: int,
     return report
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--corpus-dir", required=True)
-    ap.add_argument("--settings", required=True, help="the config's perturb section as JSON")
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--partitions", type=int, required=True)
-    ap.add_argument("--out-variants", required=True)
-    ap.add_argument("--out-texts", nargs="+", required=True)
-    ap.add_argument("--report", required=True)
-    ap.add_argument("--workers", type=int, default=1, help="processes perturbing shards in parallel")
-    ap.add_argument("--nltk", help="JSON of negation.grammatical_negation_plan as planned; the job "
-                                   "refuses to run with other NLTK resources")
-    ap.add_argument("--log")
-    args = ap.parse_args(argv)
-    log = setup_logging(args.log, "perturb")
-    perturb_corpus(args.corpus_dir, json.loads(args.settings), args.seed, args.partitions,
-                   args.out_variants, args.out_texts, args.report, log, args.workers, args.nltk)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+# ---- the jobs of rules/csc.smk (workflow_scripts/jobs.py) ----
+def run_perturb(job) -> None:
+    perturb_corpus(job.input[0], job.params.settings, job.params.seed, job.params.partitions,
+                   job.output.variants, list(job.output.texts), job.output.report, setup_logging(name="perturb"),
+                   job.threads, job.params.nltk)

@@ -1,7 +1,7 @@
 """Planning of the CSC probe: (corpus, model) pairs and the input functions of rules/csc.smk."""
 from __future__ import annotations
 
-from workflow_scripts.study import Pair, ProbePlan, as_json
+from workflow_scripts.study import Pair, ProbePlan
 
 
 class CscPlan(ProbePlan):
@@ -17,22 +17,22 @@ class CscPlan(ProbePlan):
     def pair_scope(self, pair) -> str:
         return pair.corpus  # a corpus is its own text set
 
-    def perturb_settings(self, wildcards) -> str:
+    def perturb_settings(self, wildcards) -> dict:
         """The part of `csc.perturb` a corpus's variants depend on: its language's terms only, so
         editing another language's terms reruns nothing here."""
         settings = self.config["csc"]["perturb"]
         language = self.config["corpora"][wildcards.corpus]["language"]
-        return as_json({**settings, "fuzz_terms": {language: settings["fuzz_terms"][language]},
-                        "negation_terms": {language: settings["negation_terms"][language]}})
+        return {**settings, "fuzz_terms": {language: settings["fuzz_terms"][language]},
+                "negation_terms": {language: settings["negation_terms"][language]}}
 
-    def nltk_plan(self, wildcards) -> str:
+    def nltk_plan(self, wildcards) -> dict | None:
         """NLTK data and version the corpus's grammatical negation would use (package name@digest, no
         paths; null where it gets none): a param, so that installing, removing or changing them
         reruns its perturbation and what follows. Cheap: stats and checksums, no nltk import."""
         from workflow_scripts.csc.negation import grammatical_negation_plan
 
         language = self.config["corpora"][wildcards.corpus]["language"]
-        return as_json(grammatical_negation_plan(self.config["csc"]["perturb"], language))
+        return grammatical_negation_plan(self.config["csc"]["perturb"], language)
 
     def nltk_method_applies(self) -> bool:
         """The grammatical negation (tagger or rules) applies where a scored corpus's language gets it."""
@@ -43,6 +43,11 @@ class CscPlan(ProbePlan):
 
     def stores(self, wildcards) -> list[str]:
         return self.study.stores(wildcards.model, wildcards.corpus)
+
+    def spec(self, wildcards) -> dict:
+        """Param: what decides the model's vectors (the stores must match it), as the object the
+        job reads (workflow_scripts/jobs.py), not ProbePlan's JSON text."""
+        return self.study.embed_spec(wildcards.model)
 
     def summaries(self) -> list[str]:
         return [f"{self.R}/csc/{p.corpus}/{p.model}/summary.json" for p in self.pairs]

@@ -1,7 +1,7 @@
 """Planning of the domain-shift probe: the input functions and params of rules/domain_shift.smk."""
 from __future__ import annotations
 
-from workflow_scripts.study import DatasetPair, ProbePlan, as_json, cli_options
+from workflow_scripts.study import DatasetPair, ProbePlan
 
 
 class DomainShiftPlan(ProbePlan):
@@ -31,16 +31,21 @@ class DomainShiftPlan(ProbePlan):
     def build_inputs(self, wildcards) -> list[str]:
         return sorted(set(self.source_paths(wildcards.dataset).values()))
 
-    def build_spec(self, wildcards) -> str:
-        return as_json(self.config["domain_shift"]["datasets"][wildcards.dataset])
+    def build_spec(self, wildcards) -> dict:
+        return self.config["domain_shift"]["datasets"][wildcards.dataset]
 
-    def build_paths(self, wildcards) -> str:
-        return as_json(self.source_paths(wildcards.dataset))
+    def build_paths(self, wildcards) -> dict[str, str]:
+        return self.source_paths(wildcards.dataset)
 
-    def settings(self, wildcards=None) -> str:
+    def spec(self, wildcards) -> dict:
+        """Param: what decides the model's vectors (the stores must match it), as the object the
+        job reads (workflow_scripts/jobs.py), not ProbePlan's JSON text."""
+        return self.study.embed_spec(wildcards.model)
+
+    def settings(self, wildcards=None) -> dict:
         settings = {k: self.config["domain_shift"][k] for k in ("bootstrap_b", "grid_step", "exact_kde_max_n")}
         k = self.config["domain_shift"].get("table_k", (self.config.get("retrieval") or {}).get("table_k", 5))
-        return as_json({**settings, "table_k": k})
+        return {**settings, "table_k": k}
 
     def pair_files(self, pair) -> dict[str, str]:
         base = f"{self.R}/domain_shift/{pair.dataset}/{pair.model}"
@@ -61,25 +66,21 @@ class DomainShiftPlan(ProbePlan):
             inputs["retrieval_isotropy"] = f"{self.R}/tables/retrieval_isotropy.csv"
         return inputs
 
-    def aggregate_entries(self, wildcards, input) -> str:
-        return as_json([{"dataset": p.dataset, "model": p.model, "base": self.study.root_base(p.model),
-                         "adaptation": self.study.adaptation(p.model), **self.pair_files(p)} for p in self.pairs])
+    def aggregate_entries(self, wildcards=None) -> list[dict]:
+        """Param: the (dataset, model) pairs in the order of aggregate_inputs' `summary_<i>`, `curves_<i>`."""
+        return [{"dataset": p.dataset, "model": p.model, "base": self.study.root_base(p.model),
+                 "adaptation": self.study.adaptation(p.model)} for p in self.pairs]
 
-    def models(self, wildcards=None) -> str:
+    def models(self, wildcards=None) -> list[dict]:
         """The models of the side-by-side table (those that run retrieval or domain shift) with their
         root base and how each was made; a model of other probes only (an overlay's) changes nothing here."""
-        return as_json([{"model": m, "root": self.study.root_base(m), "adaptation": self.study.adaptation(m)}
-                        for m in self.config["models"]
-                        if self.study.runs_probe(m, "domain_shift") or self.study.runs_probe(m, "retrieval")])
+        return [{"model": m, "root": self.study.root_base(m), "adaptation": self.study.adaptation(m)}
+                for m in self.config["models"]
+                if self.study.runs_probe(m, "domain_shift") or self.study.runs_probe(m, "retrieval")]
 
-    def plots_param(self, wildcards=None) -> str:
-        return as_json(self.plot_entries)
-
-    def retrieval_options(self, wildcards, input) -> str:
-        if "retrieval_accuracy" not in input.keys():
-            return ""
-        return cli_options(("--retrieval-accuracy", input.retrieval_accuracy),
-                           ("--retrieval-isotropy", input.retrieval_isotropy))
+    def plots_param(self, wildcards=None) -> list[dict]:
+        """Param: the plots in the order of the rule's output `plots` (their files)."""
+        return [{k: v for k, v in p.items() if k != "png"} for p in self.plot_entries]
 
     def targets(self) -> list[str]:
         return [f"{self.R}/tables/domain_shift.csv", *(p["png"] for p in self.plot_entries)] if self.ran else []

@@ -31,10 +31,8 @@ a plot per (dataset, adapted model) against its base model.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -463,42 +461,21 @@ def aggregate(entries: list[dict], models: list[dict], plots: list[dict], retrie
              correlations_out, len(plots))
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("score")
-    s.add_argument("--texts", required=True)
-    s.add_argument("--stores", nargs="+", required=True)
-    s.add_argument("--dataset", required=True)
-    s.add_argument("--model", required=True)
-    s.add_argument("--spec", required=True)
-    s.add_argument("--settings", required=True)
-    s.add_argument("--seed", type=int, required=True)
-    s.add_argument("--summary", required=True)
-    s.add_argument("--curves", required=True)
-    s.add_argument("--replicates", help="the paired bootstrap replicates of every statistic (Parquet)")
-    g = sub.add_parser("aggregate")
-    g.add_argument("--entries", required=True)
-    g.add_argument("--models", required=True)
-    g.add_argument("--plots", required=True)
-    g.add_argument("--retrieval-accuracy")
-    g.add_argument("--retrieval-isotropy")
-    g.add_argument("--settings", required=True)
-    g.add_argument("--seed", type=int, required=True)
-    g.add_argument("--table", required=True)
-    g.add_argument("--adaptation", required=True)
-    g.add_argument("--correlations", required=True)
-    a = p.parse_args(argv)
-    log = setup_logging(None, "domain_shift")
-    if a.cmd == "score":
-        score(a.texts, a.stores, a.dataset, a.model, json.loads(a.spec), json.loads(a.settings), a.seed, a.summary,
-              a.curves, log, a.replicates)
-    else:
-        settings = json.loads(a.settings)
-        aggregate(json.loads(a.entries), json.loads(a.models), json.loads(a.plots), a.retrieval_accuracy,
-                  a.retrieval_isotropy, settings["table_k"], settings["bootstrap_b"], a.seed, a.table, a.adaptation,
-                  a.correlations, log)
+# ---- the jobs of rules/domain_shift.smk (workflow_scripts/jobs.py) ----
+def run_domain_shift_score(job) -> None:
+    score(job.input.texts, list(job.input.stores), job.wildcards.dataset, job.wildcards.model, job.params.spec,
+          job.params.settings, job.params.seed, job.output.summary, job.output.curves,
+          setup_logging(name="domain_shift"), job.output.replicates)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def run_domain_shift_aggregate(job) -> None:
+    """The pairs' files are the inputs `summary_<i>`, `curves_<i>` (params.entries in the same order),
+    the plots the output `plots` (params.plots in the same order); the retrieval probe's tables
+    are inputs where it ran."""
+    entries = [{**e, "summary": job.input[f"summary_{i}"], "curves": job.input[f"curves_{i}"]}
+               for i, e in enumerate(job.params.entries)]
+    plots = [{**p, "png": png} for p, png in zip(job.params.plots, job.output.plots, strict=True)]
+    settings = job.params.settings
+    aggregate(entries, job.params.models, plots, job.input.get("retrieval_accuracy"),
+              job.input.get("retrieval_isotropy"), settings["table_k"], settings["bootstrap_b"], job.params.seed,
+              job.output.table, job.output.adaptation, job.output.correlations, setup_logging(name="domain_shift"))

@@ -17,9 +17,6 @@ Outputs: texts.parquet (text_key, text, group, source) and the text set `domain_
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -119,21 +116,10 @@ def build(dataset: str, spec: dict, paths: dict, seed: int) -> tuple[pl.DataFram
     return frame, report
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--spec", required=True, help="the dataset's config entry (JSON)")
-    p.add_argument("--paths", required=True, help="JSON: source label -> local file or folder")
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--texts", nargs="+", required=True)
-    p.add_argument("--report", required=True)
-    a = p.parse_args(argv)
-    log = setup_logging(None, "domain_shift")
-    frame, report = build(a.dataset, json.loads(a.spec), json.loads(a.paths), a.seed)
-    write_dataset(frame, a.out, frame["text"].to_list(), a.texts, report, a.report, counts_key="partitions")
-    log.info("%s: %s texts (%s)", a.dataset, report["texts"], report["counts"])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+# ---- the jobs of rules/domain_shift.smk (workflow_scripts/jobs.py) ----
+def run_domain_shift_build(job) -> None:
+    dataset = job.wildcards.dataset
+    frame, report = build(dataset, job.params.spec, job.params.paths, job.params.seed)
+    write_dataset(frame, job.output.texts, frame["text"].to_list(), list(job.output.parts), report, job.output.report,
+                  counts_key="partitions")
+    setup_logging(name="domain_shift").info("%s: %s texts (%s)", dataset, report["texts"], report["counts"])
