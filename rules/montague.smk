@@ -49,7 +49,7 @@ rule montague_score:
         "../envs/workflow.yaml"
     params:
         function="montague.scores:run_montague_score",
-        spec=lambda wc: STUDY.embed_spec(wc.model),
+        spec=MONTAGUE.spec,
         bootstrap_b=lambda wc: config["montague"]["bootstrap_b"],
         unit=lambda wc: config["montague"]["bootstrap_unit"],
         seed=SEED,

@@ -80,7 +80,7 @@ rule settheory_measures:
         "../envs/workflow.yaml"
     params:
         function="settheory.criteria:run_settheory_measures",
-        spec=SETTHEORY.model_spec,
+        spec=SETTHEORY.spec,
         measures=config["settheory"]["measures"],
     script:
         "../workflow_scripts/run_job.py"

@@ -50,7 +50,7 @@ rule triplets_score:
         "../envs/workflow.yaml"
     params:
         function="triplets.scores:run_triplets_score",
-        spec=lambda wc: STUDY.embed_spec(wc.model),
+        spec=TRIPLETS.spec,
         scoring=lambda wc: TRIPLETS.scoring(wc.dataset),
     script:
         "../workflow_scripts/run_job.py"

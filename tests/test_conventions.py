@@ -125,3 +125,30 @@ def test_snakefmt_check_is_clean():
     out = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules"], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+
+
+# User tools with an argparse command line of their own (the Makefile's, the docs'); every other
+# module's code runs as a job
+COMMAND_LINE_TOOLS = {"plan_summary.py", "throughput.py", "report/console.py", "montague/static_vectors.py"}
+
+
+@pytest.mark.parametrize("file,rule,body", list(rule_blocks()), ids=lambda v: v if isinstance(v, str) and "\n" not in v else "")
+def test_a_rule_runs_a_function(file, rule, body):
+    """A job is a function (workflow_scripts/jobs.py): the rule's script is run_job.py, its
+    params.function names `run_<rule>` of an existing module, and no shell command or `run:` block."""
+    from workflow_scripts.jobs import resolve
+    d = directives(body)
+    assert d.get("script") == '"../workflow_scripts/run_job.py"', f"{rule}: script is {d.get('script')!r}"
+    assert not {"shell", "run", "wrapper", "notebook"} & set(d), f"{rule}: {sorted(d)}"
+    named = re.search(r'function="([\w.]+):(\w+)"', d.get("params", ""))
+    assert named and named.group(2) == f"run_{rule}", f"{rule}: params.function {named and named.group(0)}"
+    assert callable(resolve(f"{named.group(1)}:{named.group(2)}"))
+
+
+def test_no_job_module_parses_a_command_line():
+    """Rules pass inputs, outputs and params to functions: no module they run keeps an argparse main
+    (the user tools listed above keep theirs)."""
+    package = ROOT / "workflow_scripts"
+    with_cli = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
+                      if re.search(r"^import argparse|^from argparse", p.read_text(), re.M))
+    assert set(with_cli) <= COMMAND_LINE_TOOLS, set(with_cli) - COMMAND_LINE_TOOLS

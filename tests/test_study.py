@@ -11,15 +11,7 @@ import pytest
 
 from workflow_scripts import probes
 from workflow_scripts.config import validate
-from workflow_scripts.study import DatasetPair, Study, cli_options
-
-
-def test_cli_options_quote_every_value_and_drop_empty_ones():
-    text = cli_options(("--a", "x y"), ("--b", None), ("--c", ["p", "q r"]), ("--d", ""), ("--e", []),
-                       ("--f", "$(touch m)"), ("--n", 3))
-    assert text == "--a 'x y' --c p 'q r' --f '$(touch m)' --n 3"
-    assert shlex.split(text) == ["--a", "x y", "--c", "p", "q r", "--f", "$(touch m)", "--n", "3"]
-    assert cli_options() == "" and cli_options(("--x", None)) == ""
+from workflow_scripts.study import DatasetPair, Study
 
 
 def study(**extra) -> Study:

@@ -3,4 +3,7 @@
 # params.function. Kept to these lines: a change to a rule's script reruns that rule's jobs.
 from workflow_scripts.jobs import call
 
-call(snakemake)  # noqa: F821 (defined by Snakemake's script preamble)
+# guarded: a process pool started with `spawn` (embed, perturb with threads) re-runs this file as
+# __mp_main__ in each worker, which must not call the job again
+if __name__ == "__main__":
+    call(snakemake)  # noqa: F821 (defined by Snakemake's script preamble)

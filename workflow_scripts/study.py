@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 from collections import namedtuple
 from pathlib import Path
 
@@ -24,23 +23,6 @@ DatasetPair = namedtuple("DatasetPair", "dataset model")
 
 # Keys that make a corpus a subset of another (a token range, a length-matched or capped subset).
 DERIVING_KEYS = ("min_tokens", "max_tokens", "match_lengths_of", "max_sentences")
-
-
-def as_json(obj) -> str:
-    """Canonical JSON of a param: sorted keys, no spaces (a param's text decides reruns)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
-
-
-def cli_options(*options: tuple[str, object]) -> str:
-    """`--flag value` pairs for a shell command, every value shell-quoted (a list: one quoted word
-    per item); a None or empty value drops its flag. The one way rules build optional options."""
-    words = []
-    for flag, value in options:
-        if value is None or value == "" or value == []:
-            continue
-        values = value if isinstance(value, (list, tuple)) else [value]
-        words.append(" ".join([flag, *(shlex.quote(str(v)) for v in values)]))
-    return " ".join(words)
 
 
 class Study:
@@ -72,9 +54,9 @@ class Study:
         the next run, finding the packages, would see the inputs change and rebuild)."""
         return {"nltk": self.nltk_manifest} if self.nltk_download else {}
 
-    def nltk_plan(self, wildcards=None, prefix: str = "") -> str:
+    def nltk_plan(self, wildcards=None, prefix: str = "") -> dict:
         """Param: name@digest of the NLTK packages (those starting with `prefix`): a change reruns."""
-        return as_json({k: v for k, v in self.nltk_fingerprint.items() if k.startswith(prefix)})
+        return {k: v for k, v in sorted(self.nltk_fingerprint.items()) if k.startswith(prefix)}
 
     def nltk_download_dir(self, wildcards=None) -> str:
         """Param: the workflow's own NLTK download folder, which a job puts before the user's NLTK_DATA
@@ -335,9 +317,9 @@ class ProbePlan:
         """Input function: the model's stores of the dataset's text set."""
         return self.study.stores(wildcards.model, self.scope(wildcards.dataset))
 
-    def spec(self, wildcards) -> str:
+    def spec(self, wildcards) -> dict:
         """Param: what decides the model's vectors (the stores must match it)."""
-        return as_json(self.study.embed_spec(wildcards.model))
+        return self.study.embed_spec(wildcards.model)
 
     def pair_scope(self, pair) -> str:
         return self.scope(pair.dataset)

@@ -44,11 +44,6 @@ class CscPlan(ProbePlan):
     def stores(self, wildcards) -> list[str]:
         return self.study.stores(wildcards.model, wildcards.corpus)
 
-    def spec(self, wildcards) -> dict:
-        """Param: what decides the model's vectors (the stores must match it), as the object the
-        job reads (workflow_scripts/jobs.py), not ProbePlan's JSON text."""
-        return self.study.embed_spec(wildcards.model)
-
     def summaries(self) -> list[str]:
         return [f"{self.R}/csc/{p.corpus}/{p.model}/summary.json" for p in self.pairs]
 

@@ -37,11 +37,6 @@ class DomainShiftPlan(ProbePlan):
     def build_paths(self, wildcards) -> dict[str, str]:
         return self.source_paths(wildcards.dataset)
 
-    def spec(self, wildcards) -> dict:
-        """Param: what decides the model's vectors (the stores must match it), as the object the
-        job reads (workflow_scripts/jobs.py), not ProbePlan's JSON text."""
-        return self.study.embed_spec(wildcards.model)
-
     def settings(self, wildcards=None) -> dict:
         settings = {k: self.config["domain_shift"][k] for k in ("bootstrap_b", "grid_step", "exact_kde_max_n")}
         k = self.config["domain_shift"].get("table_k", (self.config.get("retrieval") or {}).get("table_k", 5))

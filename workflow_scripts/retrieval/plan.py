@@ -46,11 +46,6 @@ class RetrievalPlan(ProbePlan):
             stores += self.study.stores(wildcards.model, self.query_scope(wildcards.dataset))
         return stores
 
-    def spec(self, wildcards) -> dict:
-        """Param: what decides the model's vectors (the stores must match it), as the object itself
-        (ProbePlan.spec gives it as JSON text for a command line)."""
-        return self.study.embed_spec(wildcards.model)
-
     def dataset_pattern(self) -> str:
         """Wildcard constraint: the configured sets' names only (`d.query` is not a set)."""
         import re

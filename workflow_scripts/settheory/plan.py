@@ -83,10 +83,6 @@ class SettheoryPlan(ProbePlan):
         return {"rule": f["rule"], "threshold": f["threshold"],
                 "encoders": [{"name": m, "spec": self.study.embed_spec(m)} for m in f["encoders"]]}
 
-    def model_spec(self, wildcards) -> dict:
-        """The embed spec of the measured model (ProbePlan.spec is its JSON text, for shell commands)."""
-        return self.study.embed_spec(wildcards.model)
-
     def pair_files(self, pair) -> dict[str, str]:
         return {"measures": f"{self.R}/settheory/{pair.dataset}/{pair.model}/measures.parquet",
                 "samples": f"{self.R}/settheory/samples/{pair.dataset}.parquet",
