@@ -81,7 +81,7 @@ rule settheory_measures:
     params:
         function="settheory.criteria:run_settheory_measures",
         spec=SETTHEORY.spec,
-        measures=config["settheory"]["measures"],
+        measures=lambda wc: config["settheory"]["measures"],
     script:
         "../workflow_scripts/run_job.py"
 
@@ -113,8 +113,8 @@ rule settheory_aggregate:
     params:
         function="settheory.tables:run_settheory_aggregate",
         # (sample set, model) of the inputs measures_<i>, samples_<i>, filter_<i>
-        pairs=SETTHEORY.aggregate_pairs(),
-        settings=SETTHEORY.criterion_settings(),
+        pairs=SETTHEORY.aggregate_pairs,
+        settings=SETTHEORY.criterion_settings,
         seed=SEED,
     script:
         "../workflow_scripts/run_job.py"
