@@ -428,7 +428,7 @@ def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exa
         replicates: dict = {}
         rows, curves, details = analyse(tmp_sims, corpus, model, log, exact_max_n, grid_step, bootstrap_b,
                                         bootstrap_groups, seed, model_spec, replicates)
-    # the paired replicates behind the overlap intervals, for the differences table (compare.py)
+    # the paired replicates behind the overlap intervals, for the differences table (differences.py)
     write_replicates(out / "replicates.parquet",
                      [replicate_rows("csc", corpus, statistic, model, value, reps)
                       for statistic, (value, reps) in replicates.items()])

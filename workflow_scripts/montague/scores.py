@@ -38,7 +38,7 @@ What the reference code does wrong and this module does not (methods.md §5):
   (issue 26): seeded by the config seed and (dataset, test/kind) -- never the model -- over the
   dataset's word lists (model-independent positions), so replicate b draws the same nouns and
   adjectives for every model, an identical copy of a model gets identical intervals, and the
-  replicates written to replicates.parquet subtract replicate by replicate (compare.py). All keys
+  replicates written to replicates.parquet subtract replicate by replicate (differences.py). All keys
   of a test share a replicate's draws (the intervals are marginal, one per key). Test 2's 241,560 comparisons are summed type by type
   (`pair_shares`: same draws, same numbers as item by item, ~100x less work). B = 0 gives NaN bounds; a replicate in which a key has
   no defined item is NaN, and fewer than half defined replicates give NaN bounds.
@@ -538,7 +538,7 @@ def score(phrases_path: str, store_dirs: list[str], dataset: str, model: str, sp
     replicates: list = []
     rows = share_rows(distances, pairs, phrases, info, dataset, model, bootstrap_b, seed, unit, replicates)
     out = Path(out_dir)
-    # the paired replicates behind every share's interval, for the differences table (compare.py)
+    # the paired replicates behind every share's interval, for the differences table (differences.py)
     write_replicates(out / "replicates.parquet", replicates)
     with atomic_path(out / "distances.parquet") as tmp:
         distances.write_parquet(tmp, compression="zstd")

@@ -21,7 +21,7 @@ similarities C (query, each relevant document) and R (query, random documents) i
   comparisons use the full-data figures, since the draws without replacement are no bootstrap. It
   also writes each question's hit at every k (outcomes.parquet: id, statistic `accuracy@k`,
   correct), so that two models' accuracies are compared by McNemar's exact test on the questions
-  (compare.py; the questions are the independent units, resampled one by one).
+  (differences.py; the questions are the independent units, resampled one by one).
 - **Top-k accuracy**: a query is a hit when one of its relevant documents ranks <= k. Ranks come
   from the whole sentence set, judged by the query's own qrels: a copy of the right sentence under
   another id is not the right sentence (the reference's row-index scoring made it a miss whenever

@@ -27,7 +27,7 @@ are paired across models (issue 26): each statistic's stream is seeded by the co
 ("triplets", dataset, statistic) -- never the model -- and draws over all triplets in id order, so
 replicate b resamples the same triplets for every model (a model's undefined triplets weigh 0).
 An identical copy of a model gets identical intervals, and the replicates (written for the
-differences table, compare.py) subtract replicate by replicate. Each statistic has its own
+differences table, differences.py) subtract replicate by replicate. Each statistic has its own
 stream; the intervals are marginal (one per column); nothing here compares two columns
 within a replicate. B = 0 or n = 0 give NaN bounds (and n = 0 a NaN estimate). An accuracy of
 exactly 0 or 1 (no triplet right, or every one) is the same in every resample, so its bootstrap
