@@ -69,3 +69,12 @@ def test_a_test_job_reads_like_a_snakemake_job():
     assert job.input.get("reference") is None and job.params.spec == {"k": 1}
     assert job.params["function"] == "m:f" and job.output[0] == "t.csv" and job.wildcards.model == "m"
     assert job.threads == 2 and list(job.log) == []
+
+
+def test_an_aggregate_reads_each_pairs_files_by_index():
+    pairs = [{"dataset": "d", "model": "a"}, {"dataset": "d", "model": "b"}]
+    inputs = {"summary_0": "a.json", "curves_1": "b.parquet", "summary_1": "b.json", "retrieval_accuracy": "t.csv"}
+    assert jobs.pair_entries(pairs, inputs) == [{"dataset": "d", "model": "a", "summary": "a.json"},
+                                               {"dataset": "d", "model": "b", "curves": "b.parquet",
+                                                "summary": "b.json"}]
+    assert pairs[0] == {"dataset": "d", "model": "a"}  # the params are not changed

@@ -162,6 +162,16 @@ def atomic_path(final: str | os.PathLike, is_dir: bool = False) -> Iterator[Path
         raise
 
 
+def sorted_keys(obj):
+    """`obj` with every dict's keys in sorted order, at any depth: the order params had when they
+    were JSON text with sorted keys, for what a job stores or digests as it is."""
+    if isinstance(obj, dict):
+        return {key: sorted_keys(obj[key]) for key in sorted(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [sorted_keys(item) for item in obj]
+    return obj
+
+
 def write_json(path: str | os.PathLike, obj) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n", encoding="utf-8")

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from workflow_scripts import throughput
-from workflow_scripts.common import SPARSE_FAMILIES, TORCH_FAMILIES, atomic_path, setup_logging, vector_settings
+from workflow_scripts.common import (SPARSE_FAMILIES, TORCH_FAMILIES, atomic_path, setup_logging, sorted_keys,
+                                     vector_settings)
 from workflow_scripts.encoders import (SurfaceFormEncoder, check_device, load_encoder, resolve_device, software_versions,
                                        tfidf_transform)
 from workflow_scripts.model_settings import role_spec, scope_role
@@ -319,7 +320,7 @@ def run_fit_tfidf(job) -> None:
     from workflow_scripts.tfidf_fit import fit_tfidf  # polars' import only where a fit runs
 
     # keys sorted, as the JSON param gave them before: the fitted file stores the spec as it is
-    spec = json.loads(json.dumps(job.params.spec, sort_keys=True))
+    spec = sorted_keys(job.params.spec)
     fit_tfidf(spec, job.input.get("corpus"), job.output[0], setup_logging(name="embed"),
               paths(job.input.get("texts")), scope=job.wildcards.scope, variants_dir=job.input.get("variants"))
 

@@ -28,7 +28,6 @@ import gzip
 import hashlib
 import http.client
 import io
-import json
 import os
 import re
 import time
@@ -45,7 +44,7 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workflow_scripts.common import SEP, atomic_path, setup_logging, write_json
+from workflow_scripts.common import SEP, atomic_path, setup_logging, sorted_keys, write_json
 
 SCHEMA = pa.schema([
     ("sentence_id", pa.uint64()),
@@ -747,6 +746,6 @@ def run_download_source(job) -> None:
 
 def run_ingest(job) -> None:
     # keys sorted, as the JSON param gave them before: `columns` orders each record's languages
-    spec = json.loads(json.dumps(job.params.spec, sort_keys=True))
+    spec = sorted_keys(job.params.spec)
     ingest(spec, job.wildcards.source, job.input[0], job.output.shards, job.params.shard_rows,
            setup_logging(name="ingest"), job.output.report)

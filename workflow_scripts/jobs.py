@@ -61,6 +61,17 @@ def call(job) -> None:
     resolve(job.params["function"])(job)
 
 
+def pair_entries(pairs: list[dict], inputs) -> list[dict]:
+    """Each of an aggregate's pairs with its files: pair i's files are the inputs named `<file>_<i>`
+    (ProbePlan.pair_inputs); inputs without such a name are not a pair's."""
+    entries = [dict(pair) for pair in pairs]
+    for name, path in inputs.items():
+        file, sep, index = name.rpartition("_")
+        if sep and index.isdigit():
+            entries[int(index)][file] = path
+    return entries
+
+
 def make_job(input=None, output=None, params=None, wildcards=None, threads: int = 1,
              resources=None, log=None, function: str | None = None) -> SimpleNamespace:
     """A job as a rule would give it to its function, for tests: each of input, output, params,

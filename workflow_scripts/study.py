@@ -321,6 +321,11 @@ class ProbePlan:
         """Param: what decides the model's vectors (the stores must match it)."""
         return self.study.embed_spec(wildcards.model)
 
+    def pair_inputs(self) -> dict[str, str]:
+        """An aggregate's inputs: pair i's files (the plan's `pair_files`) named `<file>_<i>`, which
+        the job reads back with jobs.pair_entries."""
+        return {f"{key}_{i}": path for i, pair in enumerate(self.pairs) for key, path in self.pair_files(pair).items()}
+
     def pair_scope(self, pair) -> str:
         return self.scope(pair.dataset)
 

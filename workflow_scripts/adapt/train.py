@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from workflow_scripts.adapt.data import digest, ft_pairs, pt_sentences
-from workflow_scripts.common import atomic_path, setup_logging, write_json
+from workflow_scripts.common import atomic_path, setup_logging, sorted_keys, write_json
 
 MANIFEST = "manifest.json"
 DEFAULTS_NOTE = ("The seed paper published no training hyper-parameters; every value not set in the config is a "
@@ -157,6 +157,6 @@ def run_adapt_train(job) -> None:
     out = job.output[0]
     work = os.path.join(os.path.dirname(out), ".work", os.path.basename(out))  # <results>/models/.work/<recipe>
     # keys sorted, as the JSON param gave them before: the plan's digest names its work folder
-    plan = json.loads(json.dumps(job.params.plan, sort_keys=True))
+    plan = sorted_keys(job.params.plan)
     manifest = train(plan, out, work, job.params.device, job.threads, log)
     log.info("wrote %s (%s)", out, ", ".join(f"{s}: {r.get('seconds')} s" for s, r in manifest["runs"].items()))

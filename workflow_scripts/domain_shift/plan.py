@@ -55,7 +55,7 @@ class DomainShiftPlan(ProbePlan):
         return bool(self.study.dataset_pairs("retrieval"))
 
     def aggregate_inputs(self, wildcards) -> dict:
-        inputs = {f"{key}_{i}": path for i, pair in enumerate(self.pairs) for key, path in self.pair_files(pair).items()}
+        inputs = self.pair_inputs()
         if self.retrieval_ran():
             inputs["retrieval_accuracy"] = f"{self.R}/tables/retrieval_accuracy.csv"
             inputs["retrieval_isotropy"] = f"{self.R}/tables/retrieval_isotropy.csv"

@@ -41,6 +41,7 @@ import polars as pl
 from workflow_scripts.bootstrap import (paired_rng, pearson_with_interval, percentile_interval, replicate_rows,
                                         resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging, write_json
+from workflow_scripts.jobs import pair_entries
 from workflow_scripts.density import (Window, bandwidth, binned_density, exact_density, make_grid, normalise, overlap,
                                       undefined_reason)
 from workflow_scripts.vector_store import VectorStore, spec_digest
@@ -472,8 +473,7 @@ def run_domain_shift_aggregate(job) -> None:
     """The pairs' files are the inputs `summary_<i>`, `curves_<i>` (params.entries in the same order),
     the plots the output `plots` (params.plots in the same order); the retrieval probe's tables
     are inputs where it ran."""
-    entries = [{**e, "summary": job.input[f"summary_{i}"], "curves": job.input[f"curves_{i}"]}
-               for i, e in enumerate(job.params.entries)]
+    entries = pair_entries(job.params.entries, job.input)
     plots = [{**p, "png": png} for p, png in zip(job.params.plots, job.output.plots, strict=True)]
     settings = job.params.settings
     aggregate(entries, job.params.models, plots, job.input.get("retrieval_accuracy"),

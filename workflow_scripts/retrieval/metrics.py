@@ -62,6 +62,7 @@ import polars as pl
 from workflow_scripts.bootstrap import (bootstrap_rng, pearson_with_interval, percentile_interval, replicate_rows,
                                         resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging
+from workflow_scripts.jobs import pair_entries
 from workflow_scripts.paired_statistics import share_interval
 
 RULES = ("paired_draws", "mcnemar", "ci_overlap")
@@ -639,16 +640,6 @@ def run_retrieval_metrics(job) -> None:
                 job.wildcards.dataset, job.wildcards.model, job.params.settings, job.params.seed, out.metrics,
                 out.thresholds, out.summary, setup_logging(name="retrieval"), out.get("replicates"),
                 out.get("outcomes"))
-
-
-def pair_entries(pairs: list[dict], inputs) -> list[dict]:
-    """{dataset, model, summary, isotropy, similarities, topk} per pair: pair i's files are the inputs
-    named `<file>_i` (RetrievalPlan.aggregate_inputs)."""
-    entries = [dict(pair) for pair in pairs]
-    for name, path in inputs.items():
-        file, _, index = name.rpartition("_")
-        entries[int(index)][file] = path
-    return entries
 
 
 def run_retrieval_aggregate(job) -> None:

@@ -118,7 +118,7 @@ class RetrievalPlan(ProbePlan):
                 for p in self.pairs for k in self.ks()]
 
     def aggregate_inputs(self, wildcards) -> dict:
-        return {f"{key}_{i}": path for i, pair in enumerate(self.pairs) for key, path in self.pair_files(pair).items()}
+        return self.pair_inputs()
 
     def aggregate_pairs(self, wildcards=None) -> list[dict]:
         """The (set, model) pairs in the order of aggregate_inputs: pair i's files are its inputs `<file>_i`."""

@@ -89,7 +89,7 @@ class SettheoryPlan(ProbePlan):
                 "filter": f"{self.R}/reports/settheory_filter/{pair.dataset}.json"}
 
     def aggregate_inputs(self, wildcards) -> dict:
-        return {f"{key}_{i}": path for i, pair in enumerate(self.pairs) for key, path in self.pair_files(pair).items()}
+        return self.pair_inputs()
 
     def aggregate_pairs(self, wildcards=None) -> list[dict]:
         """The aggregate's (sample set, model) pairs, in the order of its inputs <key>_<i>."""

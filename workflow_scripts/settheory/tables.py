@@ -57,6 +57,7 @@ import polars as pl
 from workflow_scripts.bootstrap import (LEVEL, bootstrap_rng, paired_rng, percentile_interval, replicate_rows,
                                         resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging
+from workflow_scripts.jobs import pair_entries
 from workflow_scripts.settheory.criteria import MEASURES, sign
 
 CASES = ("T,T", "T,F", "F,T", "F,F")
@@ -536,8 +537,7 @@ def run_settheory_aggregate(job) -> None:
     """The study's tables, plots and replicates. params: pairs ([{sampleset, model}], in the order of
     input.measures_<i>, samples_<i>, filter_<i>), settings (the settheory section's criterion
     settings), seed. Tables go beside output.shares, plots under <plots>/<set>/<model>.png."""
-    entries = [{**pair, **{key: job.input[f"{key}_{i}"] for key in ("measures", "samples", "filter")}}
-               for i, pair in enumerate(job.params.pairs)]
+    entries = pair_entries(job.params.pairs, job.input)
     plots = list(job.output.plots)
     # <plots>/<set>/<model>.png: the folder above the sample sets' (no pair: no plot is written)
     plots_dir = os.path.dirname(os.path.dirname(plots[0])) if plots else ""
