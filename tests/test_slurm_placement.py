@@ -23,10 +23,12 @@ def embed_jobs(out: str) -> dict[tuple[str, str], str]:
     return jobs
 
 
-def embed_groups(out: str) -> list[set[tuple[str, str, str]]]:
-    """The (model, scope, part) of each planned group job's embedding jobs, from a dry run."""
+def embed_groups(out: str, group: str = "embed_small") -> list[set[tuple[str, str, str]]]:
+    """The (model, scope, part) of each planned job of `group`'s embedding jobs, from a dry run."""
     groups = []
-    for block in out.split("Group job embed_small")[1:]:
+    for block in out.split("Group job ")[1:]:
+        if not block.startswith(f"{group} "):
+            continue
         members = re.findall(r"^        wildcards: model=(\S+), scope=(\S+), part=(\d+)$", block, re.M)
         groups.append(set(members))
     return groups
@@ -37,10 +39,11 @@ def embed_groups(out: str) -> list[set[tuple[str, str, str]]]:
 def test_embedding_partition_follows_the_model_device_and_only_cpu_jobs_are_grouped(tmp_path):
     """A GPU model's jobs ask for the GPU partition and a GPU; TF-IDF's and the hashing stand-in's
     for the CPU partition, though they share the rule. Without `slurm.partitions` no job names a
-    partition (the profile's holds). Grouped (`embed_small`): the CPU models' jobs of the listed
+    partition (the profile's holds). Grouped `embed_small`: the CPU models' jobs of the listed
     small set, and the stand-in's copies into the derived corpus (joined to the jobs they copy
-    from); never the GPU model's, nor TF-IDF's of the derived corpus (fitted per text set, so
-    encoded). 2 partitions: 6 jobs in 4 components, 3 components per group job -> 2 group jobs."""
+    from): 2 partitions, 6 jobs in 4 components, 3 components per group job -> 2 group jobs.
+    Grouped `embed_cpu`: every other CPU job (TF-IDF's of the derived corpus: fitted per text set,
+    so encoded), 2 in one group job. Never the GPU model's."""
     from workflow_runner import snakemake, write_config
     (tmp_path / "bitext.txt").write_text("the cat sleeps\tde kat slaapt\na dog runs fast\teen hond rent snel\n")
     (tmp_path / "models" / "x").mkdir(parents=True)
@@ -53,7 +56,7 @@ def test_embedding_partition_follows_the_model_device_and_only_cpu_jobs_are_grou
                          "hash": {"family": "hashing", "dim": 8}},
               "slurm": {"partitions": {"cpu": "cpuq", "gpu": "gpuq"}, "small_text_sets": ["mini_en"]}}
     out = snakemake(tmp_path, write_config(tmp_path, config), "--dry-run", "--group-components", "embed_small=3",
-                    "--config", "embedding_partitions=2").stdout
+                    "embed_cpu=2", "--config", "embedding_partitions=2").stdout
     jobs = embed_jobs(out)
     assert "slurm_partition=gpuq" in jobs["bert", "mini_en"] and "gpu=1" in jobs["bert", "mini_en"]
     for model in ("tfidf", "hash"):
@@ -62,6 +65,8 @@ def test_embedding_partition_follows_the_model_device_and_only_cpu_jobs_are_grou
     assert len(groups) == 2 and sum(map(len, groups)) == 6  # which components share a job: Snakemake's choice
     assert set().union(*groups) == {(m, s, p) for m, s in (("hash", "mini_en"), ("hash", "mini_en_short"),
                                                           ("tfidf", "mini_en")) for p in ("000", "001")}
+    assert embed_groups(out, "embed_cpu") == [{("tfidf", "mini_en_short", p) for p in ("000", "001")}]
+    assert out.count("Group job ") == 3  # the GPU model's jobs in none
     del config["slurm"]
     jobs = embed_jobs(snakemake(tmp_path, write_config(tmp_path, config), "--dry-run").stdout)
     assert not any("slurm_partition" in r for r in jobs.values())
