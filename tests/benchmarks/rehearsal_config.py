@@ -9,8 +9,8 @@ Replaced, each declared as such:
 - the ParaCrawl source: a generated ParaCrawl-like moses zip (make_paracrawl_like.py), same format;
 - the ESCO skill labels: the shipped Dutch skill texts (resources/corpora/skills_nl.csv);
 - every model but TF-IDF: the `hashing` stand-in (CPU, not a language model) at the model's vector
-  width (fastText 300, the BERT-base encoders and LaBSE 768), keeping its threads, memory, runtime and
-  store dtype. TF-IDF stays real (fitted per corpus).
+  width (fastText 300, the BERT-base encoders and LaBSE 768), keeping its memory, runtime and store
+  dtype, with one thread (what the stand-in uses). TF-IDF stays real (fitted per corpus).
 Threads above the node's and memory above half of it are capped (a job asking for more than a node
 has is never scheduled; 16 GB stand-ins would run one at a time); rehearsal_report.py prints each
 rule's peak RSS against what its jobs asked for.
@@ -38,6 +38,9 @@ def stand_in(spec: dict, seed: int, dim: int | None = None) -> dict:
         return copy.deepcopy(spec)
     out = {"family": "hashing", "dim": dim or STAND_IN_DIM[spec["family"]], "projection_seed": seed}
     out.update({k: spec[k] for k in KEPT_MODEL_KEYS if k in spec})
+    # the stand-in runs on one core (scikit-learn's hashing, a sparse product): the model's own
+    # threads (a GPU job's tokenisers) would leave cores of the rehearsal's node idle
+    out["threads"] = 1
     return out
 
 
