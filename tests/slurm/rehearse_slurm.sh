@@ -9,7 +9,8 @@
 # PARTITIONS=N overrides the embedding partitions (development only: it changes the job graph);
 # STAND_IN_DIM=D gives every stand-in D dimensions (the real widths need about 100 GB of vector
 # stores per million pairs; D=64 about a tenth);
-# SNAKEMAKE_EXTRA: more arguments for the SLURM run (e.g. --group-components embed_small=1).
+# SNAKEMAKE_EXTRA: more arguments for the SLURM run (e.g. --group-components embed_small=1);
+# SUBMIT_CORES: the SLURM run's --cores, the most a submission asks for (default 1, see below).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 pairs=${1:?PAIRS}
@@ -44,8 +45,11 @@ echo "== SLURM run (--profile profiles/slurm), $pairs pairs"
 # the real profile with this cluster's account and partition; no accounting here, so job states
 # come from squeue (finished jobs stay visible for MinJobAge=600 s)
 t0=$(date +%s)
-# --cores and --resources: what one group submission may ask for, here one node
-$snakemake --profile profiles/slurm --jobs 8 --cores "$(nproc)" --resources mem_mb="$node_mem_mb" \
+# --cores and --resources: what one group submission may ask for. One core: the slurm-jobstep plugin
+# runs a group's members one after another (its inner snakemake has --jobs 1), so a group asking for
+# the node's 2 cores used one of them and kept every other submission off the node (every rehearsal
+# rule but perturbation and the derived corpora runs on one thread; those two are capped to one here)
+$snakemake --profile profiles/slurm --jobs 8 --cores "${SUBMIT_CORES:-1}" --resources mem_mb="$node_mem_mb" \
     --default-resources slurm_account=rehearsal slurm_partition=debug mem_mb=2000 runtime=60 \
     --slurm-status-command squeue --slurm-init-seconds-before-status-checks 2 \
     --configfile "$work/config-slurm.yaml" \
