@@ -1,5 +1,7 @@
 """The items behind a number: on hand-made per-item files of two models, the disagreement page
 lists the 20 items with the largest |score A - score B| (ties by item id), with their texts."""
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -68,3 +70,52 @@ def test_every_probe_with_stored_items_has_an_items_module():
         module = items_module(probe)
         assert module is not None and callable(module.read_items) and module.SCORE
     assert items_module("domain_shift") is None  # its items are text pairs whose cosines are not kept
+
+
+def test_numeric_ids_break_ties_as_text_at_the_edge_of_the_top():
+    """A large probe's scores keep integer ids (read_scores): the top is the same as with text ids,
+    ties at its edge included ("10" sorts before "9" as text)."""
+    ids = [9, 10, 11, 3]
+    a = pl.DataFrame({"item_id": pl.Series(ids, dtype=pl.UInt64), "score": [0.5, 0.5, 0.9, 0.5]})
+    b = pl.DataFrame({"item_id": pl.Series(ids, dtype=pl.UInt64), "score": [0.0, 0.0, 0.0, 0.0]})
+    as_text = [f.with_columns(pl.col("item_id").cast(pl.Utf8)) for f in (a, b)]
+    for top in (1, 2, 3, 4, 10):
+        got = top_disagreements(a, b, top)
+        assert got["item_id"].dtype == pl.Utf8
+        assert got.equals(top_disagreements(*as_text, top))
+    assert top_disagreements(a, b, 2)["item_id"].to_list() == ["11", "10"]
+
+
+def test_csc_disagreements_read_texts_only_for_the_listed_items(tmp_path):
+    """CSC's scores are read without texts and the texts of the listed items alone afterwards; the
+    page is what reading every item with its texts gives."""
+    from workflow_scripts.csc import items as csc_items
+    from workflow_scripts.disagreements import disagreements, write
+    rng = np.random.default_rng(3)
+    n_orig, per = 30, 4
+    (tmp_path / "corpora" / "toy").mkdir(parents=True)
+    (tmp_path / "perturbations" / "toy").mkdir(parents=True)
+    pl.DataFrame({"sentence_id": pl.Series(range(n_orig), dtype=pl.UInt64),
+                  "text": [f"sentence {i}" for i in range(n_orig)]}).write_parquet(tmp_path / "corpora/toy/part-0.parquet")
+    variant_ids = list(range(100, 100 + n_orig * per))
+    originals = [v // per % n_orig for v in range(n_orig * per)]
+    pl.DataFrame({"original_id": pl.Series(originals, dtype=pl.UInt64),
+                  "variant_id": pl.Series(variant_ids, dtype=pl.UInt64), "term": ["t"] * len(variant_ids),
+                  "text": [f"variant {v}" for v in variant_ids]}).write_parquet(tmp_path / "perturbations/toy/part-0.parquet")
+    files = {}
+    for m in ("a", "b", "c"):
+        files[m] = csc_items.item_files(str(tmp_path), {}, "toy", m)
+        Path(files[m]["scores"]).parent.mkdir(parents=True)
+        scores = np.round(rng.random(len(variant_ids)), 1)  # coarse: many ties
+        pl.DataFrame({"original_id": pl.Series(originals, dtype=pl.UInt64),
+                      "variant_id": pl.Series(variant_ids, dtype=pl.UInt64), "kind": ["insertion"] * len(variant_ids),
+                      "similarity": scores}).write_parquet(files[m]["scores"])
+    pairs = [("a", "b"), ("c", "a")]
+    import logging
+    got = write("csc", "toy", files, pairs, str(tmp_path / "d.csv"), str(tmp_path / "d.html"), 5,
+                logging.getLogger("t"))
+    full = disagreements({m: csc_items.read_items(f) for m, f in files.items()}, pairs, 5)
+    assert got.equals(full) and got.height == 10
+    row = got.row(0, named=True)
+    assert row["variant"] == f"variant {row['item_id']}"
+    assert row["original"] == f"sentence {(int(row['item_id']) - 100) // per % n_orig}"

@@ -52,9 +52,15 @@ def top_disagreements(a: pl.DataFrame, b: pl.DataFrame, top: int = TOP) -> pl.Da
     defined = pl.col("score_a").is_not_null() & pl.col("score_b").is_not_null() \
         & pl.col("score_a").is_not_nan() & pl.col("score_b").is_not_nan()
     both = both.filter(defined).with_columns((pl.col("score_a") - pl.col("score_b")).alias("difference"))
-    return (both.with_columns(pl.col("difference").abs().alias("abs_difference"))
-            .filter(pl.col("abs_difference") > 0)  # equal scores: no disagreement to show
-            .sort(["abs_difference", "item_id"], descending=[True, False]).head(top).drop("abs_difference"))
+    both = (both.with_columns(pl.col("difference").abs().alias("abs_difference"))
+            .filter(pl.col("abs_difference") > 0))  # equal scores: no disagreement to show
+    if both.schema["item_id"] != pl.Utf8:
+        # numeric ids (read_scores of a large probe): the rows that can make the top, ties at its
+        # edge included, then their ids as text, which break the ties as for every probe
+        if both.height > top:
+            both = both.filter(pl.col("abs_difference") >= both["abs_difference"].top_k(top).min())
+        both = both.with_columns(pl.col("item_id").cast(pl.Utf8))
+    return both.sort(["abs_difference", "item_id"], descending=[True, False]).head(top).drop("abs_difference")
 
 
 def disagreements(items: dict[str, pl.DataFrame], pairs: list[tuple[str, str]], top: int = TOP) -> pl.DataFrame:
@@ -136,14 +142,58 @@ class DisagreementPlan:
         return [list(pair) for pair in self.pairs(wildcards.probe, wildcards.dataset)]
 
 
+SCORE_COLUMNS = ("item_id", "score", "correct")
+
+
+def read_scores(module: ModuleType, files: dict) -> pl.DataFrame:
+    """One model's per-item scores without the items' texts: the module's `read_scores` where it has
+    one (CSC: 16M variants per corpus at full size, whose texts would take gigabytes per model; its
+    ids stay integers until the top is chosen), else its `read_items` less the text columns."""
+    if hasattr(module, "read_scores"):
+        return module.read_scores(files)
+    items = module.read_items(files)
+    return items.select([c for c in SCORE_COLUMNS if c in items.columns])
+
+
+def read_texts(module: ModuleType, files: dict, ids: list[str]) -> pl.DataFrame:
+    """item_id and the text columns of one model's items `ids`: the module's `read_items_of` where it
+    has one (reading only those items), else its `read_items`, filtered."""
+    if hasattr(module, "read_items_of"):
+        items = module.read_items_of(files, ids)
+    else:
+        items = module.read_items(files).filter(pl.col("item_id").is_in(ids))
+    return items.select("item_id", *[c for c in items.columns if c not in SCORE_COLUMNS])
+
+
+def with_texts(table: pl.DataFrame, module: ModuleType, files: dict[str, dict], pairs: list) -> pl.DataFrame:
+    """The disagreements of score-only frames with model A's text columns of each listed item (as
+    top_disagreements gives them from full frames), read for those items alone."""
+    texts = []
+    for a in dict.fromkeys(a for a, _ in pairs):
+        ids = table.filter(pl.col("model_a") == a)["item_id"].unique().to_list() if table.height else []
+        texts.append(read_texts(module, files[a], ids).with_columns(pl.lit(a).alias("model_a")))
+    if not texts:
+        return table
+    texts = pl.concat(texts, how="diagonal_relaxed")
+    text_columns = [c for c in texts.columns if c not in ("item_id", "model_a")]
+    joined = table.join(texts, on=["model_a", "item_id"], how="left")
+    head = ["model_a", "model_b", "rank", "item_id"]
+    return joined.select(*head, *text_columns, *[c for c in table.columns if c not in head])
+
+
 def write(probe: str, dataset: str, files: dict[str, dict], pairs: list, out: str, page_out: str, top: int, log) -> pl.DataFrame:
     module = items_module(probe)
     if module is None:
         raise ValueError(f"probe {probe!r} has no items module (workflow_scripts/{probe}/items.py)")
-    items = {m: module.read_items(f) for m, f in files.items()}
-    for m, frame in items.items():
-        log.info("%s/%s: %s: %d items", probe, dataset, m, frame.height)
-    table = disagreements(items, [tuple(p) for p in pairs], top)
+    # scores first, texts only for the items listed: at full size (2.56M pairs, 18M CSC variants
+    # per corpus) every model's items with their texts took more than a 24 GB machine (the SLURM
+    # dress rehearsal's job was killed)
+    scores = {}
+    for m, f in files.items():
+        scores[m] = read_scores(module, f)
+        log.info("%s/%s: %s: %d items", probe, dataset, m, scores[m].height)
+    pairs = [tuple(p) for p in pairs]
+    table = with_texts(disagreements(scores, pairs, top), module, files, pairs)
     with atomic_path(out) as tmp:
         table.write_csv(tmp)
     with atomic_path(page_out) as tmp:
