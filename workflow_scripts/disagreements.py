@@ -5,7 +5,9 @@ A probe shows its items by a module `workflow_scripts/<probe>/items.py` (found, 
 `item_files(results, config, dataset, model)` names the files that hold one model's per-item scores
 and the items' texts, `read_items(files)` reads them into one row per item: `item_id` (a string),
 the item's text columns, `score` (Float64) and, where the probe has one, `correct`; `SCORE` says what
-the score is. A probe without that module (domain_shift: its items are text pairs whose cosines are
+the score is. A probe with many items (CSC: 16M variants per corpus at 2.56M pairs) also gives
+`read_scores(files)` (item_id, score: no texts) and `read_items_of(files, ids)` (those items alone):
+the job reads every model's scores, chooses the items, then reads only their texts. A probe without that module (domain_shift: its items are text pairs whose cosines are
 not kept) has no disagreement page.
 
 Per dataset, for each compared pair (A, B) (paired_statistics.compared_pairs, from the `compare:` config,
