@@ -254,7 +254,7 @@ EMBED_PARTITION = (
 
 def embed_group(wildcards):
     """A CPU model's embedding job shares a submission on a cluster: its work is seconds at full
-    size (a partition of 2.56M pairs: about 230k texts, 2-10 s for TF-IDF or hashing), less than a
+    size (a partition of 2.56M pairs: about 560k texts, 2-17 s for TF-IDF or hashing), less than a
     SLURM job's own start-up (docs/timings.md, SLURM dress rehearsal). `embed_small`: a text set
     listed in `slurm.small_text_sets`, or a derived corpus copying its parent's vectors;
     `embed_cpu`: every other job of a CPU model. GPU jobs stay alone (a group of them would ask for

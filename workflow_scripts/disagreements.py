@@ -7,8 +7,10 @@ and the items' texts, `read_items(files)` reads them into one row per item: `ite
 the item's text columns, `score` (Float64) and, where the probe has one, `correct`; `SCORE` says what
 the score is. A probe with many items (CSC: 16M variants per corpus at 2.56M pairs) also gives
 `read_scores(files)` (item_id, score: no texts) and `read_items_of(files, ids)` (those items alone):
-the job reads every model's scores, chooses the items, then reads only their texts. A probe without that module (domain_shift: its items are text pairs whose cosines are
-not kept) has no disagreement page.
+the job reads every model's scores, chooses the items, then reads only their texts (other probes'
+items are read twice, once for the scores and once for the listed items' texts: small datasets). A
+probe without that module (domain_shift: its items are text pairs whose cosines are not kept) has
+no disagreement page.
 
 Per dataset, for each compared pair (A, B) (paired_statistics.compared_pairs, from the `compare:` config,
 default: every model against the surface-form baseline and against the first model), the N items
@@ -187,7 +189,7 @@ def write(probe: str, dataset: str, files: dict[str, dict], pairs: list, out: st
     module = items_module(probe)
     if module is None:
         raise ValueError(f"probe {probe!r} has no items module (workflow_scripts/{probe}/items.py)")
-    # scores first, texts only for the items listed: at full size (2.56M pairs, 18M CSC variants
+    # scores first, texts only for the items listed: at full size (2.56M pairs, 16M CSC variants
     # per corpus) every model's items with their texts took more than a 24 GB machine (the SLURM
     # dress rehearsal's job was killed)
     scores = {}
