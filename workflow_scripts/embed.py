@@ -26,37 +26,13 @@ import numpy as np
 from workflow_scripts import throughput
 from workflow_scripts.common import (SPARSE_FAMILIES, TORCH_FAMILIES, atomic_path, setup_logging, sorted_keys,
                                      vector_settings)
+from workflow_scripts.embed_pipeline import (BackgroundWrites, Prefetch, embed_sorted, tokenize_or_none,  # noqa: F401
+                                             tokenized)
 from workflow_scripts.encoders import (SurfaceFormEncoder, check_device, load_encoder, resolve_device, software_versions,
                                        tfidf_transform)
 from workflow_scripts.model_settings import role_spec, scope_role
 from workflow_scripts.texts import iter_chunks, unique_rows
 from workflow_scripts.vector_store import Partition, PartitionWriter, StoreMismatch, spec_digest
-
-
-def embed_sorted(encoder, texts: list[str], out: np.ndarray, batch_size: int, log, label: str,
-                 pool: "WorkerPool | None" = None) -> None:
-    """Fill out[i] = encode(texts[i]) in batches of similar token count.
-
-    With a WorkerPool, its processes encode the batches (the same batches: only the process that
-    runs each one differs) and send the vectors back; otherwise this process does.
-    """
-    if not texts:
-        return
-    lengths = encoder.token_lengths(texts)
-    order = np.argsort(-lengths, kind="stable")  # longest first: a memory problem shows at once
-    batches = [order[i:i + batch_size] for i in range(0, len(texts), batch_size)]
-    batch_texts = ([texts[i] for i in idx] for idx in batches)
-    results = map(encoder.encode_batch, batch_texts) if pool is None else pool.map(batch_texts)
-    started = time.perf_counter()
-    done = 0
-    report_every = max(1, len(batches) // 20)
-    for b, (idx, vectors) in enumerate(zip(batches, results)):
-        out[idx] = vectors
-        done += len(idx)
-        if (b + 1) % report_every == 0 or b + 1 == len(batches):
-            rate = done / (time.perf_counter() - started)
-            log.info("%s: %d/%d texts of this chunk (%.0f texts/s, %.0f s left)", label, done, len(texts), rate,
-                     (len(texts) - done) / rate)
 
 
 def open_encoder(spec: dict, device: str, model_file: str | None, model: str = "", cache: str | None = None,
@@ -81,9 +57,16 @@ def _start_worker(spec: dict, model_file: str | None, threads: int) -> None:
     _WORKER["encoder"] = open_encoder(spec, "cpu", model_file)
 
 
-def _encode_in_worker(texts: list[str]) -> tuple[np.ndarray, int, int]:
+def _encode_in_worker(batch) -> tuple[np.ndarray, int, int]:
+    """A batch's vectors: `batch` is its padded inputs (numpy arrays: the texts tokenized once in
+    the job's process) or its texts."""
     import torch
-    return _WORKER["encoder"].encode_batch(texts), os.getpid(), torch.get_num_threads()
+    encoder = _WORKER["encoder"]
+    if isinstance(batch, dict):
+        vectors = encoder.forward({k: torch.from_numpy(v) for k, v in batch.items()}).numpy()
+    else:
+        vectors = encoder.encode_batch(batch)
+    return vectors, os.getpid(), torch.get_num_threads()
 
 
 class WorkerPool:
@@ -100,8 +83,10 @@ class WorkerPool:
                                             initializer=_start_worker, initargs=(spec, model_file, threads))
         self.log, self.label, self.reported = log, label, set()
 
-    def map(self, batch_texts):
-        for vectors, pid, threads in self.executor.map(_encode_in_worker, batch_texts):
+    def map(self, batches):
+        """The vectors of each batch (its padded inputs, as host tensors, or its texts), in order."""
+        batches = ({k: v.numpy() for k, v in b.items()} if isinstance(b, dict) else b for b in batches)
+        for vectors, pid, threads in self.executor.map(_encode_in_worker, batches):
             if pid not in self.reported:  # what the process really runs with, from torch itself
                 self.reported.add(pid)
                 self.log.info("%s: worker process %d runs %d torch thread(s)", self.label, pid, threads)
@@ -150,10 +135,11 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
     done = reused = 0
     workers = 1
     seconds = {"encode": 0.0, "load": 0.0}  # in encode calls; loading the model (inside them or before)
+    tokenize_ahead = lambda texts: None  # noqa: E731 - a torch encoder's below
     with atomic_path(out_dir, is_dir=True) as tmp:
         if spec["family"] == "tfidf":
             fit = json.loads(Path(fitted).read_text())
-            encode = lambda texts, pool: tfidf_transform(fit, texts)  # noqa: E731
+            encode = lambda texts, pool, tokens=None: tfidf_transform(fit, texts)  # noqa: E731
             manifest.update(origin=f"tf-idf fitted on {fit['corpus']} ({fit['fit_on']}, {fit['documents']} texts)",
                             vocabulary=len(fit["vocabulary"]))
             writer = PartitionWriter(tmp, manifest, sparse=True, dim=len(fit["vocabulary"]))
@@ -163,7 +149,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
             index_files = vocabulary_texts or text_files
             index_masks, _ = unique_rows(index_files)
             surface.index(texts for _, texts in iter_chunks(index_files, index_masks, chunk_rows))
-            encode = lambda texts, pool: surface.encode_batch(texts)  # noqa: E731
+            encode = lambda texts, pool, tokens=None: surface.encode_batch(texts)  # noqa: E731
             manifest.update(origin=surface.origin, features=surface.dim)
             log.info("%s: %d distinct features in the text set (%d file(s))", label, surface.dim, len(index_files))
             writer = PartitionWriter(tmp, manifest, sparse=True, dim=surface.dim)
@@ -206,15 +192,24 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                                         **(encoder.manifest_fields() if hasattr(encoder, "manifest_fields") else {})})
                 seconds["load"] += time.perf_counter() - load_started
 
-            def encode(texts, pool):
+            def encode(texts, pool, tokens=None):
                 if not loaded:
                     load()
                 encoder = loaded["encoder"]
                 if hasattr(encoder, "encode_texts"):  # a served encoder: its own batching and concurrency
                     return encoder.encode_texts(texts)
                 out = np.empty((len(texts), encoder.dim), np.float32)
-                embed_sorted(encoder, texts, out, loaded["batch_size"], log, label, pool)
+                embed_sorted(encoder, texts, out, loaded["batch_size"], log, label, pool, tokens)
                 return out
+
+            def tokenize_ahead(texts):
+                """On a GPU, the next chunk's texts tokenized (in the chunk thread) while this one is
+                encoded; on the CPU, whose cores the model uses, in turn (embed_sorted does it)."""
+                encoder = loaded.get("encoder")
+                if (not texts or encoder is None or loaded["settings"]["device"] == "cpu"
+                        or not tokenized(encoder)):
+                    return None
+                return tokenize_or_none(encoder, texts, log, label)
 
             if parent is None:
                 load()
@@ -227,30 +222,44 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
             stack.enter_context(writer)
             pool = stack.enter_context(WorkerPool(spec, model_file, workers, worker_threads, log, label)) \
                 if workers > 1 else None
-            def timed_encode(texts):
+            # the store's appends in a second thread: the next chunk is encoded meanwhile
+            writes = stack.enter_context(BackgroundWrites(f"{label} writer"))
+
+            def timed_encode(texts, tokens=None):
                 """encode(texts), its seconds counted apart from a model load it started"""
                 loads, call_started = seconds["load"], time.perf_counter()
-                vectors = encode(texts, pool)
+                vectors = encode(texts, pool, tokens)
                 seconds["encode"] += time.perf_counter() - call_started - (seconds["load"] - loads)
                 return vectors
 
-            for keys, texts in iter_chunks(text_files, masks, chunk_rows):
-                if parent is None:
-                    writer.add(keys, timed_encode(texts))
-                else:
+            def read_chunk(chunk):
+                """A chunk's keys and texts, which of them the parent holds, and the texts to
+                encode (tokenized where tokenize_ahead does): read one chunk ahead, in a thread."""
+                keys, texts = chunk
+                found = rows = None
+                todo = texts
+                if parent is not None:
                     found, rows = parent.find(keys)
+                    todo = [texts[i] for i in np.flatnonzero(~found)]
+                return keys, texts, found, rows, todo, tokenize_ahead(todo)
+
+            chunks = Prefetch(read_chunk, iter_chunks(text_files, masks, chunk_rows), depth=1, name=f"{label} chunks")
+            for keys, texts, found, rows, todo, tokens in chunks:
+                if parent is None:
+                    writes.submit(writer.add, keys, timed_encode(texts, tokens))
+                else:
                     out = np.empty((len(texts), parent.manifest["dim"]), np.float32)
                     out[found] = parent.vectors[np.sort(rows)][np.argsort(np.argsort(rows))] if len(rows) else 0
-                    new = np.flatnonzero(~found)
-                    if len(new):
-                        out[new] = timed_encode([texts[i] for i in new])
-                    writer.add(keys, out)
+                    if todo:
+                        out[~found] = timed_encode(todo, tokens)
+                    writes.submit(writer.add, keys, out)
                     reused += int(found.sum())
                     parent.release_pages()
                 done += len(texts)
                 elapsed = time.perf_counter() - started
                 log.info("%s: %d/%d texts stored (%d encoded, %d reused; %.0f texts/s)", label, done, n_unique,
                          done - reused, reused, done / max(elapsed, 1e-9))
+            writes.wait()
             if spec["family"] not in SPARSE_FAMILIES:
                 # how the vectors were made: this job's encoder, or (nothing encoded) the parent's
                 writer.manifest.update(loaded["settings"] if loaded else {

