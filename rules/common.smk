@@ -198,7 +198,9 @@ def articles_inputs(wildcards):
 # ---- input functions of rules/embed.smk ----
 def embed_inputs(wildcards):
     spec = config["models"][wildcards.model]
-    inputs = {"texts": f"{R}/texts/{wildcards.scope}/part-{wildcards.part}.parquet"}
+    # the text partitions of this store partition (one, unless the model's device has fewer store
+    # partitions: embedding_partitions_per_device)
+    inputs = {"texts": STUDY.store_texts(wildcards.model, wildcards.scope, wildcards.part)}
     if spec["family"] == "tfidf":
         inputs["fitted"] = f"{R}/models/{wildcards.model}/tfidf-{wildcards.scope}.json"
     # surface_form: the features of every partition number the columns of each

@@ -73,7 +73,7 @@ rule embed:
         # what decides the vectors, resolved device, local model digest and the text set's role
         # (its template or prompt) included: a change reruns the job
         spec=lambda wc: STUDY.embed_spec(wc.model, wc.scope),
-        partitions=PARTS,
+        partitions=lambda wc: STUDY.store_parts(wc.model),
         cache=embed_cache,
     script:
         "../workflow_scripts/run_job.py"

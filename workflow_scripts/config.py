@@ -437,8 +437,15 @@ def _check_references(config: dict) -> None:
 
 
 def _shared_problems(config: dict) -> list[str]:
-    """The `articles` section (a shared stage) and models' `gguf_file`: what the schema cannot say."""
+    """The `articles` section (a shared stage), models' `gguf_file` and the store partitions per
+    device: what the schema cannot say."""
     problems = []
+    parts = config["embedding_partitions"]
+    for device, n in (config.get("embedding_partitions_per_device") or {}).items():
+        if parts % n:
+            problems.append(f"config key `embedding_partitions_per_device.{device}`: {n} does not divide "
+                            f"embedding_partitions ({parts}); expected a divisor of it (each store partition holds "
+                            f"every {n}th text partition), e.g. {', '.join(str(d) for d in range(1, parts + 1) if parts % d == 0)}")
     articles = config.get("articles") or {}
     # a probe's own sources (`<probe>.sources`) share the download folders with the corpus sources
     taken = {**{n: "sources" for n in config["sources"]},

@@ -163,33 +163,36 @@ def texts_per_sentence(study) -> tuple[float, str]:
     return VARIANTS_PER_SENTENCE, f"{VARIANTS_PER_SENTENCE:.0f} texts per sentence assumed (no corpus perturbed yet)"
 
 
-def text_count(study, scope: str, part: int, planned: set[str], factor: float) -> Count:
-    """Unique texts of one partition of a text set (its file holds unique rows)."""
-    path = study.texts(scope)[part]
-    if os.path.exists(path):
-        n = parquet_rows([path])
-        return Count(n, path not in planned, "text files" if path not in planned else "current text files, rebuilt")
+def text_count(study, scope: str, part: int, planned: set[str], factor: float, model: str | None = None) -> Count:
+    """Unique texts of one store partition of a text set (its text files hold unique rows): the
+    model's (Study.store_texts), else text partition `part`."""
+    paths = study.store_texts(model, scope, part) if model else [study.texts(scope)[part]]
+    if all(os.path.exists(p) for p in paths):
+        n = parquet_rows(paths)
+        rebuilt = any(p in planned for p in paths)
+        return Count(n, not rebuilt, "current text files, rebuilt" if rebuilt else "text files")
     corpus = study.scope_corpus(scope)
     if corpus is None:
         return Count(None, False, "built by its dataset job")
     sentences = corpus_sentences(study, corpus)
     if sentences.n is None:
         return Count(None, False, sentences.how)
-    return Count(round(sentences.n * factor / study.parts), False, f"{sentences.how} x {factor:.1f}")
+    return Count(round(sentences.n * factor * len(paths) / study.parts), False, f"{sentences.how} x {factor:.1f}")
 
 
 def reused_count(study, model: str, scope: str, part: int, count: Count) -> tuple[int | None, str | None]:
-    """(texts copied from the parent corpus's store, its name) for a derived corpus's store; the
-    texts the parent lacks are encoded. (0, None) for any other store."""
+    """(texts copied from the parent corpus's store, its name) for a derived corpus's store
+    partition; the texts the parent lacks are encoded. (0, None) for any other store."""
     parent = study.reuse_scope(model, scope)
     if parent is None:
         return 0, None
-    mine, theirs = study.texts(scope)[part], study.texts(parent)[part]
-    if os.path.exists(mine) and os.path.exists(theirs):
+    mine, theirs = study.store_texts(model, scope, part), study.store_texts(model, parent, part)
+    if all(os.path.exists(p) for p in mine + theirs):
         import numpy as np
         import pyarrow.parquet as pq
 
-        keys = [pq.read_table(p, columns=["text_key"])["text_key"].to_numpy() for p in (mine, theirs)]
+        keys = [np.concatenate([pq.read_table(p, columns=["text_key"])["text_key"].to_numpy() for p in files])
+                for files in (mine, theirs)]
         return int(np.isin(keys[0], keys[1]).sum()), parent
     return count.n, parent  # a derived corpus's sentences and variants are its parent's
 
@@ -315,7 +318,7 @@ def embed_rows(study, jobs: list[Job]) -> list[EmbedRow]:
         row = rows.setdefault((model, stage_of(study, scope)), EmbedRow(model, stage_of(study, scope)))
         row.jobs += 1
         row.job_threads = max(row.job_threads, job.threads)
-        count = text_count(study, scope, part, planned, factor)
+        count = text_count(study, scope, part, planned, factor, model)
         copied, parent = reused_count(study, model, scope, part, count)
         row.estimated |= not count.exact
         if count.n is None:

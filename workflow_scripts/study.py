@@ -101,8 +101,20 @@ class Study:
     def texts(self, scope: str) -> list[str]:
         return [f"{self.results}/texts/{scope}/part-{p}.parquet" for p in self.part_ids]
 
+    # A model's store of a text set has its device's number of partitions (embedding_partitions_per_device,
+    # a divisor of embedding_partitions): store partition p of n holds the texts whose key is p modulo
+    # n, i.e. text partitions p, p + n, p + 2n, ... (keys are p modulo the text partitions' count).
+    def store_parts(self, model: str) -> int:
+        """How many partitions (and embedding jobs, each loading the model) a store of the model has."""
+        per_device = self.config.get("embedding_partitions_per_device") or {}
+        return per_device.get(self.resolved_device(model), self.parts)
+
     def stores(self, model: str, scope: str) -> list[str]:
-        return [f"{self.results}/embeddings/{model}/{scope}/part-{p}" for p in self.part_ids]
+        return [f"{self.results}/embeddings/{model}/{scope}/part-{p:03d}" for p in range(self.store_parts(model))]
+
+    def store_texts(self, model: str, scope: str, part: int) -> list[str]:
+        """The text partitions that store partition `part` of the model embeds."""
+        return self.texts(scope)[int(part)::self.store_parts(model)]
 
     def parent_corpus(self, corpus: str) -> str | None:
         """The configured corpus a derived corpus was cut from: the first unfiltered corpus of the

@@ -25,6 +25,9 @@ Job: run_settheory_filter (rule settheory_filter, rules/settheory.smk).
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 
@@ -123,11 +126,15 @@ def apply_filter(rows: pl.DataFrame, encoders: list[dict], threshold: float, rul
 
 def encoder_stores(encoders: list[dict], stores: list[str]) -> list[dict]:
     """Each filter encoder {name, spec} with its share of `stores`: every encoder's store partitions,
-    in the encoders' order, the same number each."""
-    per = len(stores) // len(encoders) if encoders else 0
-    if per * len(encoders) != len(stores):
-        raise ValueError(f"{len(stores)} store partitions for {len(encoders)} filter encoders")
-    return [{**e, "stores": stores[i * per:(i + 1) * per]} for i, e in enumerate(encoders)]
+    in the encoders' order (as many as its device's store partitions: a GPU model may have fewer),
+    told apart by the model each store's manifest names."""
+    model_of = {d: json.loads((Path(d) / "manifest.json").read_text())["model"] for d in stores}
+    out = [{**e, "stores": [d for d in stores if model_of[d] == e["name"]]} for e in encoders]
+    missing = [e["name"] for e in out if not e["stores"]]
+    if missing or sum(len(e["stores"]) for e in out) != len(stores):
+        raise ValueError(f"{len(stores)} store partitions for filter encoders {[e['name'] for e in encoders]}: "
+                         f"none for {missing}" if missing else "some belong to no filter encoder")
+    return out
 
 
 def filter_sample_set(samples_path: str, sampleset: str, filt: dict, stores: list[str], out: str,
