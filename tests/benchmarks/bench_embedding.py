@@ -7,10 +7,17 @@ once, outside the timing, as a job starts them once); and the agreement of bf16 
 (per-vector cosine, pairwise-cosine error).
 Texts: real EN and NL sentences from ../shared/data/en_nl_parallel (mixed lengths), else the
 project's sample corpus.  Usage: python tests/benchmarks/bench_embedding.py [N_TEXTS] [REPEATS]
+
+Against another tree (e.g. main's, from `git archive main`, with ../shared beside it so that both
+read the same texts): `... bench_embedding.py N_TEXTS ROUNDS --against DIR` runs this script of
+DIR and of this tree in turn, ROUNDS times each, in fresh processes, and prints each variant's best
+texts/s of both, their ratio, and each tree's job/encode ratio (best job over best encode).
 """
 import csv
 import logging
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -106,5 +113,35 @@ def main() -> None:
         pool.__exit__(None, None, None)
 
 
+LINE = re.compile(r"^(?P<name>encode\(\) defaults|workflow \S+ \S+)\s+(?P<rate>[\d.]+) texts/s", re.M)
+
+
+def against(other: Path, n: int, rounds: int) -> None:
+    """This script of `other` and of this tree in turn, `rounds` times, one repeat each per process."""
+    trees = {"other": other.resolve(), "this": ROOT}
+    best: dict[tuple[str, str], float] = {}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    for r in range(rounds):
+        for label, tree in trees.items():
+            out = subprocess.run([sys.executable, str(tree / "tests/benchmarks/bench_embedding.py"), str(n), "1"],
+                                 capture_output=True, text=True, env=env, check=True).stdout
+            if r == 0 and label == "this":
+                print("\n".join(line for line in out.splitlines() if not LINE.match(line)))
+            for m in LINE.finditer(out):
+                key = (label, m["name"])
+                best[key] = max(best.get(key, 0.0), float(m["rate"]))
+    print(f"\nbest of {rounds} runs each, alternating; other = {trees['other']}, this = {ROOT}")
+    print(f"{'variant':22s} {'other t/s':>10} {'this t/s':>10} {'this/other':>10} {'other job/enc':>13} {'this job/enc':>12}")
+    for name in dict.fromkeys(k[1] for k in best):
+        a, b = best[("other", name)], best[("this", name)]
+        ea, eb = best[("other", "encode() defaults")], best[("this", "encode() defaults")]
+        print(f"{name:22s} {a:10.1f} {b:10.1f} {b / a:10.2f} {a / ea:13.2f} {b / eb:12.2f}")
+
+
 if __name__ == "__main__":
-    main()
+    if "--against" in sys.argv:
+        i = sys.argv.index("--against")
+        args = sys.argv[1:i] + sys.argv[i + 2:]
+        against(Path(sys.argv[i + 1]), int(args[0]) if args else 2000, int(args[1]) if len(args) > 1 else 3)
+    else:
+        main()

@@ -94,3 +94,13 @@ def test_torch_search_on_a_gpu_equals_the_cpu():
     gpu = search_dense(queries, shards, fetch, k=20, extra=8, factory=TorchFlatSearch("cuda", block_rows=1000))
     cpu = search_dense(queries, shards, fetch, k=20, extra=8, factory=FlatIndexFactory("cpu"))
     assert np.array_equal(gpu[0], cpu[0]) and np.array_equal(gpu[1], cpu[1])
+
+
+def test_the_dense_search_imports_neither_polars_nor_faiss():
+    """What the GPU benchmark needs where only torch is installed (the lent machine has no polars
+    or faiss): dense.py, with FAISS looked for only when asked."""
+    import subprocess
+    import sys
+    code = ("import sys; import workflow_scripts.retrieval.dense as d; "
+            "assert 'polars' not in sys.modules and 'faiss' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
