@@ -103,7 +103,8 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                     out_dir: str, threads: int, log, fitted: str | None = None, model_file: str | None = None,
                     chunk_rows: int = 100_000, batch_size: int | None = None, cpu_workers: int | None = None,
                     reuse: str | None = None, vocabulary_texts: list[str] | None = None,
-                    cache: str | None = None, throughput_file: str | None = None) -> dict:
+                    cache: str | None = None, throughput_file: str | None = None,
+                    timings: dict | None = None) -> dict:
     """Embed every unique text of the partition into a store, `chunk_rows` texts at a time, so the
     job's memory follows the chunk size (plus 8 bytes of key per text), not the partition size.
 
@@ -120,7 +121,9 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
     (fp32); in bf16/fp16 the batch size is part of the spec (common.vector_settings).
 
     `throughput_file`: where the texts it encoded and the seconds they took are recorded for the
-    plan summary's estimates (workflow_scripts/throughput.py); nothing decides results by it."""
+    plan summary's estimates (workflow_scripts/throughput.py); nothing decides results by it.
+    `timings`: a dict given gets the job's seconds: `load` (the model), `encode` (in encode
+    calls), `total` (benchmarks: tests/benchmarks/bench_gpu_embedding.py)."""
     spec = role_spec(spec, scope_role(scope))  # the workflow passes it resolved already (idempotent)
     masks, n_unique = unique_rows(text_files)
     label = f"{model}/{scope}/part-{partition}"
@@ -270,6 +273,8 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                                    reused_from=str(Path(reuse).parent.name) if reuse else None)
             manifest = writer.close()
     elapsed = time.perf_counter() - started
+    if timings is not None:
+        timings.update(seconds, total=elapsed)
     log.info("%s: %d texts in %.1f s (%.0f texts/s): %d encoded, %d reused%s", label, done, elapsed,
              done / max(elapsed, 1e-9), done - reused, reused, f" from {reuse}" if reuse else "")
     if throughput_file and done - reused > 0:
