@@ -80,6 +80,17 @@ def test_transformers_family_keeps_the_bytes_with_either_padding_side(tmp_path, 
     assert np.array_equal(out, per_batch(enc, TEXTS, 3))
 
 
+def falls_back(encoder, log, caplog, monkeypatch, warning: str) -> None:
+    """embed_sorted, with what `monkeypatch` changed, says `warning` and still stores the vectors of
+    one encode_batch per batch (checked with the changes undone)."""
+    out = np.empty((len(TEXTS), encoder.dim), np.float32)
+    with caplog.at_level(logging.WARNING, logger="pipeline-test"):
+        embed_sorted(encoder, TEXTS, out, 4, log, "t")
+    assert warning in caplog.text
+    monkeypatch.undo()
+    assert np.array_equal(out, per_batch(encoder, TEXTS, 4))
+
+
 def test_inputs_that_differ_from_the_models_own_fall_back_to_its_tokenization(minilm, quiet_log, caplog, monkeypatch):
     original = minilm.collate
 
@@ -88,24 +99,14 @@ def test_inputs_that_differ_from_the_models_own_fall_back_to_its_tokenization(mi
         return {**features, "input_ids": features["input_ids"] + 1}
 
     monkeypatch.setattr(minilm, "collate", off_by_one)
-    out = np.empty((len(TEXTS), minilm.dim), np.float32)
-    with caplog.at_level(logging.WARNING, logger="pipeline-test"):
-        embed_sorted(minilm, TEXTS, out, 4, quiet_log, "t")
-    assert "differ from the model's own" in caplog.text
-    monkeypatch.undo()
-    assert np.array_equal(out, per_batch(minilm, TEXTS, 4))
+    falls_back(minilm, quiet_log, caplog, monkeypatch, "differ from the model's own")
 
 
 def test_a_tokenizer_output_without_a_known_padding_value_falls_back(minilm, quiet_log, caplog, monkeypatch):
     original = minilm.tokenizer.__class__.__call__
     monkeypatch.setattr(minilm.tokenizer.__class__, "__call__", lambda self, *a, **k: {
         **original(self, *a, **k), "offsets": [[0] for _ in a[0]]} if k.get("padding") is False else original(self, *a, **k))
-    out = np.empty((len(TEXTS), minilm.dim), np.float32)
-    with caplog.at_level(logging.WARNING, logger="pipeline-test"):
-        embed_sorted(minilm, TEXTS, out, 4, quiet_log, "t")
-    assert "no padding value known for the tokenizer's 'offsets'" in caplog.text
-    monkeypatch.undo()
-    assert np.array_equal(out, per_batch(minilm, TEXTS, 4))
+    falls_back(minilm, quiet_log, caplog, monkeypatch, "no padding value known for the tokenizer's 'offsets'")
 
 
 def test_tokens_pad_as_the_tokenizer_pads(minilm):
