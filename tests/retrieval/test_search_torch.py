@@ -9,9 +9,11 @@ from workflow_scripts.retrieval.search import (FlatIndexFactory, SearchStats, To
                                                search_engine)
 
 # blocks of 64 rows screen in groups of 16; 50 and 999 leave a ragged last group; 1 << 20: one block
-ENGINES = [pytest.param(lambda: TorchFlatSearch("cpu", block_rows=b), id=f"torch-block-{b}") for b in (64, 50, 999, 1 << 20)]
+ENGINES = [pytest.param(lambda b=b: TorchFlatSearch("cpu", block_rows=b), id=f"torch-block-{b}") for b in (64, 50, 999, 1 << 20)]
 # two threads: the candidates rescored 32 queries at a time in two threads
 ENGINES.append(pytest.param(lambda: TorchFlatSearch("cpu", threads=2, block_rows=128), id="torch-2-threads"))
+# the GPU's merge (a top-k per block), here on the CPU
+ENGINES += [pytest.param(lambda b=b: TorchFlatSearch("cpu", block_rows=b, screen=False), id=f"torch-topk-{b}") for b in (50, 4096)]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

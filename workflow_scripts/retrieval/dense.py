@@ -159,10 +159,14 @@ class TorchFlatSearch:
     product, the scores are screened first (`_ScreenedTopK`). Either way every row left out scores
     at most the last candidate's float32 score, which is what the certification needs."""
 
-    def __init__(self, device: str = "cpu", threads: int | None = None, block_rows: int | None = None):
+    def __init__(self, device: str = "cpu", threads: int | None = None, block_rows: int | None = None,
+                 screen: bool | None = None):
+        """`screen`: merge by screening (default on the CPU) or by a top-k per block (default on a
+        GPU; on the CPU too in the tests, which have no GPU)."""
         import torch
         self.torch = torch
         self.device = device
+        self.screen = device == "cpu" if screen is None else screen
         self.threads = threads
         if threads and device == "cpu":
             torch.set_num_threads(threads)
@@ -179,7 +183,7 @@ class TorchFlatSearch:
     def candidates(self, queries: np.ndarray, shards, kk: int, query_batch: int, stats: SearchStats, log=None):
         torch = self.torch
         n = len(queries)
-        top = _ScreenedTopK(n, kk) if self.device == "cpu" else _TopK(torch, n, kk, self.device)
+        top = _ScreenedTopK(n, kk) if self.screen else _TopK(torch, n, kk, self.device)
         q_all = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32)).to(self.device)
         buffer = torch.empty(min(n, query_batch) * self.block_rows, dtype=torch.float32, device=self.device)
         with torch.inference_mode():
@@ -197,7 +201,7 @@ class TorchFlatSearch:
                         hi = min(len(valid), lo + self.block_rows)
                         # into one buffer: a fresh tensor per block costs its page faults (CPU)
                         out = buffer[:(b - a) * (hi - lo)].view(b - a, hi - lo)
-                        top.add(torch.mm(q_all[a:b], docs[lo:hi].T, out=out), rows[lo:hi], a)
+                        top.add(torch.mm(q_all[a:b], docs[lo:hi].T, out=out), rows, lo, a)
                 del docs
                 _searched(log, stats, shard, len(valid), n)
             return top.result()
@@ -212,14 +216,15 @@ class _TopK:
         self.best_r = torch.full((n, kk), -1, dtype=torch.int64, device=device)
         self.rows = None
 
-    def add(self, scores, rows: np.ndarray, a: int) -> None:
+    def add(self, scores, rows: np.ndarray, lo: int, a: int) -> None:
+        """Scores of queries a.. against the shard's rows lo.. (`rows`: the shard's, numpy)."""
         torch = self.torch
         if self.rows is None or self.rows[0] is not rows:  # each shard's rows once to the device
             self.rows = (rows, torch.from_numpy(rows).to(self.device))
         top_s, top_i = scores.topk(min(self.kk, scores.shape[1]), dim=1)
         sl = slice(a, a + len(scores))
         keep_s, at = torch.cat([self.best_s[sl], top_s], dim=1).topk(self.kk, dim=1)
-        self.best_r[sl] = torch.cat([self.best_r[sl], self.rows[1][top_i]], dim=1).gather(1, at)
+        self.best_r[sl] = torch.cat([self.best_r[sl], self.rows[1][lo + top_i]], dim=1).gather(1, at)
         self.best_s[sl] = keep_s
 
     def result(self):
@@ -260,9 +265,11 @@ class _ScreenedTopK:
         self.pend_r[sl] = -1
         self.pend_n[sl] = 0
 
-    def add(self, scores_t, rows: np.ndarray, a: int) -> None:
+    def add(self, scores_t, rows: np.ndarray, lo: int, a: int) -> None:
+        """Scores of queries a.. against the shard's rows lo.. (`rows`: the shard's)."""
         s = scores_t.numpy()
         nb, m = s.shape
+        rows = rows[lo:lo + m]
         sl = slice(a, a + nb)
         floor = self.floor[sl]
         if m % GROUP:  # a shard's last block: padded to whole groups with scores that never win
