@@ -1,6 +1,8 @@
-# Stage 4: vector stores. One job per (model, text set, partition): a text set is a corpus or a
-# probe's dataset (rules/common.smk, "text sets"). Every unique text of the partition is embedded
-# once per model; a derived corpus copies its parent's vectors instead of encoding them again.
+# Stage 4: vector stores. One job per (model, text set, store partition): a text set is a corpus or
+# a probe's dataset (rules/common.smk, "text sets"); a model has its device's number of store
+# partitions (embedding_partitions_per_device, e.g. a few large ones on a GPU: one model load each),
+# each holding one or more text partitions (Study.store_texts). Every unique text is embedded once
+# per model; a derived corpus copies its parent's vectors instead of encoding them again.
 
 
 rule download_model:
