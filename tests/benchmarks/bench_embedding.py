@@ -8,16 +8,15 @@ once, outside the timing, as a job starts them once); and the agreement of bf16 
 Texts: real EN and NL sentences from ../shared/data/en_nl_parallel (mixed lengths), else the
 project's sample corpus.  Usage: python tests/benchmarks/bench_embedding.py [N_TEXTS] [REPEATS]
 
-Against another tree (e.g. main's, from `git archive main`, with ../shared beside it so that both
-read the same texts): `... bench_embedding.py N_TEXTS ROUNDS --against DIR` runs this script of
-DIR and of this tree in turn, ROUNDS times each, in fresh processes, and prints each variant's best
-texts/s of both, their ratio, and each tree's job/encode ratio (best job over best encode).
+Against another tree (e.g. main's, from `git archive main`): `... bench_embedding.py N_TEXTS
+REPEATS --against DIR` runs DIR's embedding loop and encoder and this tree's on the same texts in one
+process, every variant in turn, and prints each one's best texts/s, their ratio, each tree's ratio
+to encode() and whether the two trees' vectors are byte-identical (fp32 and bf16, one process with
+all threads: the embed job's default).
 """
 import csv
 import logging
 import os
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -113,29 +112,67 @@ def main() -> None:
         pool.__exit__(None, None, None)
 
 
-LINE = re.compile(r"^(?P<name>encode\(\) defaults|workflow \S+ \S+)\s+(?P<rate>[\d.]+) texts/s", re.M)
+def tree_functions(tree: Path):
+    """(embed_sorted, SentenceTransformerEncoder) of another checkout, imported from its own files:
+    its workflow_scripts modules are loaded, kept by these functions, and taken out of sys.modules
+    again, so this tree's stay what `import workflow_scripts...` finds."""
+    import importlib
+    ours = {k: v for k, v in sys.modules.items() if k == "workflow_scripts" or k.startswith("workflow_scripts.")}
+    for name in ours:
+        del sys.modules[name]
+    sys.path.insert(0, str(tree))
+    try:
+        embed = importlib.import_module("workflow_scripts.embed")
+        encoders = importlib.import_module("workflow_scripts.encoders")
+        assert Path(embed.__file__).resolve().is_relative_to(tree.resolve()), embed.__file__
+        return embed.embed_sorted, encoders.SentenceTransformerEncoder
+    finally:
+        sys.path.remove(str(tree))
+        for name in [k for k in sys.modules if k == "workflow_scripts" or k.startswith("workflow_scripts.")]:
+            del sys.modules[name]
+        sys.modules.update(ours)
 
 
-def against(other: Path, n: int, rounds: int) -> None:
-    """This script of `other` and of this tree in turn, `rounds` times, one repeat each per process."""
-    trees = {"other": other.resolve(), "this": ROOT}
-    best: dict[tuple[str, str], float] = {}
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    for r in range(rounds):
-        for label, tree in trees.items():
-            out = subprocess.run([sys.executable, str(tree / "tests/benchmarks/bench_embedding.py"), str(n), "1"],
-                                 capture_output=True, text=True, env=env, check=True).stdout
-            if r == 0 and label == "this":
-                print("\n".join(line for line in out.splitlines() if not LINE.match(line)))
-            for m in LINE.finditer(out):
-                key = (label, m["name"])
-                best[key] = max(best.get(key, 0.0), float(m["rate"]))
-    print(f"\nbest of {rounds} runs each, alternating; other = {trees['other']}, this = {ROOT}")
-    print(f"{'variant':22s} {'other t/s':>10} {'this t/s':>10} {'this/other':>10} {'other job/enc':>13} {'this job/enc':>12}")
-    for name in dict.fromkeys(k[1] for k in best):
-        a, b = best[("other", name)], best[("this", name)]
-        ea, eb = best[("other", "encode() defaults")], best[("this", "encode() defaults")]
-        print(f"{name:22s} {a:10.1f} {b:10.1f} {b / a:10.2f} {a / ea:13.2f} {b / eb:12.2f}")
+def against(other: Path, n: int, repeats: int) -> None:
+    """This tree's embedding loop beside `other`'s (e.g. main's), in one process: the same texts,
+    each tree's own encoder class and loop, in one thread pool of T torch threads (the embed job's
+    default, `cpu_workers: 1`), every variant in turn, `repeats` times, best of each."""
+    import torch
+    threads = torch.get_num_threads()
+    other_sorted, OtherEncoder = tree_functions(other)
+    texts = load_texts(n)
+    log = logging.getLogger("bench")
+    encoders = {(tree, p): cls({**SPEC, "precision": p}, "cpu")
+                for tree, cls in (("other", OtherEncoder), ("this", SentenceTransformerEncoder)) for p in ("fp32", "bf16")}
+    loops = {"other": other_sorted, "this": embed_sorted}
+
+    def job(tree, precision):
+        enc = encoders[tree, precision]
+        out = np.empty((len(texts), enc.dim), np.float32)
+        loops[tree](enc, texts, out, SPEC["batch_size"], log, "bench")
+        return out
+
+    runs = {"encode() defaults": lambda: encoders["this", "fp32"].model.encode(texts, convert_to_numpy=True)}
+    for precision in ("fp32", "bf16"):
+        for tree in ("other", "this"):
+            runs[f"{tree} {precision} 1x{threads}"] = lambda tree=tree, precision=precision: job(tree, precision)
+    best, outputs = {}, {}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            seconds, outputs[name] = timed(fn)
+            best[name] = min(best.get(name, np.inf), seconds)
+    words = np.array([len(t.split()) for t in texts])
+    print(f"{len(texts)} unique texts (words per text mean {words.mean():.1f}, max {words.max()}); torch threads "
+          f"{threads}; best of {repeats}, every variant in turn in one process; other = {other.resolve()}, this = {ROOT}")
+    encode_rate = len(texts) / best["encode() defaults"]
+    print(f"encode() defaults      {encode_rate:8.1f} texts/s")
+    print(f"{'precision':10s} {'other t/s':>10} {'this t/s':>10} {'this/other':>10} {'other/encode':>12} "
+          f"{'this/encode':>11}  vectors")
+    for precision in ("fp32", "bf16"):
+        a, b = (len(texts) / best[f"{tree} {precision} 1x{threads}"] for tree in ("other", "this"))
+        same = np.array_equal(outputs[f"other {precision} 1x{threads}"], outputs[f"this {precision} 1x{threads}"])
+        print(f"{precision:10s} {a:10.1f} {b:10.1f} {b / a:10.2f} {a / encode_rate:12.2f} {b / encode_rate:11.2f}  "
+              f"{'byte-identical' if same else 'DIFFER'}")
 
 
 if __name__ == "__main__":
