@@ -266,6 +266,11 @@ def run(args) -> None:
     print(f"device {device} ({gpu}); torch {torch.__version__}, transformers {transformers.__version__}, "
           f"sentence-transformers {sentence_transformers.__version__}; {threads} CPU threads", flush=True)
     figures = {"device": device, "gpu": gpu, "torch": torch.__version__, "embedding": []}
+
+    def save() -> None:  # after each part: what was measured survives a timeout
+        if args.json:
+            Path(args.json).write_text(json.dumps(figures, indent=1))
+
     if "minilm" in args.models or "base" in args.models:
         print(f"{'model':>6} {'prec':>5} {'batch':>5} | {'job t/s':>9} {'w/o load':>11} {'encode':>9} | "
               f"{'job/enc':>7} {'w/o load/enc':>11} | {'load s':>6} | cos(job,enc) cos(vs fp32) min")
@@ -277,6 +282,7 @@ def run(args) -> None:
             figures["embedding"] += embedding_rows("minilm", str(directory / "minilm"), subset,
                                                    directory / "texts.parquet" if args.texts >= len(texts) else None,
                                                    device, args.precisions, args.batch_size, args.warm, threads, log)
+            save()
         if "base" in args.models:
             started = time.perf_counter()
             base = build_base(directory / "minilm", Path(tmp) / "base", args.base_layers)
@@ -284,13 +290,13 @@ def run(args) -> None:
                   f"{time.perf_counter() - started:.1f} s; {min(args.base_texts, len(texts))} texts")
             figures["embedding"] += embedding_rows("base", str(base), texts[:args.base_texts], None, device,
                                                    args.precisions, args.batch_size, args.warm, threads, log)
+            save()
+    print("job t/s: the whole embed job (model load, reading, tokenizing, encoding, store written and digested); "
+          "w/o load: the same without its model load; encode: SentenceTransformer.encode alone, model loaded and warm.")
     if args.search_rows:
         figures["search"] = search_figures(device, args.search_rows, args.search_dim, args.search_queries,
                                            args.check_queries, threads)
-    print("job t/s: the whole embed job (model load, reading, tokenizing, encoding, store written and digested); "
-          "w/o load: the same without its model load; encode: SentenceTransformer.encode alone, model loaded and warm.")
-    if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=1))
+        save()
 
 
 def main() -> None:
