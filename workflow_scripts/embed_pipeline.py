@@ -28,6 +28,7 @@ from itertools import chain
 import numpy as np
 
 PREFETCH_BATCHES = 4  # padded batches ready ahead of the model
+PREFETCH_ON_CPU = False  # the prefetch thread on the CPU too (bench_embedding.py --prefetch-on-cpu compares)
 COPIES_IN_FLIGHT = 4  # GPU batches whose vectors are on their way back before the host waits
 
 
@@ -264,8 +265,12 @@ def embed_sorted(encoder, texts: list[str], out: np.ndarray, batch_size: int, lo
             features = {k: v.pin_memory() if isinstance(v, torch.Tensor) else v for k, v in features.items()}
         return idx, features
 
+    # on a GPU the next batches are padded (and pinned) while it runs; on the CPU the model's threads
+    # use every core, so they are padded in turn (a thread there would only compete for them)
+    prepared = Prefetch(prepare, batches, depth=PREFETCH_BATCHES, name=f"{label} batches") if pin or PREFETCH_ON_CPU \
+        else map(prepare, batches)
     b = 0
-    for idx, features in Prefetch(prepare, batches, depth=PREFETCH_BATCHES, name=f"{label} batches"):
+    for idx, features in prepared:
         for ready, vectors in copies.push(idx, encoder.forward(features)):
             out[ready] = vectors
         done += len(idx)
