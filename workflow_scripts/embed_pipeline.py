@@ -13,10 +13,11 @@ An encoder that can (the torch families: encoders.TorchEncoder) gives
 Other encoders give `token_lengths(texts)` and `encode_batch(texts)` only, and are batched the
 same way from those.
 
-While the model runs on one batch, a bounded thread (`Prefetch`) pads the next ones; on a GPU the
-inputs go over from pinned memory and the vectors come back into pinned buffers without blocking
-(`HostCopies`), so the host waits on the device only when it is `depth` batches behind. On the CPU
-both are plain: the vectors are the same bytes as one `encode_batch` per batch gives.
+On a GPU, while the model runs on one batch, a bounded thread (`Prefetch`) pads and pins the next
+ones, the inputs go over from pinned memory and the vectors come back into pinned buffers without
+blocking (`HostCopies`), so the host waits on the device only when it is `depth` batches behind. On
+the CPU, whose cores the model's threads use, batches are padded in turn and the vectors are the
+model's output itself: the same bytes as one `encode_batch` per batch gives.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from itertools import chain
 import numpy as np
 
 PREFETCH_BATCHES = 4  # padded batches ready ahead of the model
-PREFETCH_ON_CPU = False  # the prefetch thread on the CPU too (bench_embedding.py --prefetch-on-cpu compares)
+PREFETCH_ON_CPU = False  # the prefetch thread on the CPU too: the same speed there (docs/timings.md), so off
 COPIES_IN_FLIGHT = 4  # GPU batches whose vectors are on their way back before the host waits
 
 
