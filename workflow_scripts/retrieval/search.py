@@ -10,8 +10,8 @@ How the search is exact, whatever the device and the summation order of its BLAS
    shard, so memory follows the shard and the query batch, not the corpus (dense.py,
    `search_engine`): on a GPU FAISS's `IndexFlatIP` where faiss has GPU support, else torch's
    blocked matrix products and top-k on the GPU (`TorchFlatSearch`); on the CPU the same torch
-   products for a large search (from 5e7 query x row products: 76% of the machine's matmul limit
-   at 1e6 x 384, FAISS 22-33%; docs/timings.md), FAISS's `IndexFlatIP` for a small one.
+   products for a large search (from 5e7 query x row products: 75-78% of the machine's matmul limit
+   at 1e6 x 384, FAISS alone 60%; docs/timings.md), FAISS's `IndexFlatIP` for a small one.
 2. The candidates are rescored in float64 (`dot64`: float32 products are exact in float64, summed
    pairwise per row, so a score never depends on batch, shard or device) and ranked by
    (score desc, row asc).
