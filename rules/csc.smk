@@ -51,6 +51,7 @@ rule csc_score:
         function="csc.curves:run_csc_score",
         exact_max_n=config["csc"]["exact_kde_max_n"],
         grid_step=config["csc"]["grid_step"],
+        kde_covariance_factor=config["csc"]["kde_covariance_factor"],
         bootstrap_b=config["csc"]["bootstrap_b"],
         bootstrap_groups=config["csc"]["bootstrap_groups"],
         seed=SEED,
@@ -99,5 +100,7 @@ rule csc_aggregate:
         function="csc.curves:run_csc_aggregate",
         corpora=list(config["corpora"]),
         models=list(config["models"]),
+        # the margin of each condition's within-sentence AUC: its separation (W) against chance
+        margins=CSC.within_margins,
     script:
         "../workflow_scripts/run_job.py"

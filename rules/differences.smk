@@ -3,10 +3,12 @@
 #   results/tables/<probe>_differences.csv   A - B with its paired 95% interval, p-value, its family
 #                                            (confirmatory: each model vs the surface-form baseline on
 #                                            a headline figure, Holm; exploratory: the rest, BH q),
-#                                            the better model; a share of right/wrong items with
-#                                            per-item files (ProbePlan.outcome_entries: triplets'
-#                                            accuracy, retrieval's accuracy@k) is tested by McNemar's
-#                                            exact test
+#                                            the better model and, per confirmatory row, the verdict
+#                                            word from its family-adjusted interval and the margin;
+#                                            a share of right/wrong items with per-item files
+#                                            (ProbePlan.outcome_entries: triplets' accuracy,
+#                                            retrieval's accuracy@k) is tested by McNemar's exact test
+#   results/tables/<probe>_ranks.csv         every model's rank confidence set per headline figure
 # The pairs come from the config's `compare.against` (default: every model against the surface-form
 # baselines and against the first listed model). Code: workflow_scripts/differences.py, paired_statistics.py.
 COMPARED = {
@@ -22,7 +24,8 @@ rule probe_differences:
         # per-item right/wrong files of the shares (triplets' accuracy, retrieval's hits): McNemar's exact test
         outcomes=lambda wc: COMPARED[wc.probe].outcome_files(),
     output:
-        f"{R}/tables/{{probe}}_differences.csv",
+        differences=f"{R}/tables/{{probe}}_differences.csv",
+        ranks=f"{R}/tables/{{probe}}_ranks.csv",
     log:
         log_path("probe_differences", "{probe}"),
     wildcard_constraints:
@@ -41,6 +44,7 @@ rule probe_differences:
             for m, spec in config["models"].items()
             if m in {p.model for p in COMPARED[wc.probe].pairs}
         },
+        # against, family, error rates and the study's margins (compare.margins)
         compare=config["compare"],
         # which statistics are headline figures (retrieval's table k, ...): the confirmatory family
         headline_options=lambda wc: COMPARED[wc.probe].headline_options(),

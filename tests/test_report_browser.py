@@ -119,7 +119,7 @@ def test_overview_cells_are_the_probes_own_figures(study):
     # the Markdown report carries the same overview, with each figure's direction and n; the inputs are
     # the test's own (not all shipped samples): no demo banner
     md = (res / "report.md").read_text()
-    overview = md.split("# Overview: every model, every probe", 1)[1]
+    overview = md.split("# Overview: every model against the surface-form baseline", 1)[1]
     row = next(line for line in overview.splitlines() if line.startswith("| triplets_mine |")).split(" | ")
     assert row[1:3] == ["\u2191 higher", f"{acc['n']} triplets"]  # n with its unit (issue 32)
     assert row[3].startswith(f"{tfidf['triplets_mine']:.3f} [{tfidf['triplets_mine_ci_low']:.3f}, ")

@@ -58,7 +58,7 @@ def test_run_report_writes_every_output_from_the_job(tmp_path):
     # min_n 20 from the params: 23 triplets are enough, so no N; the demo banner from the params
     assert screen["min_n"] == 20 and screen["demo"] and "N" not in screen["marks_used"]
     md = out["md"].read_text()
-    assert md.startswith("# Overview: every model, every probe") and "Demo inputs" in md
+    assert md.startswith("# Overview: every model against the surface-form baseline") and "Demo inputs" in md
     assert "# Triplets" in md and "Accuracy per model." in md and "| src | 9 | 1 | empty: 1 | none |" in md
     assert "2 rows" in out["pages"][1].read_text() and "0.7500 [0.5000, 0.9000]" in out["pages"][1].read_text()
     assert "<code>tables/overview.csv</code>" in out["pages"][0].read_text()

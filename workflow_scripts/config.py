@@ -102,6 +102,7 @@ def load_schema() -> dict:
         schema["properties"][probe.name] = copy.deepcopy(_parsed_schema(probe.schema_path.read_text()))
         rules += list(probe.rules)
     schema["properties"]["models"]["additionalProperties"]["properties"]["probes"]["items"]["enum"] = probe_names()
+    schema["properties"]["compare"]["properties"]["margins"]["propertyNames"]["enum"] = probe_names()
     return schema
 
 

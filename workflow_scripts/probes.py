@@ -133,6 +133,20 @@ class Probe:
     # pattern, "percentile" | "bca"), first match wins; "percentile" where none matches. BCa where
     # the estimator is biased (a KDE overlap), its jackknife over the probe's resampling units
     intervals: tuple = ()
+    # the smallest effect of interest of each headline statistic, in its own units, with the reason
+    # for it (verdicts.py): (fnmatch pattern, delta, reason), first match wins; `compare.margins`
+    # overrides it per study. A confirmatory comparison's verdict word reads it
+    margins: tuple = ()
+    # the level a statistic is compared with where the surface-form baseline is degenerate (its
+    # figure the same in every resample: fixed by its construction), which is also the chance level
+    # of a direction check: (fnmatch pattern, level, name), name `chance` or `ceiling`
+    references: tuple = ()
+    # statistics whose separation from their reference decides W and `wrong direction` (CSC's
+    # within-sentence AUC): fnmatch patterns
+    separations: tuple = ()
+    # statistics that are shares of right/wrong independent units (their intervals against a
+    # reference are Wilson's over the units): fnmatch patterns
+    shares: tuple = ()
     # the text sets it writes, first match wins (TextSet); the shared stages ask text_set(scope)
     text_sets: tuple = ()
     # results/<folder>/<name>/ directories of Parquet shards it writes: folder -> (what they are, with

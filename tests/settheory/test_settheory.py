@@ -370,9 +370,10 @@ def test_fixed_bounds_replace_the_pooled_ones_and_say_so():
     f = frame("overlap", {"cosine_at": [0.8, 0.6], "cosine_bt": [0.7, 0.6], "cosine_ab": [0.5, 0.5]})
     settings = {**T.DEFAULT_SETTINGS, "fixed_bounds": {"c1": {"cosine": [[-1.0, 1.0], [-1.0, 1.0]]},
                                                        "c4": {"l2": [0.0, 2.0]}}}
-    assert T.bounds_for(settings, {"m": f}, "c1", "cosine") == ([(-1.0, 1.0), (-1.0, 1.0)], "fixed")
-    assert T.bounds_for(settings, {"m": f}, "c4", "l2") == ([(0.0, 2.0)], "fixed")
-    assert T.bounds_for(settings, {"m": f}, "c1", "l2")[1] == "pooled"
+    assert T.bounds_for(settings, {"m": f}, "c1", "cosine", "m") == ([(-1.0, 1.0), (-1.0, 1.0)], "fixed")
+    assert T.bounds_for(settings, {"m": f}, "c4", "l2", "m") == ([(0.0, 2.0)], "fixed")
+    assert T.bounds_for(settings, {"m": f}, "c1", "l2", "m")[1] == "own"
+    assert T.bounds_for({**settings, "bounds": "pooled"}, {"m": f}, "c1", "l2", "m")[1] == "pooled"
     base = {"sampleset": "s", "model": "m", "generator": "g", "prompt": "p", "filter": "f"}
     rows = T.epsilon_rows(base, f, "c1", "cosine", [(-1.0, 1.0), (-1.0, 1.0)], "fixed", 0, 1)
     tt = next(r for r in rows if r["case"] == "T,T")

@@ -30,27 +30,25 @@ What the reference code does wrong and this module does not (methods.md §5):
   the reference's mean of per-noun means (a comparison belongs to the noun that comes first in the
   list) is reported beside it for test 2, as `mean_of_noun_means`. (For tests 1 and 3 every noun has
   the same number of phrases per key, so the two agree unless some are undefined.)
-- It gives no interval. Every share here has a 95% percentile bootstrap interval. Nouns and
-  adjectives are crossed factors, so the default resamples both (`nouns_and_adjectives`: the
-  two-way "pigeonhole" bootstrap; each replicate draws the nouns and the adjectives with
-  replacement, and an item weighs the product of its words' draw counts); `nouns` or `adjectives`
-  resample one factor only. The `resampled` column says which. Streams are paired across models
-  (issue 26): seeded by the config seed and (dataset, test/kind) -- never the model -- over the
-  dataset's word lists (model-independent positions), so replicate b draws the same nouns and
-  adjectives for every model, an identical copy of a model gets identical intervals, and the
-  replicates written to replicates.parquet subtract replicate by replicate (differences.py). All keys
-  of a test share a replicate's draws (the intervals are marginal, one per key). Test 2's 241,560 comparisons are summed type by type
-  (`pair_shares`: same draws, same numbers as item by item, ~100x less work). B = 0 gives NaN bounds; a replicate in which a key has
-  no defined item is NaN, and fewer than half defined replicates give NaN bounds.
-- A share of exactly 0 or 1 is the same in every replicate, so its bootstrap interval is [0, 0] or
-  [1, 1] and says nothing. There the exact Clopper-Pearson interval is given instead, over the
-  number of independent units: phrases cross adjectives and nouns, so they are not independent, and
-  a conservative effective n for the crossed design is the smaller number of distinct levels of
-  the resampled factors among the key's defined items, n = min(distinct adjectives, distinct nouns)
-  (one factor where only it is resampled). All 6 nouns x 15 adjectives passing: Clopper-Pearson of
-  6 of 6, [0.5407, 1] (`bounded_interval`). `ci_method` says which interval a row has (percentile |
-  clopper_pearson_min_factor), `ci_exact_n` the n behind an exact one; the mean of noun means, 0 or
-  1 exactly when the pooled share is, takes the same interval. The replicates stay the bootstrap's.
+- It gives no interval. Every share here has a 95% interval, and the paired replicates behind the
+  model comparisons come from a bootstrap. Nouns and adjectives are crossed factors, so the default
+  resamples both (`nouns_and_adjectives`: the two-way "pigeonhole" bootstrap; each replicate draws
+  the nouns and the adjectives with replacement, and an item weighs the product of its words' draw
+  counts); `nouns` or `adjectives` resample one factor only. The `resampled` column says which.
+  Streams are paired across models (issue 26): seeded by the config seed and (dataset, test/kind)
+  -- never the model -- over the dataset's word lists (model-independent positions), so replicate b
+  draws the same nouns and adjectives for every model, an identical copy of a model gets identical
+  replicates, and the replicates written to replicates.parquet subtract replicate by replicate
+  (differences.py). All keys of a test share a replicate's draws. Test 2's 241,560 comparisons are
+  summed type by type (`pair_shares`: same draws, same numbers as item by item, ~100x less work). A
+  replicate in which a key has no defined item is NaN.
+- Independent units (issue 43): the phrases of a key cross adjectives and nouns, so n is not the
+  phrases but the fewest levels of a resampled factor among the key's defined items, per role
+  (`n_units`; an AAN key's outer and inner adjectives, a pair key's two adjectives, counted apart),
+  and a share's interval is Wilson's score interval over that n (`unit_interval`; `ci_method`
+  wilson_min_factor): one method at every share, monotone in it, conservative for a crossed design
+  (its variance is at most p(1 - p) / n_units). All 6 nouns x 15 adjectives passing: Wilson at 1 of
+  n = 6, [0.610, 1]. The mean of noun means takes the same n.
 
 Outputs of `score` (one job per dataset and model):
 - distances.parquet, per phrase: phrase_id, phrase, kind, key, noun_idx, adj1_idx, adj2_idx,
@@ -76,10 +74,10 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from workflow_scripts.bootstrap import (LEVEL, bootstrap_rng, percentile_interval, replicate_rows, resample_counts,
+from workflow_scripts.bootstrap import (LEVEL, bootstrap_rng, replicate_rows, resample_counts,
                                         write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging, text_key, write_json
-from workflow_scripts.paired_statistics import clopper_pearson
+from workflow_scripts.paired_statistics import wilson_interval
 from workflow_scripts.montague.phrases import aan_key, join_words
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
@@ -98,8 +96,9 @@ SHARE_SCHEMA = {"dataset": pl.String, "model": pl.String, "test": pl.String, "ki
                 "consistency": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
                 "mean_of_noun_means": pl.Float64, "mean_of_noun_means_ci_low": pl.Float64,
                 "mean_of_noun_means_ci_high": pl.Float64, "resampled": pl.String, "bootstrap_b": pl.Int64,
-                # percentile | clopper_pearson_min_factor (a share at 0 or 1), and the n of the exact one
-                "ci_method": pl.String, "ci_exact_n": pl.Int64}
+                # the independent units (the fewest levels of a resampled factor, per role) and the
+                # interval's method: Wilson's score interval over them
+                "n_units": pl.Int64, "ci_method": pl.String}
 TABLE_FILES = {"single": "montague_single.csv", "pair": "montague_pair.csv",
                "nonsubsective": "montague_nonsubsective.csv"}
 
@@ -153,28 +152,28 @@ def reference_padding_verdicts(d_phrase: np.ndarray, d_split: np.ndarray, n_word
 
 # ---- shares with two-way bootstrap intervals ---------------------------------------------------
 
-EXACT_METHOD = "clopper_pearson_min_factor"
+INTERVAL_METHOD = "wilson_min_factor"
 
 
-def bounded_interval(row: dict, n_nouns: int, n_adjs: int, unit: str) -> dict:
-    """The row's interval method (`ci_method`, `ci_exact_n`), and at a share of exactly 0 or 1 its
-    exact interval: every replicate gives the same share there, so the bootstrap's percentile
-    interval has zero width. The exact (Clopper-Pearson) interval needs the number of independent
-    units; the phrases of a key cross adjectives and nouns and are not independent, so n is a
-    conservative effective n for a crossed design: the fewest distinct levels among the factors the
-    bootstrap resamples (`unit`), counted over the key's defined items -- min(distinct nouns,
-    distinct adjectives) for the two-way default. Every item passing with 6 nouns and 15 adjectives:
-    Clopper-Pearson of 6 of 6, [0.5407, 1]. The mean of noun means (where the row has one) is 0 or
-    1 exactly when the pooled share is, and takes the same interval."""
-    factors = {"nouns_and_adjectives": (n_nouns, n_adjs), "nouns": (n_nouns,), "adjectives": (n_adjs,)}[unit]
-    share = row["consistency"]
-    if not (row["n"] > 0 and share in (0.0, 1.0) and min(factors) > 0):
-        return {**row, "ci_method": "percentile", "ci_exact_n": None}
-    n = int(min(factors))
-    low, high = clopper_pearson(0 if share == 0.0 else n, n)
-    out = {**row, "ci_low": low, "ci_high": high, "ci_method": EXACT_METHOD, "ci_exact_n": n}
+def unit_interval(row: dict, levels: dict[str, int], unit: str) -> dict:
+    """The row's independent units and its interval (issue 43, points 4-5). A key's phrases cross
+    adjectives and nouns, so they are not independent; for a crossed design the variance of a share
+    is at most p(1 - p) / (the fewest levels of a factor), so n counts the levels of the smallest
+    factor the bootstrap resamples (`unit`), per role: an AAN key counts its outer and its inner
+    adjectives apart (5 + 5 of one type pooled would be 10, not conservative), a pair key its first
+    and its second adjective's type. `n_units` is that n and the interval Wilson's score interval
+    of the share over it -- one method at every share, monotone in the share (0.992 never gets a
+    narrower interval than 1.000). The mean of noun means (where the row has one) takes the same n.
+    `levels`: distinct nouns and distinct adjectives per role ("adjectives_1", "adjectives_2")."""
+    adjectives = [levels[k] for k in ("adjectives_1", "adjectives_2") if k in levels]
+    factors = {"nouns_and_adjectives": [levels["nouns"], *adjectives], "nouns": [levels["nouns"]],
+               "adjectives": adjectives}[unit]
+    n = int(min(factors)) if factors and row["n"] > 0 else 0
+    low, high = wilson_interval(row["consistency"], n) if n else (math.nan, math.nan)
+    out = {**row, "n_units": n, "ci_low": low, "ci_high": high, "ci_method": INTERVAL_METHOD}
     if row.get("mean_of_noun_means") is not None:
-        out.update(mean_of_noun_means_ci_low=low, mean_of_noun_means_ci_high=high)
+        g_low, g_high = wilson_interval(row["mean_of_noun_means"], n) if n else (math.nan, math.nan)
+        out.update(mean_of_noun_means_ci_low=g_low, mean_of_noun_means_ci_high=g_high)
     return out
 
 
@@ -244,16 +243,14 @@ def shares(noun_idx: np.ndarray, adj_idx: np.ndarray, key: np.ndarray, passed: n
         if group is not None:
             replicates_out["mean_of_noun_means"] = g_reps
     rows = []
-    for k in range(n_keys):
-        low, high, _ = percentile_interval(reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
-        row = {"n": int(n_def[k]), "n_undefined": int(n_all[k] - n_def[k]), "consistency": float(point[k]),
-               "ci_low": low, "ci_high": high}
+    for k in range(n_keys):  # the intervals: Wilson's over the independent units (unit_interval)
+        row = {"n": int(n_def[k]), "n_undefined": int(n_all[k] - n_def[k]), "consistency": float(point[k])}
         if group is not None:
-            g_low, g_high, _ = percentile_interval(g_reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
-            row.update(mean_of_noun_means=float(g_point[k]), mean_of_noun_means_ci_low=g_low,
-                       mean_of_noun_means_ci_high=g_high)
+            row.update(mean_of_noun_means=float(g_point[k]))
         used = defined & (key == k)
-        rows.append(bounded_interval(row, _levels(noun_idx[used]), _levels(adj_idx[used]), unit))
+        levels = {"nouns": _levels(noun_idx[used]),
+                  **{f"adjectives_{j + 1}": _levels(adj_idx[used][:, j]) for j in range(adj_idx.shape[1])}}
+        rows.append(unit_interval(row, levels, unit))
     return rows
 
 
@@ -316,20 +313,15 @@ def pair_shares(passed: np.ndarray, defined: np.ndarray, adj_type: np.ndarray, n
     if replicates_out is not None:
         replicates_out.update(consistency=reps, mean_of_noun_means=g_reps)
     rows = []
-    for k in range(n_keys):
-        low, high, _ = percentile_interval(reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
-        g_low, g_high, _ = percentile_interval(g_reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
+    for k in range(n_keys):  # the intervals: Wilson's over the independent units (unit_interval)
         row = {"n": int(round(den[0, k])), "n_undefined": int(round(n_all[k] - den[0, k])),
-               "consistency": float(point[k]), "ci_low": low, "ci_high": high,
-               "mean_of_noun_means": float(g_point[k]), "mean_of_noun_means_ci_low": g_low,
-               "mean_of_noun_means_ci_high": g_high}
+               "consistency": float(point[k]), "mean_of_noun_means": float(g_point[k])}
         # the words of the key's defined comparisons: a1 of type t1, a2 of type t2, both nouns of a pair
         used = defined[masks[k // n_types]][:, masks[k % n_types]]
-        adjs = np.union1d(np.flatnonzero(masks[k // n_types])[used.any((1, 2))],
-                          np.flatnonzero(masks[k % n_types])[used.any((0, 2))])
+        first, second = int(used.any((1, 2)).sum()), int(used.any((0, 2)).sum())  # a1's and a2's adjectives
         pairs = used.any((0, 1))
         nouns = np.union1d(np.asarray(noun_1)[pairs], np.asarray(noun_2)[pairs])
-        rows.append(bounded_interval(row, len(nouns), len(adjs), unit))
+        rows.append(unit_interval(row, {"nouns": len(nouns), "adjectives_1": first, "adjectives_2": second}, unit))
     return rows
 
 
@@ -488,7 +480,7 @@ def share_rows(distances: pl.DataFrame, pairs: pl.DataFrame, phrases: pl.DataFra
             # that Holm's correction of the differences table counts, for a secondary estimate
             if replicates_out is not None:
                 replicates_out.append(replicate_rows("montague", dataset, f"{test}/{kind}/{key}", model,
-                                                     r["consistency"], reps["consistency"][:, k]))
+                                                     r["consistency"], reps["consistency"][:, k], r["n_units"]))
 
     def names(test, kind):
         # the paired stream, paired_rng(seed, "montague", dataset, f"{test}/{kind}"): no model in
@@ -597,7 +589,7 @@ def long_table(table: pl.DataFrame, test: str) -> pl.DataFrame:
     cols += ["type1", "type2", "n_undefined"]
     if test == "pair":
         cols += ["mean_of_noun_means", "mean_of_noun_means_ci_low", "mean_of_noun_means_ci_high"]
-    cols += ["ci_method", "ci_exact_n", "resampled", "bootstrap_b"]
+    cols += ["n_units", "ci_method", "resampled", "bootstrap_b"]
     return table.filter(pl.col("test") == test).select(cols)
 
 

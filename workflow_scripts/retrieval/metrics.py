@@ -11,8 +11,8 @@ similarities C (query, each relevant document) and R (query, random documents) i
   over draws; its 95% interval the 2.5/97.5 percentiles over draws. The full-data value is given
   too, with a classic bootstrap interval (workflow_scripts.bootstrap, `bootstrap_b` resamples of
   the questions, seeded by the set: the same resamples for every model, k and transformation);
-  a full-data accuracy of exactly 0 or 1 has a zero-width bootstrap interval, so it gets the exact
-  Clopper-Pearson interval instead (`accuracy_full_ci_method`: percentile | clopper_pearson). The
+  the full-data accuracy, a share of right/wrong questions, takes Wilson's score interval over the
+  questions instead (`accuracy_full_ci_method`: wilson; one method at every share, monotone). The
   questions are sorted by id, the same for every model of a set, and no stream is seeded by a model
   (draws, threshold draws, full-data resamples, random sentences, correlations): an identical copy
   of a model gets identical intervals, and replicate r of the full-data bootstrap draws the same
@@ -63,7 +63,7 @@ from workflow_scripts.bootstrap import (bootstrap_rng, pearson_with_interval, pe
                                         resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging
 from workflow_scripts.jobs import pair_entries
-from workflow_scripts.paired_statistics import share_interval
+from workflow_scripts.paired_statistics import wilson_interval
 
 RULES = ("paired_draws", "mcnemar", "ci_overlap")
 NDCG_FORM = "binary: DCG = sum of 1/log2(1+rank) over relevant documents ranked <= k; IDCG over min(#relevant, k)"
@@ -249,15 +249,17 @@ def full_data(values: np.ndarray, counts: np.ndarray, keep: list | None = None) 
 
 def exact_at_the_bounds(hits: np.ndarray, full: list[tuple[float, float, float]]
                         ) -> tuple[list[tuple[float, float, float]], list[str | None]]:
-    """The full-data accuracies of `full_data` (one per column of the 0/1 `hits`) and their interval
-    methods: at 0 or 1 every resample gives the same share, so the exact Clopper-Pearson interval
-    replaces the zero-width bootstrap one (differences.share_interval); None where undefined."""
+    """The full-data accuracies of `full_data` (one per column of the 0/1 `hits`) with Wilson's score
+    interval over the questions (issue 43, point 5): a share of right/wrong independent units gets
+    one interval method at every value, monotone in it and never of zero width (33 of 34: [0.851,
+    0.995]; 34 of 34: [0.898, 1]), where the percentile bootstrap switched to an exact interval only
+    at 0 and 1; None where undefined."""
     n = hits.shape[0]
     out, methods = [], []
-    for c, (est, lo, hi) in enumerate(full):
-        lo, hi, method = share_interval(int(hits[:, c].sum()), n, (lo, hi))
+    for est, _, _ in full:
+        lo, hi = wilson_interval(est, n)
         out.append((est, lo, hi))
-        methods.append(method if math.isfinite(lo) else None)
+        methods.append("wilson" if math.isfinite(lo) else None)
     return out, methods
 
 
@@ -293,7 +295,7 @@ def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model
         outcomes_out.append(question_outcomes(j.query_ids, hit, ks))
     kept: list = []
     full_acc, full_ndcg = full_data(hit, counts, kept), full_data(ndcg, counts, kept)
-    parts = full_data_replicates(dataset, model, "", ks, full_acc, full_ndcg, kept)
+    parts = full_data_replicates(dataset, model, "", ks, full_acc, full_ndcg, kept, n)
     full_acc, acc_methods = exact_at_the_bounds(hit, full_acc)
     zero_queries = int((~np.isfinite(j.scores[:, 0])).sum())
     metric_rows, summary_rows = [], []
@@ -334,7 +336,7 @@ def evaluate(topk: pl.DataFrame, similarities: pl.DataFrame, dataset: str, model
         th_hit, th_ndcg = hits_and_ndcg(jt, ks)
         kept = []
         t_acc, t_ndcg = full_data(th_hit, counts, kept), full_data(th_ndcg, counts, kept)
-        parts += full_data_replicates(dataset, model, f"{tname}/", ks, t_acc, t_ndcg, kept)
+        parts += full_data_replicates(dataset, model, f"{tname}/", ks, t_acc, t_ndcg, kept, n)
         t_acc, t_methods = exact_at_the_bounds(th_hit, t_acc)
         for c, k in enumerate(ks):
             acc_draw, ndcg_draw = th_hit[idx, c].mean(axis=1), th_ndcg[idx, c].mean(axis=1)
@@ -398,13 +400,15 @@ def question_outcomes(query_ids: list, hit: np.ndarray, ks: list[int]) -> pl.Dat
 
 
 def full_data_replicates(dataset: str, model: str, prefix: str, ks: list[int], acc: list, ndcg: list,
-                         kept: list) -> list[dict]:
+                         kept: list, questions: int | None = None) -> list[dict]:
     """Replicate rows of the full-data accuracy and NDCG at every k (kept: their (B x k) replicates,
-    accuracy first), statistics `<prefix>accuracy@k` and `<prefix>ndcg@k`."""
+    accuracy first), statistics `<prefix>accuracy@k` and `<prefix>ndcg@k`, with the questions (the
+    independent units) behind them."""
     parts = []
     for name, points, reps in (("accuracy", acc, kept[0]), ("ndcg", ndcg, kept[1])):
         for c, k in enumerate(ks):
-            parts.append(replicate_rows("retrieval", dataset, f"{prefix}{name}@{k}", model, points[c][0], reps[:, c]))
+            parts.append(replicate_rows("retrieval", dataset, f"{prefix}{name}@{k}", model, points[c][0], reps[:, c],
+                                        questions))
     return parts
 
 

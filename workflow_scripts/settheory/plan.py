@@ -96,7 +96,7 @@ class SettheoryPlan(ProbePlan):
         return [{"sampleset": p.dataset, "model": p.model} for p in self.pairs]
 
     def criterion_settings(self, wildcards=None) -> dict:
-        keys = ("measures", "fixed_bounds", "middle_tolerance", "c5", "c6", "histogram_bins", "bootstrap_b")
+        keys = ("measures", "fixed_bounds", "bounds", "middle_tolerance", "c5", "c6", "histogram_bins", "bootstrap_b")
         return {k: self.config["settheory"][k] for k in keys}
 
     def replicate_files(self) -> list[str]:

@@ -67,11 +67,12 @@ class TripletsPlan(ProbePlan):
         # accuracy is the share of right triplets: each model's per-triplet verdicts (`correct`, by
         # `id`) let the differences table use McNemar's exact test. Not where triplets share a
         # subject or verb: McNemar takes them as independent; there the cluster bootstrap's p decides.
-        # Triplets sharing an original sentence (`original`) are tested by the exact cluster sign-flip
-        # test over the originals, as the bootstrap resamples them; `items` takes every triplet alone.
+        # Triplets sharing a unit (`cluster`: a pair-graph component, else S) are tested by the exact
+        # cluster sign-flip test over the units, as the bootstrap resamples them; `items` takes every
+        # triplet alone.
         by_original = self.config["triplets"].get("bootstrap_unit", "clusters") == "clusters"
         return [{"dataset": p.dataset, "statistic": "accuracy", "model": p.model, "path": path,
-                 **({"cluster": "original"} if by_original else {})}
+                 **({"cluster": "cluster"} if by_original else {})}
                 for p, path in zip(self.pairs, self.scores()) if not self.clustered(p.dataset)]
 
     def report_plots(self) -> list[str]:
