@@ -28,6 +28,8 @@ rule probe_differences:
         ranks=f"{R}/tables/{{probe}}_ranks.csv",
     log:
         log_path("probe_differences", "{probe}"),
+    benchmark:
+        bench_path("probe_differences", "{probe}")
     wildcard_constraints:
         # only the probes that ran (an empty study: a pattern that matches nothing)
         probe="|".join(COMPARED) or "(?!)",

@@ -33,6 +33,7 @@ def test_normal_p_value_by_hand_and_without_spread():
     assert normal_p_value(0.0, 0.0) == 1.0  # nothing differs: no evidence
     assert math.isnan(normal_p_value(0.3, 0.0))  # a fixed nonzero difference: a bootstrap cannot test it
     assert normal_p_value(1.0, 0.01) < 1e-200  # far below 2/(B + 1) at any affordable B
+    assert 0 < normal_p_value(1.0, 0.001)  # z = 1000: the tail underflows, the p-value is never 0
 
 
 def test_holm_rejects_a_family_of_100_large_effects_at_b_1000():

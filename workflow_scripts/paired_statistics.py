@@ -251,7 +251,8 @@ def normal_p_value(estimate: float, se: float) -> float:
         return float("nan")
     if se == 0:
         return 1.0 if estimate == 0 else float("nan")
-    return float(min(1.0, 2.0 * ndtr(-abs(estimate) / se)))
+    # beyond |z| ~ 38 the tail underflows to 0.0; a p-value is never 0, so the smallest float stands in
+    return float(min(1.0, max(2.0 * ndtr(-abs(estimate) / se), np.nextafter(0.0, 1.0))))
 
 
 def wilson_interval(share: float, n: float, level: float = LEVEL) -> tuple[float, float]:

@@ -11,7 +11,7 @@ import polars as pl
 from workflow_scripts import published
 from workflow_scripts.common import atomic_path, read_json
 from workflow_scripts.probes import declarations
-from workflow_scripts.report.overview import VERDICT_HEAD, arrow, cell_text, n_text, verdict_rows
+from workflow_scripts.report.overview import VERDICT_HEAD, arrow, cell_text, n_text, shown_legend, verdict_rows
 
 
 def markdown_table(frame: pl.DataFrame) -> str:
@@ -45,9 +45,9 @@ def overview_section(overview: str) -> list[str]:
 
 
 def legend_lines(screen: dict) -> list[str]:
-    """The verdict words and the marks, one line each (above the tables)."""
-    return ([f"- **{k}**: {v}" for k, v in screen.get("verdict_legend", {}).items()]
-            + [f"- **{k}**: {v}" for k, v in screen["legend"].items()] + [""])
+    """The verdict words and the marks this screen shows, one line each (above the tables)."""
+    words, marks = shown_legend(screen)
+    return [f"- **{k}**: {v}" for k, v in {**words, **marks}.items()] + [""]
 
 
 def verdict_section(screen: dict) -> list[str]:

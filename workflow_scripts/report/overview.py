@@ -352,6 +352,20 @@ REASONS = {
 }
 
 
+def shown_legend(screen: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """(words, marks) of the legend with only the verdict words and marks this screen shows: a short
+    screen keeps a short legend."""
+    shown = {(c.get("verdict") or {}).get("verdict") for r in screen["rows"] for c in r["cells"].values()}
+    shown |= {((c.get("verdict") or {}).get("reference") or {}).get("verdict") for r in screen["rows"]
+              for c in r["cells"].values()}
+    words = {k: v for k, v in screen.get("verdict_legend", {}).items() if k in shown}
+    reasons = {(c.get("verdict") or {}).get("reason") for r in screen["rows"] for c in r["cells"].values()}
+    if NO_VERDICT in words:  # only the reasons this screen gives
+        words[NO_VERDICT] = "none is possible, the reason beside it: " + "; ".join(
+            f"{k}: {v}" for k, v in REASONS.items() if k in reasons or (k == "baseline" and "baseline, degenerate" in reasons))
+    return words, {k: screen["legend"][k] for k in screen.get("marks_used", [])}
+
+
 def verdict_meanings() -> dict[str, str]:
     """Each verdict word with its one-line meaning (the legend), the reasons of `no verdict` in one line."""
     from workflow_scripts.verdicts import WORDS

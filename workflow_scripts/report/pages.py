@@ -22,7 +22,7 @@ from workflow_scripts import published
 from workflow_scripts.common import atomic_path, read_json
 from workflow_scripts.probes import categories
 from workflow_scripts.report.overview import (VERDICT_COLUMN, VERDICT_HEAD, arrow, cell_text, n_text,
-                                              verdict_rows)
+                                              shown_legend, verdict_rows)
 
 # Report categories: the overview, one per probe (its declaration's title), Inputs and Runtime.
 CATEGORIES = categories()
@@ -217,10 +217,10 @@ def verdict_html(screen: dict) -> str:
 
 
 def legend_html(screen: dict) -> str:
-    """The verdict words and the marks, one line each: above the tables."""
-    words = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>"
-                    for k, v in screen.get("verdict_legend", {}).items())
-    marks = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in screen["legend"].items())
+    """The verdict words and the marks this screen shows, one line each: above the tables."""
+    shown_words, shown_marks = shown_legend(screen)
+    words = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in shown_words.items())
+    marks = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in shown_marks.items())
     return (f'<ul style="font-size:12px;margin:4px 0">{words}{marks}</ul>'
             '<p style="font-size:12px">Per figure and model: the figure [its 95% interval], n (the independent '
             "units behind it), its rank among all models, the verdict against the surface-form baseline, the "
