@@ -37,8 +37,10 @@ def within_auc_headlines(frame, options: dict) -> list[dict]:
                          lambda r: f"CSC {r['corpus']}, {CONDITION_NAMES.get(r['condition'], r['condition'])}: "
                                    "within-sentence AUC",
                          "within_auc", "within_auc_ci_low", "within_auc_ci_high",
-                         # the sentences with both a fuzzed and a negated variant (the AUC's units)
-                         n=lambda r: r.get("n_within", r.get("n_units")), unit=lambda r: r.get("unit") or "",
+                         # the sentences with both a fuzzed and a negated variant (the AUC's units; at
+                         # corpus scale the bootstrap draws hashed groups of them, still sentences here)
+                         n=lambda r: r.get("n_within", r.get("n_units")),
+                         unit=lambda r: "sentences" if r.get("n_within") is not None else r.get("unit") or "",
                          dataset="corpus", statistic=lambda r: f"{r['condition']}/within_auc",
                          # where the within-sentence AUC is below 1/2 by the margin, the negations sit
                          # closer to the original than fuzzing: W, never better than the baseline

@@ -16,7 +16,7 @@ import os
 import sys
 import textwrap
 
-from workflow_scripts.report.overview import VERDICT_COLUMN, VERDICT_HEAD, verdict_rows
+from workflow_scripts.report.overview import VERDICT_HEAD, shown_legend, verdict_rows
 
 WIDTH = 132  # a wide terminal line: the summaries, the legend and notes wrap at it
 TABLE_WIDTH = 160  # the verdict tables' rows, ten short columns, are not wrapped: at most this wide
@@ -43,13 +43,10 @@ def summary(screen: dict, results: str, width: int = WIDTH) -> str:
     rows = screen["rows"]
     groups = verdict_rows(screen)
     # the meaning of the verdicts and marks shown, above the tables: a short screen stays short
-    shown = {row[VERDICT_COLUMN].split(" (")[0].split(";")[0] for group in groups.values() for row in group}
+    words, marks = shown_legend(screen)
     lines.append("")
-    for verdict, meaning in screen.get("verdict_legend", {}).items():
-        if verdict in shown:
-            lines += textwrap.wrap(f"{verdict}: {meaning}", width, subsequent_indent="   ")
-    for mark in screen["marks_used"]:
-        lines += textwrap.wrap(f"{mark}: {screen['legend'][mark]}", width, subsequent_indent="   ")
+    for key, meaning in {**words, **marks}.items():
+        lines += textwrap.wrap(f"{key}: {meaning}", width, subsequent_indent="   ")
     for probe, group in groups.items():
         lines += ["", f"{probe}:"]
         for figure in dict.fromkeys(row[0] for row in group):

@@ -233,8 +233,11 @@ def margin_text(verdict: dict | None) -> str:
 
 
 def p_text(p: float | None) -> str:
-    """An adjusted p; an exact p can be tiny, so never shown as 0.000."""
-    return "" if p is None else f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+    """An adjusted p; an exact p can be tiny, so never shown as 0.000 (below 1e-300, where a normal
+    tail underflows to the smallest float, as a bound)."""
+    if p is None:
+        return ""
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}" if p >= 1e-300 else "<1e-300"
 
 
 def verdict_rows(screen: dict) -> dict[str, list[list[str]]]:
