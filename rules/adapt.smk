@@ -33,7 +33,7 @@ rule adapt_train:
             else ""
         ),
     params:
-        function="adapt.train:run_adapt_train",
+        **job_params("adapt.train:run_adapt_train"),
         # the resolved recipe, its base and merge partner, its data: a change retrains
         plan=ADAPT.train_plan,
         device=lambda wc: STUDY.resolved_device(wc.recipe),

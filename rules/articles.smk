@@ -21,7 +21,7 @@ rule articles:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="articles:run_articles",
+        **job_params("articles:run_articles"),
         spec=lambda wc: config["articles"][wc.collection],
         # NLTK's punkt data (name@digest): a change splits the sentences again
         punkt=lambda wc: STUDY.nltk_plan(wc, prefix="punkt"),

@@ -1,11 +1,13 @@
 # Shared definitions only: validated config, results paths, the study's planning and the probes'
-# plans, wildcard constraints, NLTK data, resources, logs, and the input functions of the shared
-# stages (ingest, length filter, articles, embed). Each probe's planning lives in its own package
-# (workflow_scripts/<probe>/plan.py), found through its declaration (workflow_scripts/probes.py).
+# plans, wildcard constraints, NLTK data, resources, logs, the jobs' code digests, and the input
+# functions of the shared stages (ingest, length filter, articles, embed). Each probe's planning
+# lives in its own package (workflow_scripts/<probe>/plan.py), found through its declaration
+# (workflow_scripts/probes.py).
 import os
 import sys
 
 from workflow_scripts import probes, study_folders
+from workflow_scripts.code_digest import job_params, writers
 from workflow_scripts.config import check_duplicate_keys, validate
 from workflow_scripts.ingest import is_gzip_url
 from workflow_scripts.study import Study
@@ -147,6 +149,18 @@ def log_path(rule_name, *parts):
 
 def bench_path(rule_name, *parts):
     return os.path.join(R, "benchmarks", rule_name, *parts) + ".tsv"
+
+
+# ---- the code each job runs (workflow_scripts/code_digest.py) ----
+# Every rule's params start with `**job_params("<module>:run_<rule>")`: the function its job runs and
+# the digest of that code, which the params trigger compares, so a change to what the code does
+# reruns the rule's jobs (docs/reproducibility.md).
+
+
+def code_of(paths):
+    """Param function (the report's provenance): each of `paths` -> the rule that writes it and the
+    digest of its code, once every rule is defined."""
+    return lambda wildcards: writers(paths, workflow.rules, R)
 
 
 # ---- local data: judged by content, so that results travel ----

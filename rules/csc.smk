@@ -22,7 +22,7 @@ rule perturb:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="csc.perturb:run_perturb",
+        **job_params("csc.perturb:run_perturb"),
         settings=CSC.perturb_settings,
         seed=SEED,
         partitions=PARTS,
@@ -48,7 +48,7 @@ rule csc_score:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="csc.curves:run_csc_score",
+        **job_params("csc.curves:run_csc_score"),
         exact_max_n=config["csc"]["exact_kde_max_n"],
         grid_step=config["csc"]["grid_step"],
         bootstrap_b=config["csc"]["bootstrap_b"],
@@ -79,7 +79,7 @@ rule csc_plot:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="csc.curves:run_csc_plot",
+        **job_params("csc.curves:run_csc_plot"),
     script:
         "../workflow_scripts/run_job.py"
 
@@ -96,7 +96,7 @@ rule csc_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="csc.curves:run_csc_aggregate",
+        **job_params("csc.curves:run_csc_aggregate"),
         corpora=list(config["corpora"]),
         models=list(config["models"]),
     script:

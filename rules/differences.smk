@@ -32,7 +32,7 @@ rule probe_differences:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="differences:run_probe_differences",
+        **job_params("differences:run_probe_differences"),
         # the families decide the baselines; nothing else of a model's entry matters here. Only the
         # models that ran the probe, in config order: a model added for other probes leaves this
         # table as it was

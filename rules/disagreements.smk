@@ -28,7 +28,7 @@ rule disagreements:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="disagreements:run_disagreements",
+        **job_params("disagreements:run_disagreements"),
         # model -> its item files (the probe's items.item_files), and the compared pairs [[A, B], ...]
         item_files=DISAGREE.items_param,
         pairs=DISAGREE.pairs_param,

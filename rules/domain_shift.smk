@@ -27,7 +27,7 @@ rule domain_shift_build:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="domain_shift.texts:run_domain_shift_build",
+        **job_params("domain_shift.texts:run_domain_shift_build"),
         spec=DOMAIN_SHIFT.build_spec,
         # source label -> its file or folder (among the inputs)
         paths=DOMAIN_SHIFT.build_paths,
@@ -52,7 +52,7 @@ rule domain_shift_score:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="domain_shift.scores:run_domain_shift_score",
+        **job_params("domain_shift.scores:run_domain_shift_score"),
         spec=DOMAIN_SHIFT.spec,
         settings=DOMAIN_SHIFT.settings,
         seed=SEED,
@@ -83,7 +83,7 @@ rule domain_shift_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="domain_shift.scores:run_domain_shift_aggregate",
+        **job_params("domain_shift.scores:run_domain_shift_aggregate"),
         entries=DOMAIN_SHIFT.aggregate_entries,
         models=DOMAIN_SHIFT.models,
         plots=DOMAIN_SHIFT.plots_param,

@@ -11,7 +11,7 @@ rule download_model:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="embed:run_download_model",
+        **job_params("embed:run_download_model"),
         url=lambda wc: config["models"][wc.model]["url"],
         sha256=lambda wc: config["models"][wc.model]["sha256"],
         # a `.gz` file (by the URL's file name, its query string aside) is stored decompressed
@@ -32,7 +32,7 @@ rule fit_tfidf:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="embed:run_fit_tfidf",
+        **job_params("embed:run_fit_tfidf"),
         spec=lambda wc: STUDY.embed_spec(wc.model),
     script:
         "../workflow_scripts/run_job.py"
@@ -69,7 +69,7 @@ rule embed:
         batch_size=lambda wc: config["models"][wc.model].get("batch_size", 32),
         cpu_workers=lambda wc: config["models"][wc.model].get("cpu_workers", 1),
     params:
-        function="embed:run_embed",
+        **job_params("embed:run_embed"),
         # what decides the vectors, resolved device, local model digest and the text set's role
         # (its template or prompt) included: a change reruns the job
         spec=lambda wc: STUDY.embed_spec(wc.model, wc.scope),

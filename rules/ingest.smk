@@ -10,7 +10,7 @@ rule download_source:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="ingest:run_download_source",
+        **job_params("ingest:run_download_source"),
         url=lambda wc: STUDY.source_spec(wc.source)["url"],
         sha256=lambda wc: STUDY.source_spec(wc.source)["sha256"],
     script:
@@ -31,7 +31,7 @@ rule ingest:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="ingest:run_ingest",
+        **job_params("ingest:run_ingest"),
         spec=lambda wc: config["sources"][wc.source],
         shard_rows=SHARD_ROWS,
     script:

@@ -16,7 +16,7 @@ rule derive_corpus:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="length_filter:run_derive_corpus",
+        **job_params("length_filter:run_derive_corpus"),
         spec=lambda wc: config["corpora"][wc.corpus],
         seed=SEED,
         shard_rows=SHARD_ROWS,
@@ -34,6 +34,6 @@ rule length_buckets:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="length_filter:run_length_buckets",
+        **job_params("length_filter:run_length_buckets"),
     script:
         "../workflow_scripts/run_job.py"

@@ -25,7 +25,7 @@ rule montague_phrases:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="montague.phrases:run_montague_phrases",
+        **job_params("montague.phrases:run_montague_phrases"),
         spec=MONTAGUE.word_lists,  # the word lists, adjective types in config order
     script:
         "../workflow_scripts/run_job.py"
@@ -48,7 +48,7 @@ rule montague_score:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="montague.scores:run_montague_score",
+        **job_params("montague.scores:run_montague_score"),
         spec=MONTAGUE.spec,
         bootstrap_b=lambda wc: config["montague"]["bootstrap_b"],
         unit=lambda wc: config["montague"]["bootstrap_unit"],
@@ -88,7 +88,7 @@ rule montague_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="montague.scores:run_montague_aggregate",
+        **job_params("montague.scores:run_montague_aggregate"),
         entries=MONTAGUE.aggregate_entries,
         datasets=MONTAGUE.datasets,
         models=lambda wc: MONTAGUE.models(),

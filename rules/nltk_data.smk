@@ -13,7 +13,7 @@ rule nltk_download:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="nltk_data:run_nltk_download",
+        **job_params("nltk_data:run_nltk_download"),
         packages=lambda wc: sorted(
             {p for pkgs in NLTK_PLAN["missing"].values() for p in pkgs}
         ),

@@ -78,7 +78,7 @@ rule report:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="report.build:run_report",
+        **job_params("report.build:run_report"),
         sections=REPORT.sections,
         # what decides each model's vectors (family, name/path/revision, ...), not how its jobs run
         models=REPORT.model_specs,
@@ -86,5 +86,7 @@ rule report:
         first_screen_settings=REPORT.first_screen_settings,
         data=REPORT.data_sources,
         run=REPORT.run_settings,
+        # the rule and the code digest of the job that wrote each table
+        table_code=code_of(REPORT.written_tables()),
     script:
         "../workflow_scripts/run_job.py"

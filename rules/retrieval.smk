@@ -33,7 +33,7 @@ rule retrieval_build:
     resources:
         gpu=RETRIEVAL.build_gpu,  # 1 when the set's question generator runs on cuda
     params:
-        function="retrieval.sets:run_retrieval_build",
+        **job_params("retrieval.sets:run_retrieval_build"),
         spec=RETRIEVAL.build_spec,
         settings=RETRIEVAL.build_settings,
         seed=SEED,
@@ -62,7 +62,7 @@ rule retrieval_query_texts:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="retrieval.query_texts:run_retrieval_query_texts",
+        **job_params("retrieval.query_texts:run_retrieval_query_texts"),
     script:
         "../workflow_scripts/run_job.py"
 
@@ -88,7 +88,7 @@ rule retrieval_search:
         query_batch=RETRIEVAL.search_option("query_batch"),
         extra_candidates=RETRIEVAL.search_option("extra_candidates"),
     params:
-        function="retrieval.search:run_retrieval_search",
+        **job_params("retrieval.search:run_retrieval_search"),
         spec=RETRIEVAL.spec,
         settings=RETRIEVAL.search_settings,
         seed=SEED,
@@ -117,7 +117,7 @@ rule retrieval_isotropy:
         query_batch=RETRIEVAL.search_option("query_batch"),
         extra_candidates=RETRIEVAL.search_option("extra_candidates"),
     params:
-        function="retrieval.isotropy:run_retrieval_isotropy",
+        **job_params("retrieval.isotropy:run_retrieval_isotropy"),
         spec=RETRIEVAL.spec,
         settings=RETRIEVAL.isotropy_settings,
         device=lambda wc: STUDY.resolved_device(wc.model),
@@ -146,7 +146,7 @@ rule retrieval_metrics:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="retrieval.metrics:run_retrieval_metrics",
+        **job_params("retrieval.metrics:run_retrieval_metrics"),
         settings=RETRIEVAL.metric_settings,
         seed=SEED,
     script:
@@ -177,7 +177,7 @@ rule retrieval_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="retrieval.metrics:run_retrieval_aggregate",
+        **job_params("retrieval.metrics:run_retrieval_aggregate"),
         # pair i's files are the inputs `<file>_i` (RetrievalPlan.aggregate_inputs)
         pairs=RETRIEVAL.aggregate_pairs,
         settings=RETRIEVAL.aggregate_settings,

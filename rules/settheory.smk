@@ -33,7 +33,7 @@ rule settheory_samples:
         # a generator with device cuda (or auto resolved to cuda) runs on a GPU
         gpu=lambda wc: 1 if SETTHEORY.device(wc.dataset) == "cuda" else 0,
     params:
-        function="settheory.samples:run_settheory_samples",
+        **job_params("settheory.samples:run_settheory_samples"),
         spec=SETTHEORY.samples_spec,
         seed=SEED,
         # a built set's generator, prompt, device and generation cache (read and appended)
@@ -58,7 +58,7 @@ rule settheory_filter:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="settheory.operators:run_settheory_filter",
+        **job_params("settheory.operators:run_settheory_filter"),
         filter=SETTHEORY.filter_spec,
     script:
         "../workflow_scripts/run_job.py"
@@ -79,7 +79,7 @@ rule settheory_measures:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="settheory.criteria:run_settheory_measures",
+        **job_params("settheory.criteria:run_settheory_measures"),
         spec=SETTHEORY.spec,
         measures=lambda wc: config["settheory"]["measures"],
     script:
@@ -111,7 +111,7 @@ rule settheory_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="settheory.tables:run_settheory_aggregate",
+        **job_params("settheory.tables:run_settheory_aggregate"),
         # (sample set, model) of the inputs measures_<i>, samples_<i>, filter_<i>
         pairs=SETTHEORY.aggregate_pairs,
         settings=SETTHEORY.criterion_settings,

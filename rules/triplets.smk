@@ -24,7 +24,7 @@ rule triplets_build:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="triplets.datasets:run_triplets_build",
+        **job_params("triplets.datasets:run_triplets_build"),
         spec=TRIPLETS.build_spec,
         sources=TRIPLETS.sources,
         settings=TRIPLETS.settings,
@@ -49,7 +49,7 @@ rule triplets_score:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="triplets.scores:run_triplets_score",
+        **job_params("triplets.scores:run_triplets_score"),
         spec=TRIPLETS.spec,
         scoring=lambda wc: TRIPLETS.scoring(wc.dataset),
     script:
@@ -80,7 +80,7 @@ rule triplets_aggregate:
     conda:
         "../envs/workflow.yaml"
     params:
-        function="triplets.scores:run_triplets_aggregate",
+        **job_params("triplets.scores:run_triplets_aggregate"),
         entries=TRIPLETS.aggregate_entries,
         bootstrap_b=lambda wc: config["triplets"]["bootstrap_b"],
         bootstrap_unit=lambda wc: config["triplets"].get("bootstrap_unit", "clusters"),

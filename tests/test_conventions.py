@@ -134,14 +134,16 @@ COMMAND_LINE_TOOLS = {"plan_summary.py", "throughput.py", "report/console.py", "
 
 @pytest.mark.parametrize("file,rule,body", list(rule_blocks()), ids=lambda v: v if isinstance(v, str) and "\n" not in v else "")
 def test_a_rule_runs_a_function(file, rule, body):
-    """A job is a function (workflow_scripts/jobs.py): the rule's script is run_job.py, its
-    params.function names `run_<rule>` of an existing module, and no shell command or `run:` block."""
+    """A job is a function (workflow_scripts/jobs.py): the rule's script is run_job.py, its params
+    start with `**job_params("<module>:run_<rule>")` (the function, of an existing module, and the
+    digest of its code: workflow_scripts/code_digest.py), and no shell command or `run:` block."""
     from workflow_scripts.jobs import resolve
     d = directives(body)
     assert d.get("script") == '"../workflow_scripts/run_job.py"', f"{rule}: script is {d.get('script')!r}"
     assert not {"shell", "run", "wrapper", "notebook"} & set(d), f"{rule}: {sorted(d)}"
-    named = re.search(r'function="([\w.]+):(\w+)"', d.get("params", ""))
-    assert named and named.group(2) == f"run_{rule}", f"{rule}: params.function {named and named.group(0)}"
+    named = re.match(r'\*\*job_params\("([\w.]+):(\w+)"\),(\n|$)', d.get("params", ""))
+    assert named and named.group(2) == f"run_{rule}", f"{rule}: params start {d.get('params', '')[:60]!r}"
+    assert not re.search(r"^\s*(function|code)=", d["params"], re.M), f"{rule}: function or code set by hand"
     assert callable(resolve(f"{named.group(1)}:{named.group(2)}"))
 
 

@@ -79,7 +79,7 @@ def test_each_documented_rule_runs_the_function_it_names():
     score = TOY_FILES["workflow_scripts/toy/score.py"]
     assert sorted(rules) == ["toy_aggregate", "toy_score", "toy_texts"]
     for rule, body in rules.items():
-        assert f'function="toy.score:run_{rule}",' in body, rule
+        assert f'**job_params("toy.score:run_{rule}"),' in body, rule
         assert body.rstrip().endswith('script:\n        "../workflow_scripts/run_job.py"'), rule
         assert not re.search(r"^    (shell|run|threads|resources):", body, re.M), rule
         assert re.search(rf"^def run_{rule}\(job\) -> None:", score, re.M), rule
