@@ -9,6 +9,13 @@
 
 import sys
 
+from snakemake.utils import min_version
+
+# The version the workflow is pinned to and tested with (envs/requirements.txt): it reads Snakemake
+# 9's workflow attributes (is_main_process, dag_settings, overwrite_configfiles) and relies on its
+# workflow profile, rerun triggers and params comparison; an older Snakemake stops here, by name.
+min_version("9.27.1")
+
 # `--configfile X` replaces the default config rather than extending it: a study's config must not
 # silently inherit the default corpora and models. `--config key=value` still edits the default.
 if not workflow.overwrite_configfiles:

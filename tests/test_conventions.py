@@ -94,6 +94,15 @@ def test_conda_env_pins_what_requirements_pin():
     assert python == ["python=3.11"]
 
 
+def test_the_snakefile_asks_for_the_pinned_snakemake():
+    """min_version names the Snakemake the environment pins, the one the workflow is tested with: an
+    older one stops at the start, naming the version, instead of failing half-way on an attribute."""
+    pinned = re.search(r"^snakemake==([\d.]+)$", (ROOT / "envs" / "requirements.txt").read_text(), re.M).group(1)
+    snakefile = (ROOT / "Snakefile").read_text()
+    assert re.findall(r'^min_version\("([\d.]+)"\)$', snakefile, re.M) == [pinned]
+    assert snakefile.index("min_version(") < snakefile.index('\ninclude: "')
+
+
 def test_atomic_path_leaves_nothing_on_failure(tmp_path):
     target = tmp_path / "out.txt"
     with pytest.raises(RuntimeError):
