@@ -76,10 +76,3 @@ rule all:
         DISAGREE.targets(),
         # the paired model comparisons of every probe that writes replicates (rules/differences.smk)
         REPORT.differences,
-
-
-# Threads, memory and runtime of every rule, from the declarations and the config's `resources:`
-# (workflow_scripts/rule_resources.py); --set-threads and --set-resources still win.
-from workflow_scripts import rule_resources
-
-rule_resources.apply(workflow, config)

@@ -20,6 +20,9 @@ rule articles:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("articles")
+    resources:
+        **RESOURCES.sized("articles"),
     params:
         **job_params("articles:run_articles"),
         spec=lambda wc: config["articles"][wc.collection],

@@ -142,7 +142,15 @@ if workflow.is_main_process:
         print(_line, file=sys.stderr)
 
 
-# ---- logs and benchmarks (threads, memory and runtime: workflow_scripts/rule_resources.py) ----
+# ---- threads, memory and runtime of every rule: `threads: RESOURCES.threads("<rule>")` and
+# `resources: **RESOURCES.sized("<rule>")`, from the declarations and the config's `resources:`
+# (workflow_scripts/rule_resources.py); --set-threads and --set-resources win ----
+from workflow_scripts.rule_resources import RuleResources
+
+RESOURCES = RuleResources(config)
+
+
+# ---- logs and benchmarks ----
 def log_path(rule_name, *parts):
     return os.path.join(R, "logs", rule_name, *parts) + ".log"
 

@@ -21,6 +21,9 @@ rule perturb:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("perturb")
+    resources:
+        **RESOURCES.sized("perturb"),
     params:
         **job_params("csc.perturb:run_perturb"),
         settings=CSC.perturb_settings,
@@ -47,6 +50,9 @@ rule csc_score:
         bench_path("csc_score", "{corpus}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("csc_score")
+    resources:
+        **RESOURCES.sized("csc_score"),
     params:
         **job_params("csc.curves:run_csc_score"),
         exact_max_n=config["csc"]["exact_kde_max_n"],
@@ -78,6 +84,9 @@ rule csc_plot:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("csc_plot")
+    resources:
+        **RESOURCES.sized("csc_plot"),
     params:
         **job_params("csc.curves:run_csc_plot"),
     script:
@@ -95,6 +104,9 @@ rule csc_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("csc_aggregate")
+    resources:
+        **RESOURCES.sized("csc_aggregate"),
     params:
         **job_params("csc.curves:run_csc_aggregate"),
         corpora=list(config["corpora"]),

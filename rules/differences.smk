@@ -31,6 +31,9 @@ rule probe_differences:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("probe_differences")
+    resources:
+        **RESOURCES.sized("probe_differences"),
     params:
         **job_params("differences:run_probe_differences"),
         # the families decide the baselines; nothing else of a model's entry matters here. Only the

@@ -27,6 +27,9 @@ rule disagreements:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("disagreements")
+    resources:
+        **RESOURCES.sized("disagreements"),
     params:
         **job_params("disagreements:run_disagreements"),
         # model -> its item files (the probe's items.item_files), and the compared pairs [[A, B], ...]

@@ -26,6 +26,9 @@ rule domain_shift_build:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("domain_shift_build")
+    resources:
+        **RESOURCES.sized("domain_shift_build"),
     params:
         **job_params("domain_shift.texts:run_domain_shift_build"),
         spec=DOMAIN_SHIFT.build_spec,
@@ -51,6 +54,9 @@ rule domain_shift_score:
         bench_path("domain_shift_score", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("domain_shift_score")
+    resources:
+        **RESOURCES.sized("domain_shift_score"),
     params:
         **job_params("domain_shift.scores:run_domain_shift_score"),
         spec=DOMAIN_SHIFT.spec,
@@ -82,6 +88,9 @@ rule domain_shift_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("domain_shift_aggregate")
+    resources:
+        **RESOURCES.sized("domain_shift_aggregate"),
     params:
         **job_params("domain_shift.scores:run_domain_shift_aggregate"),
         entries=DOMAIN_SHIFT.aggregate_entries,

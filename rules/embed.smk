@@ -10,6 +10,9 @@ rule download_model:
         log_path("download", "model-{model}", "{filename}"),
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("download_model")
+    resources:
+        **RESOURCES.sized("download_model"),
     params:
         **job_params("embed:run_download_model"),
         url=lambda wc: config["models"][wc.model]["url"],
@@ -31,6 +34,9 @@ rule fit_tfidf:
         bench_path("fit_tfidf", "{model}", "{scope}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("fit_tfidf")
+    resources:
+        **RESOURCES.sized("fit_tfidf"),
     params:
         **job_params("embed:run_fit_tfidf"),
         spec=lambda wc: STUDY.embed_spec(wc.model),
@@ -53,7 +59,9 @@ rule embed:
         embed_group
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("embed")
     resources:
+        **RESOURCES.sized("embed"),
         # SLURM: the partition by the model's device, where the config names them
         **EMBED_PARTITION,
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,

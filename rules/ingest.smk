@@ -9,6 +9,9 @@ rule download_source:
         log_path("download", "{source}", "{filename}"),
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("download_source")
+    resources:
+        **RESOURCES.sized("download_source"),
     params:
         **job_params("ingest:run_download_source"),
         url=lambda wc: STUDY.source_spec(wc.source)["url"],
@@ -30,6 +33,9 @@ rule ingest:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("ingest")
+    resources:
+        **RESOURCES.sized("ingest"),
     params:
         **job_params("ingest:run_ingest"),
         spec=lambda wc: config["sources"][wc.source],

@@ -15,6 +15,9 @@ rule derive_corpus:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("derive_corpus")
+    resources:
+        **RESOURCES.sized("derive_corpus"),
     params:
         **job_params("length_filter:run_derive_corpus"),
         spec=lambda wc: config["corpora"][wc.corpus],
@@ -33,6 +36,9 @@ rule length_buckets:
         log_path("length_buckets", "all"),
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("length_buckets")
+    resources:
+        **RESOURCES.sized("length_buckets"),
     params:
         **job_params("length_filter:run_length_buckets"),
     script:

@@ -24,6 +24,9 @@ rule montague_phrases:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("montague_phrases")
+    resources:
+        **RESOURCES.sized("montague_phrases"),
     params:
         **job_params("montague.phrases:run_montague_phrases"),
         spec=MONTAGUE.word_lists,  # the word lists, adjective types in config order
@@ -47,6 +50,9 @@ rule montague_score:
         bench_path("montague_score", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("montague_score")
+    resources:
+        **RESOURCES.sized("montague_score"),
     params:
         **job_params("montague.scores:run_montague_score"),
         spec=MONTAGUE.spec,
@@ -87,6 +93,9 @@ rule montague_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("montague_aggregate")
+    resources:
+        **RESOURCES.sized("montague_aggregate"),
     params:
         **job_params("montague.scores:run_montague_aggregate"),
         entries=MONTAGUE.aggregate_entries,

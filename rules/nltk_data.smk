@@ -12,6 +12,9 @@ rule nltk_download:
         log_path("nltk_download", "all"),
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("nltk_download")
+    resources:
+        **RESOURCES.sized("nltk_download"),
     params:
         **job_params("nltk_data:run_nltk_download"),
         packages=lambda wc: sorted(

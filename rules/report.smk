@@ -77,6 +77,9 @@ rule report:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("report")
+    resources:
+        **RESOURCES.sized("report"),
     params:
         **job_params("report.build:run_report"),
         sections=REPORT.sections,

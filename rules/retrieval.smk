@@ -30,7 +30,9 @@ rule retrieval_build:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_build")
     resources:
+        **RESOURCES.sized("retrieval_build"),
         gpu=RETRIEVAL.build_gpu,  # 1 when the set's question generator runs on cuda
     params:
         **job_params("retrieval.sets:run_retrieval_build"),
@@ -61,6 +63,9 @@ rule retrieval_query_texts:
         dataset=RETRIEVAL.dataset_pattern(),
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_query_texts")
+    resources:
+        **RESOURCES.sized("retrieval_query_texts"),
     params:
         **job_params("retrieval.query_texts:run_retrieval_query_texts"),
     script:
@@ -81,7 +86,9 @@ rule retrieval_search:
         bench_path("retrieval_search", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_search")
     resources:
+        **RESOURCES.sized("retrieval_search"),
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
         # how the search runs, not what it finds: resources, so a change reruns nothing
         shard_rows=RETRIEVAL.search_option("shard_rows"),
@@ -111,7 +118,9 @@ rule retrieval_isotropy:
         bench_path("retrieval_isotropy", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_isotropy")
     resources:
+        **RESOURCES.sized("retrieval_isotropy"),
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
         shard_rows=RETRIEVAL.search_option("shard_rows"),
         query_batch=RETRIEVAL.search_option("query_batch"),
@@ -145,6 +154,9 @@ rule retrieval_metrics:
         bench_path("retrieval_metrics", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_metrics")
+    resources:
+        **RESOURCES.sized("retrieval_metrics"),
     params:
         **job_params("retrieval.metrics:run_retrieval_metrics"),
         settings=RETRIEVAL.metric_settings,
@@ -176,6 +188,9 @@ rule retrieval_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_aggregate")
+    resources:
+        **RESOURCES.sized("retrieval_aggregate"),
     params:
         **job_params("retrieval.metrics:run_retrieval_aggregate"),
         # pair i's files are the inputs `<file>_i` (RetrievalPlan.aggregate_inputs)

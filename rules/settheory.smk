@@ -29,7 +29,9 @@ rule settheory_samples:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("settheory_samples")
     resources:
+        **RESOURCES.sized("settheory_samples"),
         # a generator with device cuda (or auto resolved to cuda) runs on a GPU
         gpu=lambda wc: 1 if SETTHEORY.device(wc.dataset) == "cuda" else 0,
     params:
@@ -57,6 +59,9 @@ rule settheory_filter:
         dataset=SETTHEORY_SET_NAME_PATTERN,
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("settheory_filter")
+    resources:
+        **RESOURCES.sized("settheory_filter"),
     params:
         **job_params("settheory.operators:run_settheory_filter"),
         filter=SETTHEORY.filter_spec,
@@ -78,6 +83,9 @@ rule settheory_measures:
         dataset=SETTHEORY_SET_NAME_PATTERN,
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("settheory_measures")
+    resources:
+        **RESOURCES.sized("settheory_measures"),
     params:
         **job_params("settheory.criteria:run_settheory_measures"),
         spec=SETTHEORY.spec,
@@ -110,6 +118,9 @@ rule settheory_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("settheory_aggregate")
+    resources:
+        **RESOURCES.sized("settheory_aggregate"),
     params:
         **job_params("settheory.tables:run_settheory_aggregate"),
         # (sample set, model) of the inputs measures_<i>, samples_<i>, filter_<i>

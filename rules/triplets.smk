@@ -23,6 +23,9 @@ rule triplets_build:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("triplets_build")
+    resources:
+        **RESOURCES.sized("triplets_build"),
     params:
         **job_params("triplets.datasets:run_triplets_build"),
         spec=TRIPLETS.build_spec,
@@ -48,6 +51,9 @@ rule triplets_score:
         bench_path("triplets_score", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("triplets_score")
+    resources:
+        **RESOURCES.sized("triplets_score"),
     params:
         **job_params("triplets.scores:run_triplets_score"),
         spec=TRIPLETS.spec,
@@ -79,6 +85,9 @@ rule triplets_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("triplets_aggregate")
+    resources:
+        **RESOURCES.sized("triplets_aggregate"),
     params:
         **job_params("triplets.scores:run_triplets_aggregate"),
         entries=TRIPLETS.aggregate_entries,

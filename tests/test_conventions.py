@@ -70,10 +70,13 @@ def test_rule_declares_log_resources_and_env(file, rule, body):
     d = directives(body)
     assert d.get("log"), f"{rule}: no log"
     # threads, memory and runtime come from the declarations through one mechanism
-    # (workflow_scripts/rule_resources.py), never from the rule's own directives
+    # (workflow_scripts/rule_resources.py), given to Snakemake's own directives under the rule's name,
+    # never written in the rule
     assert rule_resources.ALIASES.get(rule, rule) in rule_resources.declared(), f"{rule}: no declared resources"
+    assert d.get("threads") == f'RESOURCES.threads("{rule}")', f"{rule}: threads {d.get('threads')!r}"
+    assert d.get("resources", "").startswith(f'**RESOURCES.sized("{rule}"),'), f"{rule}: resources"
     declared = dict(re.findall(r"(\w+)=([^,\n]+)", d.get("resources", "")))
-    assert "threads" not in d and not {"mem_mb", "runtime"} & set(declared), f"{rule}: resources set in the rule"
+    assert not {"mem_mb", "runtime"} & set(declared), f"{rule}: memory or runtime set in the rule"
     assert all(v.strip() for v in declared.values()), f"{rule}: empty resource value"
     assert d.get("conda"), f"{rule}: no conda env"
     if rule in HEAVY:
