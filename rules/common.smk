@@ -7,7 +7,7 @@ import os
 import sys
 
 from workflow_scripts import probes, study_folders
-from workflow_scripts.code_digest import job_params, writers
+from workflow_scripts.code_digest import CodeDigests
 from workflow_scripts.config import check_duplicate_keys, validate
 from workflow_scripts.ingest import is_gzip_url
 from workflow_scripts.study import Study
@@ -162,13 +162,19 @@ def bench_path(rule_name, *parts):
 # ---- the code each job runs (workflow_scripts/code_digest.py) ----
 # Every rule's params start with `**job_params("<module>:run_<rule>")`: the function its job runs and
 # the digest of that code, which the params trigger compares, so a change to what the code does
-# reruns the rule's jobs (docs/reproducibility.md).
+# reruns the rule's jobs (docs/reproducibility.md). Each module's scan is kept by its content in
+# <results>/.cache/code/: the next Snakemake process (a cluster job's) parses none again.
+CODE = CodeDigests(cache=f"{R}/.cache/code")
+
+
+def job_params(function):
+    return CODE.job_params(function)
 
 
 def code_of(paths):
     """Param function (the report's provenance): each of `paths` -> the rule that writes it and the
     digest of its code, once every rule is defined."""
-    return lambda wildcards: writers(paths, workflow.rules, R)
+    return lambda wildcards: CODE.writers(paths, workflow.rules, R)
 
 
 # ---- local data: judged by content, so that results travel ----

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from workflow_scripts import code_digest
-from workflow_scripts.code_digest import closure, job_code, normalised_digest
+from workflow_scripts.code_digest import CodeDigests, job_code, normalised_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,14 +24,6 @@ def cosine(dots, denom):
     """The cosine."""
     return np.where(denom > 0, dots / denom, np.nan)
 '''
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    """Each test reads its files anew (the caches hold a module once per process)."""
-    for cached in (code_digest.module_record, code_digest.closure, code_digest.job_code):
-        cached.cache_clear()
-    yield
 
 
 def test_comments_docstrings_and_formatting_do_not_count_a_constant_does():
@@ -80,20 +72,19 @@ PACKAGE = {
 
 def test_a_jobs_code_is_its_module_the_dispatcher_and_what_they_import(tmp_path):
     package = make_package(tmp_path / "a", PACKAGE)
-    assert closure("workflow_scripts.score", package) == tuple(sorted(
+    digests = CodeDigests(package)
+    assert digests.closure("workflow_scripts.score") == tuple(sorted(
         f"workflow_scripts{m}" for m in ("", ".score", ".stats", ".common", ".registry", ".probe_a",
                                          ".probe_a.probe", ".probe_a.tables", ".probe_b", ".probe_b.probe")))
-    assert closure("workflow_scripts.run_job", package) == (
+    assert digests.closure("workflow_scripts.run_job") == (
         "workflow_scripts", "workflow_scripts.jobs", "workflow_scripts.run_job")
-    before = job_code("score:run_score", package)
-    assert before == code_digest.modules_digest(closure("workflow_scripts.score", package)
-                                                + ("workflow_scripts.jobs", "workflow_scripts.run_job"), package)
+    before = digests.job_code("score:run_score")
+    assert before == digests.modules_digest(digests.closure("workflow_scripts.score")
+                                            + ("workflow_scripts.jobs", "workflow_scripts.run_job"))
 
     def after(name: str, text: str) -> str:
         (package.parent / name).write_text(text)
-        for cached in (code_digest.module_record, code_digest.closure, code_digest.job_code):
-            cached.cache_clear()
-        return job_code("score:run_score", package)
+        return CodeDigests(package).job_code("score:run_score")  # a new process, as it were
 
     # neither a module it does not import (one that imports it, a probe's module the registry does
     # not find) nor a comment in one it does
@@ -108,6 +99,26 @@ def test_a_jobs_code_is_its_module_the_dispatcher_and_what_they_import(tmp_path)
         changed = after(name, text)
         assert changed != before, name
         before = changed
+    # a package moved elsewhere is the same code
+    moved = shutil.copytree(package.parent, tmp_path / "b" / "moved") / "workflow_scripts"
+    assert CodeDigests(moved).job_code("score:run_score") == before
+
+
+def test_a_later_process_reads_each_modules_scan_from_the_cache_and_never_a_stale_one(tmp_path, monkeypatch):
+    package = make_package(tmp_path / "a", PACKAGE)
+    cache = tmp_path / "results" / ".cache" / "code"
+    first = CodeDigests(package, cache=cache).job_code("score:run_score")
+    assert first == CodeDigests(package).job_code("score:run_score")
+    assert len(list(cache.glob("*.json"))) == 12  # the job's ten modules and the dispatcher's two
+    # the next process parses nothing
+    monkeypatch.setattr(code_digest.ast, "parse", lambda *a, **k: pytest.fail("parsed again"))
+    assert CodeDigests(package, cache=cache).job_code("score:run_score") == first
+    monkeypatch.undo()
+    # an edited module has another key: scanned anew, its old entry left as it was
+    (package / "common.py").write_text("def f():\n    return 2\n")
+    edited = CodeDigests(package, cache=cache).job_code("score:run_score")
+    assert edited != first and edited == CodeDigests(package).job_code("score:run_score")
+    assert len(list(cache.glob("*.json"))) == 13
 
 
 def test_the_same_code_in_another_checkout_and_process_has_the_same_digest(tmp_path):
@@ -129,7 +140,8 @@ def test_the_scoring_module_is_the_code_of_its_jobs_alone():
     functions = {f for path in (ROOT / "rules").glob("*.smk")
                  for f in re.findall(r'\*\*job_params\("([\w.]+:\w+)"\)', path.read_text())}
     assert len(functions) > 30
-    users = {f for f in functions if "workflow_scripts.csc.curves" in closure(f"workflow_scripts.{f.partition(':')[0]}")}
+    digests = CodeDigests()
+    users = {f for f in functions if "workflow_scripts.csc.curves" in digests.closure(f"workflow_scripts.{f.partition(':')[0]}")}
     assert users == {"csc.curves:run_csc_score", "csc.curves:run_csc_plot", "csc.curves:run_csc_aggregate"}
 
 

@@ -18,13 +18,16 @@ every process, checkout and clone of the same code. `ast.dump` belongs to the Py
 (3.11, envs/workflow.yaml): another one gives other digests, and reruns.
 
 Cheap at every Snakemake start (a cluster job's too): the digest is a param function, computed
-only for the jobs Snakemake plans, and each module is read and parsed once per process."""
+only for the jobs Snakemake plans; each module is read and parsed once per process, and what it says
+(digest, imports) is kept by the sha256 of its source in <results>/.cache/code/, so that a later
+process reads it instead of parsing (CodeDigests)."""
 from __future__ import annotations
 
 import ast
-import functools
 import hashlib
+import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,9 +81,13 @@ def _without_docstrings(tree: ast.Module) -> ast.Module:
     return tree
 
 
-def normalised_digest(source: str) -> str:
+def normalised_digest(source: str | bytes) -> str:
     """sha256 of a module's code: its AST without docstrings, without positions."""
-    tree = _without_docstrings(ast.parse(source))
+    return _tree_digest(ast.parse(source))
+
+
+def _tree_digest(tree: ast.Module) -> str:
+    tree = _without_docstrings(tree)  # in place
     return hashlib.sha256(ast.dump(tree, include_attributes=False).encode("utf-8")).hexdigest()
 
 
@@ -99,77 +106,123 @@ def _name_of(path: Path, package_dir: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-@functools.lru_cache(maxsize=None)
-def module_record(name: str, package_dir: Path = PACKAGE_DIR) -> tuple[str, tuple[str, ...]]:
-    """(digest, the project modules it imports or discovers) of module `name`; read once per
-    process."""
-    path = module_file(name, package_dir)
-    if path is None:
-        raise ValueError(f"{name!r} is not a module of {package_dir}")
-    source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source, filename=str(path))
-    imported = set()
-    for _, target in import_targets(tree, name, path.name == "__init__.py"):
-        while target and module_file(target, package_dir) is None:
-            target = target.rpartition(".")[0]
-        if target:
-            imported.add(target)
-    folder = path.parent
-    for pattern in _discovers(tree):
-        imported |= {_name_of(found, package_dir) for found in folder.glob(pattern) if found.is_file()}
-    # the packages that hold it run their __init__ first
-    parts = name.split(".")
-    imported |= {".".join(parts[:i]) for i in range(1, len(parts))}
-    imported.discard(name)
-    return normalised_digest(source), tuple(sorted(imported))
+def _scan(source: bytes, name: str, is_package: bool) -> dict:
+    """What a module's source says: its code digest, the dotted names it imports (import_targets)
+    and its DISCOVERS patterns; a function of the source and the module's name alone."""
+    tree = ast.parse(source)
+    imports = sorted({t for _, t in import_targets(tree, name, is_package)})
+    return {"imports": imports, "discovers": list(_discovers(tree)), "digest": _tree_digest(tree)}
 
 
-@functools.lru_cache(maxsize=None)
-def closure(module: str, package_dir: Path = PACKAGE_DIR) -> tuple[str, ...]:
-    """`module` and every project module it imports, transitively, sorted."""
-    seen = {module}
-    todo = [module]
-    while todo:
-        for found in module_record(todo.pop(), package_dir)[1]:
-            if found not in seen:
-                seen.add(found)
-                todo.append(found)
-    return tuple(sorted(seen))
+class CodeDigests:
+    """The code digests of one checkout's package, each module read and parsed once per process.
+    `cache`: a folder of each module's scan keyed by the sha256 of its source (with its name, the
+    Python version and this format), so that a later process (a cluster job's Snakemake, the next
+    run) reads a file instead of parsing: an edited module has another key, so an entry is never
+    stale, and any process may write one (atomically)."""
+
+    FORMAT = 1
+
+    def __init__(self, package_dir: Path = PACKAGE_DIR, cache: str | os.PathLike | None = None):
+        self.package_dir = Path(package_dir)
+        self.package = self.package_dir.name
+        self.cache = Path(cache) if cache else None
+        self._records: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._closures: dict[str, tuple[str, ...]] = {}
+        self._jobs: dict[str, str] = {}
+
+    def _scanned(self, name: str, path: Path) -> dict:
+        source = path.read_bytes()
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        key = hashlib.sha256(f"{self.FORMAT}\0{version}\0{name}\0".encode() + source).hexdigest()
+        entry = self.cache / f"{key}.json" if self.cache else None
+        if entry is not None and entry.is_file():
+            try:
+                return json.loads(entry.read_text(encoding="utf-8"))
+            except ValueError:
+                pass  # unreadable: scanned again and rewritten
+        scan = _scan(source, name, path.name == "__init__.py")
+        if entry is not None:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(scan) + "\n", encoding="utf-8")
+            os.replace(tmp, entry)
+        return scan
+
+    def record(self, name: str) -> tuple[str, tuple[str, ...]]:
+        """(code digest, the project modules it imports or discovers) of module `name`."""
+        if name not in self._records:
+            path = module_file(name, self.package_dir)
+            if path is None:
+                raise ValueError(f"{name!r} is not a module of {self.package_dir}")
+            scan = self._scanned(name, path)
+            imported = set()
+            for target in scan["imports"]:
+                while target and module_file(target, self.package_dir) is None:
+                    target = target.rpartition(".")[0]
+                if target:
+                    imported.add(target)
+            for pattern in scan["discovers"]:
+                imported |= {_name_of(found, self.package_dir) for found in path.parent.glob(pattern) if found.is_file()}
+            # the packages that hold it run their __init__ first
+            parts = name.split(".")
+            imported |= {".".join(parts[:i]) for i in range(1, len(parts))}
+            imported.discard(name)
+            self._records[name] = (scan["digest"], tuple(sorted(imported)))
+        return self._records[name]
+
+    def closure(self, module: str) -> tuple[str, ...]:
+        """`module` and every project module it imports, transitively, sorted."""
+        if module not in self._closures:
+            seen, todo = {module}, [module]
+            while todo:
+                for found in self.record(todo.pop())[1]:
+                    if found not in seen:
+                        seen.add(found)
+                        todo.append(found)
+            self._closures[module] = tuple(sorted(seen))
+        return self._closures[module]
+
+    def modules_digest(self, modules) -> str:
+        """sha256 over the modules' names and code digests, in name order."""
+        h = hashlib.sha256()
+        for name in sorted(modules):
+            h.update(f"{name}\0{self.record(name)[0]}\n".encode("utf-8"))
+        return h.hexdigest()
+
+    def job_code(self, function: str) -> str:
+        """The digest of the code a rule's job runs: `function` ("module:function" of the package,
+        as in params.function), its module's closure and the dispatcher's."""
+        if function not in self._jobs:
+            module = f"{self.package}.{function.partition(':')[0]}"
+            dispatcher = f"{self.package}.{DISPATCHER.partition('.')[2]}"
+            self._jobs[function] = self.modules_digest(set(self.closure(module)) | set(self.closure(dispatcher)))
+        return self._jobs[function]
+
+    def job_params(self, function: str) -> dict:
+        """A rule's `params: **job_params("module:run_<rule>")`: the function the job runs and the
+        digest of its code, as a param function: computed when a job of the rule is planned, not
+        when the rule is defined."""
+        return {"function": function, "code": lambda wildcards: self.job_code(function)}
+
+    def writers(self, paths, rules, results: str) -> dict[str, dict]:
+        """The provenance's code: each of `paths` (relative to `results`) -> the rule that writes it
+        and the digest of its job's code. `rules`: Snakemake's rules (`workflow.rules`); a path no
+        rule writes (a file shipped under resources/) is left out."""
+        out = {}
+        for path in paths:
+            found = [rule for rule in rules if "function" in rule.params.keys() and rule.is_producer(path)]
+            if len(found) > 1:
+                raise ValueError(f"{path}: written by {len(found)} rules ({', '.join(r.name for r in found)})")
+            if found:
+                out[os.path.relpath(path, results)] = {"rule": found[0].name,
+                                                       "code": self.job_code(found[0].params.function)}
+        return out
 
 
-def modules_digest(modules, package_dir: Path = PACKAGE_DIR) -> str:
-    """sha256 over the modules' names and code digests, in name order."""
-    h = hashlib.sha256()
-    for name in sorted(modules):
-        h.update(f"{name}\0{module_record(name, package_dir)[0]}\n".encode("utf-8"))
-    return h.hexdigest()
+_CHECKOUT = CodeDigests()
 
 
-@functools.lru_cache(maxsize=None)
-def job_code(function: str, package_dir: Path = PACKAGE_DIR) -> str:
-    """The digest of the code a rule's job runs: `function` ("module:function" of the package, as
-    in params.function), its module's closure and the dispatcher's."""
-    module = f"{package_dir.name}.{function.partition(':')[0]}"
-    dispatcher = f"{package_dir.name}.{DISPATCHER.partition('.')[2]}"
-    return modules_digest(set(closure(module, package_dir)) | set(closure(dispatcher, package_dir)), package_dir)
-
-
-def job_params(function: str) -> dict:
-    """A rule's `params: **job_params("module:run_<rule>")`: the function the job runs and the
-    digest of its code, as a param function: computed when a job of the rule is planned, not when
-    the rule is defined."""
-    return {"function": function, "code": lambda wildcards: job_code(function)}
-
-
-def writers(paths, rules, results: str) -> dict[str, dict]:
-    """The provenance's code: each of `paths` (relative to `results`) -> the rule that writes it and
-    the digest of its job's code. `rules`: Snakemake's rules (`workflow.rules`); a path no rule
-    writes (a file shipped under resources/) is left out."""
-    out = {}
-    for path in paths:
-        found = [rule for rule in rules if "function" in rule.params.keys() and rule.is_producer(path)]
-        if len(found) > 1:
-            raise ValueError(f"{path}: written by {len(found)} rules ({', '.join(r.name for r in found)})")
-        if found:
-            out[os.path.relpath(path, results)] = {"rule": found[0].name, "code": job_code(found[0].params.function)}
-    return out
+def job_code(function: str) -> str:
+    """The digest of the code of `function`'s jobs in this checkout (no folder cache)."""
+    return _CHECKOUT.job_code(function)
