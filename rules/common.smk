@@ -1,11 +1,13 @@
 # Shared definitions only: validated config, results paths, the study's planning and the probes'
-# plans, wildcard constraints, NLTK data, resources, logs, and the input functions of the shared
-# stages (ingest, length filter, articles, embed). Each probe's planning lives in its own package
-# (workflow_scripts/<probe>/plan.py), found through its declaration (workflow_scripts/probes.py).
+# plans, wildcard constraints, NLTK data, resources, logs, the jobs' code digests, and the input
+# functions of the shared stages (ingest, length filter, articles, embed). Each probe's planning
+# lives in its own package (workflow_scripts/<probe>/plan.py), found through its declaration
+# (workflow_scripts/probes.py).
 import os
 import sys
 
 from workflow_scripts import probes, study_folders
+from workflow_scripts.code_digest import CodeDigests
 from workflow_scripts.config import check_duplicate_keys, validate
 from workflow_scripts.ingest import is_gzip_url
 from workflow_scripts.study import Study
@@ -140,13 +142,39 @@ if workflow.is_main_process:
         print(_line, file=sys.stderr)
 
 
-# ---- logs and benchmarks (threads, memory and runtime: workflow_scripts/rule_resources.py) ----
+# ---- threads, memory and runtime of every rule: `threads: RESOURCES.threads("<rule>")` and
+# `resources: **RESOURCES.sized("<rule>")`, from the declarations and the config's `resources:`
+# (workflow_scripts/rule_resources.py); --set-threads and --set-resources win ----
+from workflow_scripts.rule_resources import RuleResources
+
+RESOURCES = RuleResources(config)
+
+
+# ---- logs and benchmarks ----
 def log_path(rule_name, *parts):
     return os.path.join(R, "logs", rule_name, *parts) + ".log"
 
 
 def bench_path(rule_name, *parts):
     return os.path.join(R, "benchmarks", rule_name, *parts) + ".tsv"
+
+
+# ---- the code each job runs (workflow_scripts/code_digest.py) ----
+# Every rule's params start with `**job_params("<module>:run_<rule>")`: the function its job runs and
+# the digest of that code, which the params trigger compares, so a change to what the code does
+# reruns the rule's jobs (docs/reproducibility.md). Each module's scan is kept by its content in
+# <results>/.cache/code/: the next Snakemake process (a cluster job's) parses none again.
+CODE = CodeDigests(cache=f"{R}/.cache/code")
+
+
+def job_params(function):
+    return CODE.job_params(function)
+
+
+def code_of(paths):
+    """Param function (the report's provenance): each of `paths` -> the rule that writes it and the
+    digest of its code, once every rule is defined."""
+    return lambda wildcards: CODE.writers(paths, workflow.rules, R)
 
 
 # ---- local data: judged by content, so that results travel ----

@@ -21,8 +21,11 @@ rule perturb:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("perturb")
+    resources:
+        **RESOURCES.sized("perturb"),
     params:
-        function="csc.perturb:run_perturb",
+        **job_params("csc.perturb:run_perturb"),
         settings=CSC.perturb_settings,
         seed=SEED,
         partitions=PARTS,
@@ -47,8 +50,11 @@ rule csc_score:
         bench_path("csc_score", "{corpus}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("csc_score")
+    resources:
+        **RESOURCES.sized("csc_score"),
     params:
-        function="csc.curves:run_csc_score",
+        **job_params("csc.curves:run_csc_score"),
         exact_max_n=config["csc"]["exact_kde_max_n"],
         grid_step=config["csc"]["grid_step"],
         kde_covariance_factor=config["csc"]["kde_covariance_factor"],
@@ -79,8 +85,11 @@ rule csc_plot:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("csc_plot")
+    resources:
+        **RESOURCES.sized("csc_plot"),
     params:
-        function="csc.curves:run_csc_plot",
+        **job_params("csc.curves:run_csc_plot"),
     script:
         "../workflow_scripts/run_job.py"
 
@@ -96,8 +105,11 @@ rule csc_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("csc_aggregate")
+    resources:
+        **RESOURCES.sized("csc_aggregate"),
     params:
-        function="csc.curves:run_csc_aggregate",
+        **job_params("csc.curves:run_csc_aggregate"),
         corpora=list(config["corpora"]),
         models=list(config["models"]),
         # the margin of each condition's within-sentence AUC: its separation (W) against chance

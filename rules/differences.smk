@@ -36,8 +36,11 @@ rule probe_differences:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("probe_differences")
+    resources:
+        **RESOURCES.sized("probe_differences"),
     params:
-        function="differences:run_probe_differences",
+        **job_params("differences:run_probe_differences"),
         # the families decide the baselines; nothing else of a model's entry matters here. Only the
         # models that ran the probe, in config order: a model added for other probes leaves this
         # table as it was

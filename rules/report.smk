@@ -77,8 +77,11 @@ rule report:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("report")
+    resources:
+        **RESOURCES.sized("report"),
     params:
-        function="report.build:run_report",
+        **job_params("report.build:run_report"),
         sections=REPORT.sections,
         # what decides each model's vectors (family, name/path/revision, ...), not how its jobs run
         models=REPORT.model_specs,
@@ -86,5 +89,7 @@ rule report:
         first_screen_settings=REPORT.first_screen_settings,
         data=REPORT.data_sources,
         run=REPORT.run_settings,
+        # the rule and the code digest of the job that wrote each table
+        table_code=code_of(REPORT.written_tables()),
     script:
         "../workflow_scripts/run_job.py"

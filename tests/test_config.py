@@ -69,6 +69,24 @@ def test_default_configs_are_valid_and_get_defaults():
         validate(yaml.safe_load((ROOT / "resources" / other).read_text()))
 
 
+def test_checking_a_config_imports_no_heavy_package():
+    """Every Snakemake start validates the config (a cluster job's too): the probes' checks import
+    what they need lazily, never polars, pyarrow, numpy or torch (the set-theory check reads its
+    defaults from settheory/defaults.py, not the job's samples.py). In a fresh interpreter, on the
+    default config and every probe's study."""
+    import subprocess
+    import sys
+    script = ("import sys, yaml\nfrom workflow_scripts.config import validate\n"
+              "for path in sys.argv[1:]:\n    validate(yaml.safe_load(open(path)), check_paths=False)\n"
+              "heavy = ('numpy', 'polars', 'pyarrow', 'torch', 'pandas', 'scipy', 'sklearn', 'transformers')\n"
+              "print(sorted(m for m in heavy if m in sys.modules))\n")
+    configs = [ROOT / "config.yaml", *sorted((ROOT / "resources").glob("*/study.yaml"))]
+    assert any("settheory" in yaml.safe_load(p.read_text()) for p in configs)
+    out = subprocess.run([sys.executable, "-c", script, *map(str, configs)], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
 def test_triplet_defaults_are_filled():
     cfg = validate(changed([((TRIPLETS + ("fixed_point_pivot",)), DELETE), ((TRIPLETS + ("bootstrap_b",)), DELETE)]))
     t = cfg["triplets"]

@@ -9,16 +9,13 @@ under resources/ judged by its mtime (rules/common.smk `by_content`: its content
 """
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from workflow_runner import ROOT, planned_jobs, snakemake
+from workflow_runner import copy_checkout, planned_jobs, snakemake
 
-# what a clone of the checkout holds that a study reads (tests/ and docs/ are not read)
-CHECKOUT_FILES = ("Snakefile", "config.yaml", "rules", "workflow_scripts", "resources", "envs")
 # the smallest study with a folder under resources/ as an input (the BEIR set) and a job whose
 # NLTK search path was a param (the retrieval set's build)
 CONFIG = {
@@ -29,25 +26,6 @@ CONFIG = {
                   "draws": {"count": 5, "size": 10, "replace": False}, "bootstrap_b": 20,
                   "thresholds": {"draws": 10}, "isotropy": {"transforms": ["standardise"]}},
 }
-
-
-def copy_checkout(dest: Path, keep_mtimes: bool) -> Path:
-    """The checkout's files a study reads, at `dest`: as `cp -a` copies them (mtimes kept), or as
-    a fresh clone makes them (every file and folder written now)."""
-    dest.mkdir(parents=True)
-    for name in CHECKOUT_FILES:
-        src = ROOT / name
-        ignore = shutil.ignore_patterns("__pycache__")
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=ignore, copy_function=shutil.copy2 if keep_mtimes else shutil.copy)
-        else:
-            (shutil.copy2 if keep_mtimes else shutil.copy)(src, dest / name)
-    if not keep_mtimes:
-        now = time.time() + 5  # later than any result of the study
-        for folder, _, files in os.walk(dest):
-            for f in [*files, "."]:
-                os.utime(Path(folder) / f, (now, now))
-    return dest
 
 
 def nltk_env(folder: Path) -> dict:

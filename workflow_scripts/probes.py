@@ -184,10 +184,15 @@ class Probe:
         return getattr(importlib.import_module(module), cls)
 
 
+# the declarations, imported by their file names: part of the code of every job that imports this
+# module (workflow_scripts/code_digest.py)
+DISCOVERS = ("*/probe.py",)
+
+
 @functools.lru_cache(maxsize=8)
 def _discover(root: str) -> tuple[Probe, ...]:
     found = []
-    for path in sorted(Path(root).glob("*/probe.py")):
+    for path in sorted(Path(root).glob(DISCOVERS[0])):
         module = importlib.import_module(f"workflow_scripts.{path.parent.name}.probe")
         probe = module.PROBE
         if probe.name != path.parent.name:

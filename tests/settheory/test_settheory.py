@@ -16,6 +16,7 @@ from conftest import requires_shared, shared_data
 from workflow_scripts.settheory import criteria as C
 from workflow_scripts.settheory import operators as O
 from workflow_scripts.settheory import samples as S
+from workflow_scripts.settheory.defaults import DEFAULT_PROMPTS
 from workflow_scripts.settheory import tables as T
 
 
@@ -256,7 +257,7 @@ def test_echo_rule(fusion, reason):
 
 
 def test_prompt_copy():
-    prompt = S.DEFAULT_PROMPTS["fuse_fewshot"]
+    prompt = DEFAULT_PROMPTS["fuse_fewshot"]
     grams = S.prompt_trigrams(prompt)
     first, second = "Homes in the lower town were flooded twice.", "Insurers had stopped offering cover there."
     copied = "The city orchestra's lower town was flooded twice, so insurers stopped offering cover."

@@ -19,7 +19,7 @@ from conftest import shared_data
 from helpers import tiny_bert
 from workflow_runner import planned_jobs, snakemake, write_config
 from workflow_scripts.generator import SMOLLM2, GenerationCache, Generator, bundled_gguf
-from workflow_scripts.settheory.samples import DEFAULT_GENERATORS
+from workflow_scripts.settheory.defaults import DEFAULT_GENERATORS
 
 SMOLLM2_ENCODER = {"family": "transformers", **SMOLLM2, "device": "cpu", "batch_size": 8, "probes": ["settheory"]}
 RECORDING = "settheory_workflow_cnn"  # tests/data/generations/<RECORDING>.jsonl

@@ -91,6 +91,13 @@ class ReportPlan:
         return [(self.differences_table(plan), "Differences", DIFFERENCES_CAPTION),
                 (self.ranks_table(plan), "Leaderboard", RANKS_CAPTION)]
 
+    def written_tables(self) -> list[str]:
+        """Every table the report shows that a job of the study writes (the overview, the probes'
+        tables, the differences; not the published figures shipped under resources/): the
+        provenance names the code digest of each."""
+        shown = [table for _, table, _, _, _ in self.pages]
+        return [t for t in dict.fromkeys(shown + self.tables) if t.startswith(f"{self.R}/")]
+
     def data_sources(self, wildcards=None) -> dict[str, str]:
         """Name -> local file or folder of every input the probes that ran read (provenance: sha256)."""
         data = {s: self.study.source_file(s) for s in self.config["sources"]}

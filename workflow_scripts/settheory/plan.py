@@ -16,13 +16,13 @@ class SettheoryPlan(ProbePlan):
 
     def generator(self, dataset: str) -> tuple[str, dict]:
         """(name, entry) of a built sample set's generator: settheory.generators over the built-in ones."""
-        from workflow_scripts.settheory.samples import DEFAULT_GENERATORS, DEFAULT_SET
+        from workflow_scripts.settheory.defaults import DEFAULT_GENERATORS, DEFAULT_SET
 
         name = self.set_spec(dataset).get("generator", DEFAULT_SET["generator"])
         return name, {**DEFAULT_GENERATORS, **self.config["settheory"]["generators"]}[name]
 
     def prompt(self, dataset: str) -> dict:
-        from workflow_scripts.settheory.samples import DEFAULT_PROMPTS, DEFAULT_SET
+        from workflow_scripts.settheory.defaults import DEFAULT_PROMPTS, DEFAULT_SET
 
         name = self.set_spec(dataset).get("prompt", DEFAULT_SET["prompt"])
         return {**DEFAULT_PROMPTS, **self.config["settheory"]["prompts"]}[name]
@@ -65,7 +65,7 @@ class SettheoryPlan(ProbePlan):
         when max_articles is not set: unknown here)."""
         if rule != "settheory_samples" or "file" in self.set_spec(wildcards["dataset"]):
             return None
-        from workflow_scripts.settheory.samples import DEFAULT_SET
+        from workflow_scripts.settheory.defaults import DEFAULT_SET
 
         spec = {**DEFAULT_SET, **self.set_spec(wildcards["dataset"])}
         windows = spec["max_articles"] * spec["windows_per_article"] if spec.get("max_articles") else None

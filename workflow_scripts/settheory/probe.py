@@ -13,7 +13,7 @@ def check(config: dict) -> list[str]:
     if not st:
         return problems
     articles = config.get("articles") or {}
-    from workflow_scripts.settheory.samples import DEFAULT_GENERATORS, DEFAULT_PROMPTS
+    from workflow_scripts.settheory.defaults import DEFAULT_GENERATORS, DEFAULT_PROMPTS
     generators = {**DEFAULT_GENERATORS, **st.get("generators", {})}
     prompts = {**DEFAULT_PROMPTS, **st.get("prompts", {})}
     from workflow_scripts.generator import template_problems
