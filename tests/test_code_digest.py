@@ -135,7 +135,9 @@ def test_the_same_code_in_another_checkout_and_process_has_the_same_digest(tmp_p
 
 # the probes split one job per module (issue 46, point 4): the module -> the one job whose code it is
 JOB_MODULES = {"csc.curves": "csc.curves:run_csc_score", "csc.plots": "csc.plots:run_csc_plot",
-               "csc.tables": "csc.tables:run_csc_aggregate"}
+               "csc.tables": "csc.tables:run_csc_aggregate",
+               "montague.scores": "montague.scores:run_montague_score",
+               "montague.tables": "montague.tables:run_montague_aggregate"}
 
 
 @pytest.mark.parametrize("module", sorted(JOB_MODULES))
