@@ -137,7 +137,9 @@ def test_the_same_code_in_another_checkout_and_process_has_the_same_digest(tmp_p
 JOB_MODULES = {"csc.curves": "csc.curves:run_csc_score", "csc.plots": "csc.plots:run_csc_plot",
                "csc.tables": "csc.tables:run_csc_aggregate",
                "montague.scores": "montague.scores:run_montague_score",
-               "montague.tables": "montague.tables:run_montague_aggregate"}
+               "montague.tables": "montague.tables:run_montague_aggregate",
+               "retrieval.metrics": "retrieval.metrics:run_retrieval_metrics",
+               "retrieval.tables": "retrieval.tables:run_retrieval_aggregate"}
 
 
 @pytest.mark.parametrize("module", sorted(JOB_MODULES))
