@@ -1,8 +1,9 @@
 # The Concept Separation Curves probe (methods.md §1), on the probe contract (docs/adding-a-probe.md):
-#   perturb     its texts: fuzzing / negation / grammatical negation variants of a corpus, and the
-#               texts to embed, hash-partitioned so that each embedding job reads only its own
-#   csc_score   similarities from the vector stores, KDE curves, overlap with bootstrapped CI
-#   csc_plot, csc_aggregate   plots, the overlap table and the seed paper's Table 3 layout
+#   perturb         its texts: fuzzing / negation / grammatical negation variants of a corpus, and
+#                   the texts to embed, hash-partitioned so that each embedding job reads only its own
+#   csc_score       similarities from the vector stores, KDE curves, overlap with bootstrapped CI
+#   csc_plot        a (corpus, model)'s curves and their shared area
+#   csc_aggregate   the overlap table and the seed paper's Table 3 layout
 # Code: workflow_scripts/csc/ (declaration: probe.py, planning: plan.py); config: the `csc` section.
 CSC = PLANS["csc"]
 
@@ -89,7 +90,7 @@ rule csc_plot:
     resources:
         **RESOURCES.sized("csc_plot"),
     params:
-        **job_params("csc.curves:run_csc_plot"),
+        **job_params("csc.plots:run_csc_plot"),
     script:
         "../workflow_scripts/run_job.py"
 
@@ -109,7 +110,7 @@ rule csc_aggregate:
     resources:
         **RESOURCES.sized("csc_aggregate"),
     params:
-        **job_params("csc.curves:run_csc_aggregate"),
+        **job_params("csc.tables:run_csc_aggregate"),
         corpora=list(config["corpora"]),
         models=list(config["models"]),
         # the margin of each condition's within-sentence AUC: its separation (W) against chance

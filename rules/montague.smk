@@ -97,7 +97,7 @@ rule montague_aggregate:
     resources:
         **RESOURCES.sized("montague_aggregate"),
     params:
-        **job_params("montague.scores:run_montague_aggregate"),
+        **job_params("montague.tables:run_montague_aggregate"),
         entries=MONTAGUE.aggregate_entries,
         datasets=MONTAGUE.datasets,
         models=lambda wc: MONTAGUE.models(),

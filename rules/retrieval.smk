@@ -192,7 +192,7 @@ rule retrieval_aggregate:
     resources:
         **RESOURCES.sized("retrieval_aggregate"),
     params:
-        **job_params("retrieval.metrics:run_retrieval_aggregate"),
+        **job_params("retrieval.tables:run_retrieval_aggregate"),
         # pair i's files are the inputs `<file>_i` (RetrievalPlan.aggregate_inputs)
         pairs=RETRIEVAL.aggregate_pairs,
         settings=RETRIEVAL.aggregate_settings,

@@ -133,16 +133,27 @@ def test_the_same_code_in_another_checkout_and_process_has_the_same_digest(tmp_p
     assert len(out.stdout.strip()) == 64
 
 
-def test_the_scoring_module_is_the_code_of_its_jobs_alone():
-    """csc/curves.py (CSC's scores, plots and tables) is the code of its three rules' jobs and of no
-    other rule's: an edit there reruns those and what reads their outputs (tests/test_code_reruns.py)."""
+# the probes split one job per module (issue 46, point 4): the module -> the one job whose code it is
+JOB_MODULES = {"csc.curves": "csc.curves:run_csc_score", "csc.plots": "csc.plots:run_csc_plot",
+               "csc.tables": "csc.tables:run_csc_aggregate",
+               "montague.scores": "montague.scores:run_montague_score",
+               "montague.tables": "montague.tables:run_montague_aggregate",
+               "retrieval.metrics": "retrieval.metrics:run_retrieval_metrics",
+               "retrieval.tables": "retrieval.tables:run_retrieval_aggregate"}
+
+
+@pytest.mark.parametrize("module", sorted(JOB_MODULES))
+def test_a_probe_job_module_is_the_code_of_its_job_alone(module):
+    """csc/curves.py (CSC's scoring) is the code of csc_score and of no other rule's job, csc/plots.py
+    of csc_plot's, ...: an edit of the plotting code reruns the plots alone, an edit of the scoring
+    the scores and, for their new outputs, what reads them (tests/test_code_reruns.py)."""
     import re
     functions = {f for path in (ROOT / "rules").glob("*.smk")
                  for f in re.findall(r'\*\*job_params\("([\w.]+:\w+)"\)', path.read_text())}
     assert len(functions) > 30
     digests = CodeDigests()
-    users = {f for f in functions if "workflow_scripts.csc.curves" in digests.closure(f"workflow_scripts.{f.partition(':')[0]}")}
-    assert users == {"csc.curves:run_csc_score", "csc.curves:run_csc_plot", "csc.curves:run_csc_aggregate"}
+    users = {f for f in functions if f"workflow_scripts.{module}" in digests.closure(f"workflow_scripts.{f.partition(':')[0]}")}
+    assert users == {JOB_MODULES[module]}
 
 
 def test_a_module_that_imports_by_a_computed_name_declares_what_it_may_import():

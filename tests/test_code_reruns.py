@@ -1,13 +1,15 @@
 """Code that changes results reruns them (workflow_scripts/code_digest.py, docs/reproducibility.md):
 on a copy of a finished study, a fresh clone with the results copied in plans nothing, nor does an
-edit of comments, docstrings and formatting of the scoring module; a changed scoring constant plans
-exactly the jobs that run that module and what reads their outputs, from Snakemake's own reasons."""
+edit of comments, docstrings and formatting of the scoring module; a changed plotting constant plans
+the plot job alone and what reads the plot, a changed scoring constant exactly the jobs that run
+that module and what reads their outputs, from Snakemake's own reasons."""
 import shutil
 
 from workflow_runner import copy_checkout, planned_jobs, snakemake
 
-STUDY = "resources/csc/study.yaml"  # CSC of TF-IDF on the EN-NL sample: its code is csc/curves.py
+STUDY = "resources/csc/study.yaml"  # CSC of TF-IDF on the EN-NL sample: its scores' code is csc/curves.py
 SCORING = "workflow_scripts/csc/curves.py"
+PLOTTING = "workflow_scripts/csc/plots.py"
 LINE = "        cos = np.where(denom > 0, dots / denom, np.nan)\n"
 
 
@@ -15,8 +17,8 @@ def plan(checkout):
     return planned_jobs(checkout, checkout / STUDY, snakefile=checkout / "Snakefile", reasons=True)
 
 
-def edit(checkout, old: str, new: str) -> None:
-    path = checkout / SCORING
+def edit(checkout, old: str, new: str, module: str = SCORING) -> None:
+    path = checkout / module
     text = path.read_text()
     assert text.count(old) == 1, old
     path.write_text(text.replace(old, new))
@@ -39,8 +41,18 @@ def test_a_scoring_edit_reruns_its_jobs_and_what_follows_a_clone_or_a_comment_no
                       "        cos = np.where(denom > 0,\n                       (dots / denom), np.nan)  # edited\n")
     assert plan(clone) == []
 
-    # a scoring constant: csc/curves.py runs the score, plot and tables of CSC, nothing else; the
-    # score reruns for its code, the rest for its new outputs (the differences, the report, all)
+    # the plotting code: csc/plots.py is the plot job's code alone (one job per module), so the plot
+    # reruns for its code and what reads it for its new output, never the scores or the tables
+    edit(clone, "dpi=120", "dpi=121", PLOTTING)
+    planned = plan(clone)
+    assert sorted((rule, wildcards) for rule, wildcards, _ in planned) == sorted([
+        ("csc_plot", {"corpus": "pc_en", "model": "tfidf"}), ("report", {}), ("all", {})]), planned
+    assert {rule: reason for rule, _, reason in planned}["csc_plot"].startswith("Params have changed"), planned
+    edit(clone, "dpi=121", "dpi=120", PLOTTING)
+    assert plan(clone) == []
+
+    # a scoring constant: csc/curves.py is the score job's code; the score reruns for its code, the
+    # plot and tables of CSC for its new outputs, and what reads theirs (the differences, the report)
     edit(clone, "(dots / denom)", "dots / denom * 0.5")
     planned = plan(clone)
     pair = {"corpus": "pc_en", "model": "tfidf"}

@@ -296,7 +296,7 @@ def test_finer_grid_step_is_used_and_reported(tmp_path, log):
 
 def test_aggregate_of_no_summaries_writes_header_only_tables(tmp_path):
     """Every model limited to other probes (`probes: [triplets]`): CSC's tables are empty, not an error."""
-    from workflow_scripts.csc.curves import run_csc_aggregate
+    from workflow_scripts.csc.tables import run_csc_aggregate
     from workflow_scripts.jobs import make_job
     run_csc_aggregate(make_job(input=[], output={"overlap": str(tmp_path / "o.csv"), "table3": str(tmp_path / "t.csv")},
                                params={"corpora": ["c"], "models": ["m"], "margins": {"negation": 0.05}}))
@@ -383,7 +383,7 @@ def test_auc_from_the_fine_grid_histograms_agrees_with_the_exact_one(tmp_path, l
 
 def test_overlap_table_has_the_sign_beside_the_overlap_and_table3_keeps_its_layout(tmp_path, log):
     import json
-    from workflow_scripts.csc.curves import aggregate
+    from workflow_scripts.csc.tables import aggregate
     path, _, _ = two_curves(tmp_path, fuzz_mean=0.90, neg_mean=0.96)
     rows, _, _ = analyse(path, "c", "m", log, bootstrap_b=20)
     (tmp_path / "summary.json").write_text(json.dumps({"rows": rows}))

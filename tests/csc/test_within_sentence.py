@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workflow_scripts.csc.curves import SIM_SCHEMA, analyse, with_separation
+from workflow_scripts.csc.curves import SIM_SCHEMA, analyse
+from workflow_scripts.csc.tables import with_separation
 from workflow_scripts.verdicts import separation
 
 

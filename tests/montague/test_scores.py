@@ -11,9 +11,9 @@ import pytest
 from workflow_scripts.bootstrap import bootstrap_rng, resample_counts
 from workflow_scripts.jobs import make_job
 from workflow_scripts.montague.phrases import build_word_lists, generate_phrases, run_montague_phrases, strings_to_embed
-from workflow_scripts.montague.scores import (aggregate, pair_cubes, pair_items, pair_shares, reference_padding_verdicts,
-                                              run_montague_aggregate, run_montague_score, score, shares,
-                                              single_verdicts, strict_less)
+from workflow_scripts.montague.scores import (pair_cubes, pair_items, pair_shares, reference_padding_verdicts,
+                                              run_montague_score, score, shares, single_verdicts, strict_less)
+from workflow_scripts.montague.tables import aggregate, run_montague_aggregate
 from workflow_scripts.texts import text_keys
 from workflow_scripts.vector_store import spec_digest, write_partition
 

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from workflow_scripts.retrieval import metrics as M
+from workflow_scripts.retrieval import tables as T
 from workflow_scripts.retrieval.isotropy import Moments, fit_transform, i1_from_moments, isoscore_from_covariance, scores
 
 SETTINGS = {"ks": [1, 2, 3, 5], "top_k": 5, "bootstrap_b": 200,
@@ -195,7 +196,7 @@ def test_correlations_state_their_points():
                             "threshold": [0.5, 0.4, float("nan"), 0.2]})
     iso = pl.DataFrame({"set": ["s"] * 4, "model": ["a", "b", "c", "d"], "transform": ["none"] * 4,
                         "vectors": ["corpus"] * 4, "i1": [0.5, 0.5, 0.6, 0.5], "isoscore": [0.1, 0.3, 0.2, 0.4]})
-    corr = M.correlations(summary, iso, 5, 100, 1)
+    corr = T.correlations(summary, iso, 5, 100, 1)
     row = corr.filter((pl.col("scope") == "s") & (pl.col("correlation") == "acc_vs_coe")).row(0, named=True)
     assert row["pearson"] == pytest.approx(1.0) and row["n_points"] == 4
     assert row["points"] == "s/a; s/b; s/c; s/d"

@@ -1,4 +1,7 @@
-"""Probe: Concept Separation Curves (methods.md §1; seed paper 000).
+"""Probe: Concept Separation Curves (methods.md §1; seed paper 000): the job of rule csc_score, one
+(corpus, model)'s similarities, curves, overlaps, directions and their bootstrap intervals
+(similarities.parquet, curves.parquet, summary.json, replicates.parquet). Its plot is the job of
+plots.py, the tables of every pair tables.py; what the three share is in conditions.py.
 
 Score: cos(original, variant) for every variant, from the vector stores (each original's vector is
 read once per shard); zero-norm vectors give NaN, which is dropped from the densities and counted.
@@ -41,6 +44,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +56,7 @@ import pyarrow.parquet as pq
 from workflow_scripts.bootstrap import (bootstrap_interval, interval_method, jackknife_weights, paired_rng,
                                         percentile_interval, replicate_rows, resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging, write_json
+from workflow_scripts.csc.conditions import CURVE_NAMES, KINDS, NEGATIVE_CONDITIONS, fuzz_curve
 from workflow_scripts.csc.probe import PROBE
 from workflow_scripts.density import (COVARIANCE_FACTOR, PAPER_GRID_STEP, Moments, Window, bandwidth, exact_density, make_grid,
                                       normalise, overlap, undefined_reason)
@@ -60,10 +65,6 @@ from workflow_scripts.shards import read_parquet
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
 GROUP_CELLS = 1 << 24  # per-group histogram cells per kind (128 MB): caps the groups for fine grids
-KINDS = ("fuzz", "negation", "grammatical_negation")
-NEGATIVE_CONDITIONS = KINDS[1:]
-# the curves of curves.parquet: per condition the fuzzed variants of its sentences and its own
-CURVE_NAMES = tuple(name for c in NEGATIVE_CONDITIONS for name in (f"fuzz@{c}", c))
 SIM_SCHEMA = pa.schema([("original_id", pa.uint64()), ("variant_id", pa.uint64()),
                         ("kind", pa.string()), ("similarity", pa.float64())])
 READ_BATCH = 2_000_000
@@ -222,12 +223,6 @@ def _member(ids: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
     return sorted_ids[at] == ids
 
 
-def fuzz_curve(cond: str) -> str:
-    """The fuzzed curve a condition is compared with: the fuzzed variants of the sentences that have
-    a variant of the condition too (issue 43: both curves over the same sentences)."""
-    return f"fuzz@{cond}"
-
-
 def _units(sims_path, limit: int) -> tuple[Groups, dict, dict]:
     """Pass 0: the bootstrap units (every original of the file, whatever its similarities: the same
     for every model, so resamples are paired), per kind the sorted originals with a finite
@@ -383,26 +378,46 @@ def _pooled_auc(cond: str, fuzz: str, data: dict, windows: dict, totals: dict, r
     return float("nan"), reps, "undefined"
 
 
-def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: int = 20000,
-            grid_step: float = PAPER_GRID_STEP, bootstrap_b: int = 200, bootstrap_groups: int = 1000,
-            seed: int = 0, model_spec: dict | None = None, replicates_out: dict | None = None,
-            covariance_factor: float = COVARIANCE_FACTOR) -> tuple[list[dict], dict, dict]:
-    """Curves, overlaps, the within-sentence direction and bootstrap intervals from a similarities
-    file (original_id, kind, similarity). Returns (table rows, normalised curves, details for the
-    summary); with `replicates_out`, also fills it with statistic -> (point, the B replicates)."""
-    grid = make_grid(grid_step)
-    points = len(grid)
-    groups, finite_ids, dropped = _units(sims_path, bootstrap_groups)
-    conditions = [c for c in NEGATIVE_CONDITIONS if len(finite_ids[c]) or dropped[c]]  # e.g. no grammatical NL
-    # both curves of a condition over the same sentences: those with a fuzzed and a negated variant
-    subsets = {c: np.intersect1d(finite_ids["fuzz"], finite_ids[c], assume_unique=True) for c in conditions}
-    curves = {name: spec for c in conditions for name, spec in ((fuzz_curve(c), ("fuzz", c)), (c, (c, c)))}
-    data = _moments(sims_path, groups, curves, subsets, exact_max_n)
-    moments = {k: d["moments"] for k, d in data.items()}
-    # the independent units behind each curve (issue 32): variants are nested in their sentence and
-    # resampled with it, so n counts the resampling units that hold a similarity of the curve
-    units = {k: int(np.count_nonzero(m.n)) for k, m in moments.items()}
-    unit = "sentences" if groups.per_sentence else "sentence groups"
+@dataclass
+class Passes:
+    """What the passes over a similarities file found, for analyse's steps: the bootstrap units, the
+    conditions and their curves (curve -> (kind, condition)), each curve's moments, held
+    similarities and extremes (`data`, _moments), resampling units (`units`), bandwidths (`plan`,
+    _curve_plan), fine grid (`windows`) and fine-grid histograms (`totals`: the whole sample;
+    `replicate_hists`: per row of `curve_weights`), and per condition the overlap's resample counts
+    (`weights`), whether its interval is BCa, and the rows its curves are drawn for (`curve_weights`:
+    the B resamples, then the jackknife rows behind a BCa interval)."""
+    groups: Groups
+    dropped: dict
+    conditions: list
+    curves: dict
+    data: dict
+    units: dict
+    weights: dict
+    bca: dict
+    jack: np.ndarray
+    curve_weights: dict
+    plan: dict
+    windows: dict
+    totals: dict
+    replicate_hists: dict
+    grid_step: float
+    points: int
+    bootstrap_b: int
+    covariance_factor: float
+
+    def moments(self, curve: str) -> Moments:
+        return self.data[curve]["moments"]
+
+    def full_density(self, curve: str) -> np.ndarray:
+        """The curve's normalised binned density of the whole sample."""
+        e = self.plan[curve]
+        return normalise(self.windows[curve].density(self.totals[curve], e["n"], e["bw"], self.points))
+
+
+def _resamples(conditions: list[str], groups: Groups, corpus: str, seed: int, bootstrap_b: int):
+    """Per condition: the overlap's resample counts (B x groups), whether its interval is BCa, and
+    the rows its curves are drawn for; and the jackknife rows."""
     # paired across models (issue 26): the counts come from a stream that names no model, over
     # groups in a model-independent order (sorted original ids, or id % groups), so replicate b
     # draws the same sentences for every model scored on this corpus
@@ -413,6 +428,23 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
     bca = {c: bootstrap_b > 0 and interval_method(PROBE.intervals, f"{c}/overlap") == "bca" for c in conditions}
     jack = jackknife_weights(groups.count)
     curve_weights = {c: np.vstack([weights[c], jack]) if bca[c] else weights[c] for c in conditions}
+    return weights, bca, jack, curve_weights
+
+
+def _passes(sims_path, corpus: str, model: str, log, exact_max_n: int, grid_step: float, points: int,
+            bootstrap_b: int, bootstrap_groups: int, seed: int, covariance_factor: float) -> Passes:
+    """The passes over the file (_units, _moments, _histograms) and what they are planned with."""
+    groups, finite_ids, dropped = _units(sims_path, bootstrap_groups)
+    conditions = [c for c in NEGATIVE_CONDITIONS if len(finite_ids[c]) or dropped[c]]  # e.g. no grammatical NL
+    # both curves of a condition over the same sentences: those with a fuzzed and a negated variant
+    subsets = {c: np.intersect1d(finite_ids["fuzz"], finite_ids[c], assume_unique=True) for c in conditions}
+    curves = {name: spec for c in conditions for name, spec in ((fuzz_curve(c), ("fuzz", c)), (c, (c, c)))}
+    data = _moments(sims_path, groups, curves, subsets, exact_max_n)
+    moments = {k: d["moments"] for k, d in data.items()}
+    # the independent units behind each curve (issue 32): variants are nested in their sentence and
+    # resampled with it, so n counts the resampling units that hold a similarity of the curve
+    units = {k: int(np.count_nonzero(m.n)) for k, m in moments.items()}
+    weights, bca, jack, curve_weights = _resamples(conditions, groups, corpus, seed, bootstrap_b)
     plan = _curve_plan(moments, curves, curve_weights, grid_step, covariance_factor)
     windows = {k: Window.covering(grid_step, data[k]["low"], data[k]["high"], e["bw_min"], e["bw_max"])
                for k, e in plan.items() if e["bw_min"] is not None}
@@ -423,107 +455,160 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
     binned = [k for k in windows if bootstrap_b > 0 or data[k]["raw"] is None]
     totals, replicate_hists = _histograms(sims_path, groups, curves, subsets, windows, curve_weights, binned, block,
                                           bootstrap_b > 0)
+    return Passes(groups, dropped, conditions, curves, data, units, weights, bca, jack, curve_weights, plan, windows,
+                  totals, replicate_hists, grid_step, points, bootstrap_b, covariance_factor)
 
+
+def _densities(p: Passes, grid: np.ndarray) -> tuple[dict, dict]:
+    """Each curve's normalised density on the grid, and its method: exact (scipy's KDE of the held
+    similarities), binned, or undefined (NaN)."""
     densities, methods = {}, {}
-    for k in curves:
-        e = plan[k]
-        if e["reason"] is not None:
-            densities[k], methods[k] = np.full(points, np.nan), "undefined"
-        elif data[k]["raw"] is not None:
-            densities[k] = normalise(exact_density(np.concatenate(data[k]["raw"]), grid, covariance_factor))
+    for k in p.curves:
+        if p.plan[k]["reason"] is not None:
+            densities[k], methods[k] = np.full(p.points, np.nan), "undefined"
+        elif p.data[k]["raw"] is not None:
+            densities[k] = normalise(exact_density(np.concatenate(p.data[k]["raw"]), grid, p.covariance_factor))
             methods[k] = "exact"
         else:
-            densities[k] = normalise(windows[k].density(totals[k], e["n"], e["bw"], points))
-            methods[k] = "binned"
+            densities[k], methods[k] = p.full_density(k), "binned"
+    return densities, methods
 
+
+def _overlap(p: Passes, cond: str, densities: dict) -> tuple[float, list[str], np.ndarray, tuple]:
+    """The condition's overlap, the notes that leave it undefined, its B replicates, and its 95%
+    interval (low, high, valid replicates, method: BCa, or percentile where BCa is undefined)."""
+    fuzz = fuzz_curve(cond)
+    notes = [f"{'fuzzed' if k == fuzz else 'negated'}: {p.plan[k]['reason']}" for k in (fuzz, cond)
+             if p.plan[k]["reason"]]
+    value = float("nan") if notes else overlap(densities[fuzz], densities[cond])
+    curve_overlaps = np.full(len(p.curve_weights[cond]), np.nan)
+    binned_value = float("nan")  # the replicates' estimator on the full sample: BCa's reference
+    if not notes and p.bootstrap_b:
+        curve_overlaps = _replicate_overlaps(p.plan, p.windows, p.replicate_hists, fuzz, cond, len(curve_overlaps),
+                                             p.points)
+        if p.bca[cond]:
+            binned_value = overlap(p.full_density(fuzz), p.full_density(cond))
+    replicate_overlaps, jack_overlaps = curve_overlaps[:p.bootstrap_b], curve_overlaps[p.bootstrap_b:]
+    if not p.bootstrap_b:
+        return value, notes, replicate_overlaps, (np.nan, np.nan, 0, None)
+    return value, notes, replicate_overlaps, bootstrap_interval(
+        "bca" if p.bca[cond] else "percentile", replicate_overlaps, binned_value, jack_overlaps)
+
+
+def _pooled_gap(p: Passes, cond: str) -> tuple[bool, float, float, float, np.ndarray]:
+    """Pooled over the variants, from the group moments: whether both curves hold a similarity,
+    their means, the gap and its replicates over the overlap's resamples (paired)."""
+    fuzz = fuzz_curve(cond)
+    _, mean_fuzz, _ = p.moments(fuzz).total()
+    _, mean_neg, _ = p.moments(cond).total()
+    defined = p.plan[fuzz]["n"] > 0 and p.plan[cond]["n"] > 0
+    gap = mean_fuzz - mean_neg if defined else float("nan")
+    replicate_gaps = np.full(p.bootstrap_b, np.nan)
+    if defined and p.bootstrap_b:
+        rf, mf, _ = p.moments(fuzz).weighted(p.weights[cond])
+        rn, mn, _ = p.moments(cond).weighted(p.weights[cond])
+        replicate_gaps = np.where((rf > 0) & (rn > 0), mf - mn, np.nan)
+    return defined, mean_fuzz, mean_neg, gap, replicate_gaps
+
+
+def _statistics(p: Passes, cond: str, densities: dict, sims_path, replicates_out: dict | None) -> dict:
+    """A condition's statistics, each with its 95% interval: the overlap, the pooled gap and AUC,
+    the within-sentence AUC and gap; the notes of what is undefined; with `replicates_out`, each
+    statistic's point, B replicates and units are added to it."""
+    fuzz, b = fuzz_curve(cond), p.bootstrap_b
+    value, notes, replicate_overlaps, (ci_low, ci_high, valid, ci_method) = _overlap(p, cond, densities)
+    defined, mean_fuzz, mean_neg, gap, replicate_gaps = _pooled_gap(p, cond)
+    # pooled over the variants, the AUC from the held similarities or the fine-grid histograms
+    auc, replicate_aucs, auc_method = _pooled_auc(cond, fuzz, p.data, p.windows, p.totals, p.replicate_hists,
+                                                  p.weights[cond], b, defined)
+    within = within_sentence(sims_path, cond, p.groups, p.weights[cond] if b else None)
+
+    def interval(reps):
+        return percentile_interval(reps)[:2] if b else (np.nan, np.nan)
+    if replicates_out is not None:
+        pair_units = min(p.units[fuzz], p.units[cond])
+        replicates_out[f"{cond}/overlap"] = (value, replicate_overlaps, pair_units)
+        replicates_out[f"{cond}/gap"] = (gap, replicate_gaps, pair_units)
+        replicates_out[f"{cond}/auc"] = (auc, replicate_aucs, pair_units)
+        replicates_out[f"{cond}/within_auc"] = (within["auc"], within["auc_replicates"], within["n"])
+        replicates_out[f"{cond}/within_gap"] = (within["gap"], within["gap_replicates"], within["n"])
+    if b and not notes and valid < b:
+        notes.append(f"{b - valid} of {b} bootstrap replicates undefined")
+    if defined and auc_method == "undefined":
+        notes.append("auc undefined: above exact_kde_max_n it is read from the curves' histograms, and a curve is "
+                     "undefined")
+    return {"overlap": value, "overlap_ci": (ci_low, ci_high), "interval_method": ci_method, "defined": defined,
+            "mean_fuzzed": mean_fuzz, "mean_negated": mean_neg, "gap": gap, "gap_ci": interval(replicate_gaps),
+            "auc": auc, "auc_ci": interval(replicate_aucs), "auc_method": auc_method, "within": within,
+            "within_auc_ci": interval(within["auc_replicates"]), "within_gap_ci": interval(within["gap_replicates"]),
+            "notes": notes}
+
+
+def _row(p: Passes, cond: str, s: dict, methods: dict, corpus: str, model: str, model_spec: dict | None) -> dict:
+    """A condition's row of the overlap table (csc/tables.py: OVERLAP_SCHEMA)."""
+    fuzz, within = fuzz_curve(cond), s["within"]
+    (ci_low, ci_high), (gap_low, gap_high), (auc_low, auc_high) = s["overlap_ci"], s["gap_ci"], s["auc_ci"]
+    (w_auc_low, w_auc_high), (w_gap_low, w_gap_high) = s["within_auc_ci"], s["within_gap_ci"]
+    return {"corpus": corpus, "model": model, "condition": cond, "overlap": s["overlap"],
+            "n_fuzzed": p.plan[fuzz]["n"], "n_negated": p.plan[cond]["n"],
+            "n_dropped": p.dropped[cond],
+            # the smaller of the two curves' unit counts, as n_fuzzed/n_negated for variants
+            "n_units": min(p.units[fuzz], p.units[cond]),
+            "unit": "sentences" if p.groups.per_sentence else "sentence groups",
+            "kde": "+".join(sorted({methods[fuzz], methods[cond]})),
+            "overlap_ci_low": ci_low, "overlap_ci_high": ci_high,
+            # the overlap interval's method: bca, or percentile where BCa is undefined
+            "interval_method": s["interval_method"] if np.isfinite(ci_low) else None,
+            # what the overlap rides on: the kernel sd = factor x each curve's sample sd
+            "kde_covariance_factor": p.covariance_factor,
+            "bandwidth_fuzzed": p.plan[fuzz]["bw"] if p.plan[fuzz]["reason"] is None else float("nan"),
+            "bandwidth_negated": p.plan[cond]["bw"] if p.plan[cond]["reason"] is None else float("nan"),
+            "mean_fuzzed": s["mean_fuzzed"] if s["defined"] else float("nan"),
+            "mean_negated": s["mean_negated"] if s["defined"] else float("nan"),
+            "gap": s["gap"], "gap_ci_low": gap_low, "gap_ci_high": gap_high,
+            "auc": s["auc"], "auc_ci_low": auc_low, "auc_ci_high": auc_high,
+            "n_within": within["n"], "within_gap": within["gap"], "within_gap_ci_low": w_gap_low,
+            "within_gap_ci_high": w_gap_high, "within_auc": within["auc"],
+            "within_auc_ci_low": w_auc_low, "within_auc_ci_high": w_auc_high,
+            "bootstrap_b": p.bootstrap_b,
+            "n_dropped_fuzzed": p.dropped["fuzz"], "grid_step": p.grid_step,
+            "model_settings": model_settings(model_spec), "note": "; ".join(s["notes"])}
+
+
+def _details(p: Passes, methods: dict, auc_methods: dict, seed: int) -> dict:
+    """What the summary says beside the rows: methods, bandwidths, counts, grids, the bootstrap."""
+    bca = any(p.bca.values())
+    return {"kde_methods": methods, "bandwidths": {k: p.plan[k]["bw"] for k in p.curves},
+            "counts": {k: p.plan[k]["n"] for k in p.curves}, "units": p.units,
+            "dropped_nan": p.dropped, "auc_methods": auc_methods, "kde_covariance_factor": p.covariance_factor,
+            "grid": {"step": p.grid_step, "points": p.points},
+            "fine_grids": {k: {"lo": w.lo, "hi": w.hi, "refine": w.refine} for k, w in p.windows.items()},
+            "bootstrap": {"replicates": p.bootstrap_b, "seed": seed, "groups": p.groups.count,
+                          "unit": "sentence" if p.groups.per_sentence and p.groups.count == p.groups.base
+                          else "hashed group of sentences", "level": 0.95,
+                          "method": {"overlap": "bca" if bca else "percentile", "gap": "percentile",
+                                     "auc": "percentile", "within_auc": "percentile",
+                                     "within_gap": "percentile"},
+                          "jackknife_blocks": len(p.jack) if bca else 0}}
+
+
+def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: int = 20000,
+            grid_step: float = PAPER_GRID_STEP, bootstrap_b: int = 200, bootstrap_groups: int = 1000,
+            seed: int = 0, model_spec: dict | None = None, replicates_out: dict | None = None,
+            covariance_factor: float = COVARIANCE_FACTOR) -> tuple[list[dict], dict, dict]:
+    """Curves, overlaps, the within-sentence direction and bootstrap intervals from a similarities
+    file (original_id, kind, similarity). Returns (table rows, normalised curves, details for the
+    summary); with `replicates_out`, also fills it with statistic -> (point, the B replicates)."""
+    grid = make_grid(grid_step)
+    p = _passes(sims_path, corpus, model, log, exact_max_n, grid_step, len(grid), bootstrap_b, bootstrap_groups, seed,
+                covariance_factor)
+    densities, methods = _densities(p, grid)
     rows, auc_methods = [], {}
-    for cond in conditions:
-        fuzz = fuzz_curve(cond)
-        notes = [f"{'fuzzed' if k == fuzz else 'negated'}: {plan[k]['reason']}" for k in (fuzz, cond)
-                 if plan[k]["reason"]]
-        value = float("nan") if notes else overlap(densities[fuzz], densities[cond])
-        curve_overlaps = np.full(len(curve_weights[cond]), np.nan)
-        binned_value = float("nan")  # the replicates' estimator on the full sample: BCa's reference
-        if not notes and bootstrap_b:
-            curve_overlaps = _replicate_overlaps(plan, windows, replicate_hists, fuzz, cond, len(curve_overlaps), points)
-            if bca[cond]:
-                binned_value = overlap(
-                    normalise(windows[fuzz].density(totals[fuzz], plan[fuzz]["n"], plan[fuzz]["bw"], points)),
-                    normalise(windows[cond].density(totals[cond], plan[cond]["n"], plan[cond]["bw"], points)))
-        replicate_overlaps, jack_overlaps = curve_overlaps[:bootstrap_b], curve_overlaps[bootstrap_b:]
-        if bootstrap_b:
-            ci_low, ci_high, valid, ci_method = bootstrap_interval(
-                "bca" if bca[cond] else "percentile", replicate_overlaps, binned_value, jack_overlaps)
-        else:
-            ci_low, ci_high, valid, ci_method = np.nan, np.nan, 0, None
-        # pooled over the variants: the gap from the group moments, the AUC from the held
-        # similarities or the fine-grid histograms; both over the overlap's resamples (paired)
-        _, mean_fuzz, _ = moments[fuzz].total()
-        _, mean_neg, _ = moments[cond].total()
-        defined = plan[fuzz]["n"] > 0 and plan[cond]["n"] > 0
-        gap = mean_fuzz - mean_neg if defined else float("nan")
-        replicate_gaps = np.full(bootstrap_b, np.nan)
-        if defined and bootstrap_b:
-            rf, mf, _ = moments[fuzz].weighted(weights[cond])
-            rn, mn, _ = moments[cond].weighted(weights[cond])
-            replicate_gaps = np.where((rf > 0) & (rn > 0), mf - mn, np.nan)
-        auc, replicate_aucs, auc_methods[cond] = _pooled_auc(cond, fuzz, data, windows, totals, replicate_hists,
-                                                             weights[cond], bootstrap_b, defined)
-        within = within_sentence(sims_path, cond, groups, weights[cond] if bootstrap_b else None)
-        auc_note = ("auc undefined: above exact_kde_max_n it is read from the curves' histograms, and a curve is "
-                    "undefined" if defined and auc_methods[cond] == "undefined" else "")
-
-        def interval(reps):
-            return percentile_interval(reps)[:2] if bootstrap_b else (np.nan, np.nan)
-        (gap_low, gap_high), (auc_low, auc_high) = interval(replicate_gaps), interval(replicate_aucs)
-        (w_auc_low, w_auc_high), (w_gap_low, w_gap_high) = (interval(within["auc_replicates"]),
-                                                            interval(within["gap_replicates"]))
-        if replicates_out is not None:
-            pair_units = min(units[fuzz], units[cond])
-            replicates_out[f"{cond}/overlap"] = (value, replicate_overlaps, pair_units)
-            replicates_out[f"{cond}/gap"] = (gap, replicate_gaps, pair_units)
-            replicates_out[f"{cond}/auc"] = (auc, replicate_aucs, pair_units)
-            replicates_out[f"{cond}/within_auc"] = (within["auc"], within["auc_replicates"], within["n"])
-            replicates_out[f"{cond}/within_gap"] = (within["gap"], within["gap_replicates"], within["n"])
-        if bootstrap_b and not notes and valid < bootstrap_b:
-            notes.append(f"{bootstrap_b - valid} of {bootstrap_b} bootstrap replicates undefined")
-        notes += [auc_note] if auc_note else []
-        rows.append({"corpus": corpus, "model": model, "condition": cond, "overlap": value,
-                     "n_fuzzed": plan[fuzz]["n"], "n_negated": plan[cond]["n"],
-                     "n_dropped": dropped[cond],
-                     # the smaller of the two curves' unit counts, as n_fuzzed/n_negated for variants
-                     "n_units": min(units[fuzz], units[cond]), "unit": unit,
-                     "kde": "+".join(sorted({methods[fuzz], methods[cond]})),
-                     "overlap_ci_low": ci_low, "overlap_ci_high": ci_high,
-                     # the overlap interval's method: bca, or percentile where BCa is undefined
-                     "interval_method": ci_method if np.isfinite(ci_low) else None,
-                     # what the overlap rides on: the kernel sd = factor x each curve's sample sd
-                     "kde_covariance_factor": covariance_factor,
-                     "bandwidth_fuzzed": plan[fuzz]["bw"] if plan[fuzz]["reason"] is None else float("nan"),
-                     "bandwidth_negated": plan[cond]["bw"] if plan[cond]["reason"] is None else float("nan"),
-                     "mean_fuzzed": mean_fuzz if defined else float("nan"),
-                     "mean_negated": mean_neg if defined else float("nan"),
-                     "gap": gap, "gap_ci_low": gap_low, "gap_ci_high": gap_high,
-                     "auc": auc, "auc_ci_low": auc_low, "auc_ci_high": auc_high,
-                     "n_within": within["n"], "within_gap": within["gap"], "within_gap_ci_low": w_gap_low,
-                     "within_gap_ci_high": w_gap_high, "within_auc": within["auc"],
-                     "within_auc_ci_low": w_auc_low, "within_auc_ci_high": w_auc_high,
-                     "bootstrap_b": bootstrap_b,
-                     "n_dropped_fuzzed": dropped["fuzz"], "grid_step": grid_step,
-                     "model_settings": model_settings(model_spec), "note": "; ".join(notes)})
-    details = {"kde_methods": methods, "bandwidths": {k: plan[k]["bw"] for k in curves},
-               "counts": {k: plan[k]["n"] for k in curves}, "units": units,
-               "dropped_nan": dropped, "auc_methods": auc_methods, "kde_covariance_factor": covariance_factor,
-               "grid": {"step": grid_step, "points": points},
-               "fine_grids": {k: {"lo": w.lo, "hi": w.hi, "refine": w.refine} for k, w in windows.items()},
-               "bootstrap": {"replicates": bootstrap_b, "seed": seed, "groups": groups.count,
-                             "unit": "sentence" if groups.per_sentence and groups.count == groups.base
-                             else "hashed group of sentences", "level": 0.95,
-                             "method": {"overlap": "bca" if any(bca.values()) else "percentile", "gap": "percentile",
-                                        "auc": "percentile", "within_auc": "percentile",
-                                        "within_gap": "percentile"},
-                             "jackknife_blocks": len(jack) if any(bca.values()) else 0}}
-    return rows, {"grid": grid, **densities}, details
+    for cond in p.conditions:
+        s = _statistics(p, cond, densities, sims_path, replicates_out)
+        auc_methods[cond] = s["auc_method"]
+        rows.append(_row(p, cond, s, methods, corpus, model, model_spec))
+    return rows, {"grid": grid, **densities}, _details(p, methods, auc_methods, seed)
 
 
 def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exact_max_n: int,
@@ -576,169 +661,9 @@ def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exa
     return summary
 
 
-# ---- plots and tables ------------------------------------------------------------------------
-
-def _fmt_overlap(row: dict) -> str:
-    if row["overlap"] is None or not np.isfinite(row["overlap"]):
-        return "undefined"
-    text = f"{row['overlap']:.4f}"
-    if row.get("overlap_ci_low") is not None and np.isfinite(row["overlap_ci_low"]):
-        text += f" [{row['overlap_ci_low']:.4f}, {row['overlap_ci_high']:.4f}]"
-    return text
-
-
-def _fmt_number(value, digits: int = 3) -> str:
-    return "undefined" if value is None or not np.isfinite(value) else f"{value:.{digits}f}"
-
-
-def _data_range(curves: pl.DataFrame, kinds: list[str]) -> tuple[float, float]:
-    """Where 99% of every curve's mass lies, with a margin: the zoomed panel's x range."""
-    x = curves["similarity"].to_numpy()
-    lows, highs = [], []
-    for k in kinds:
-        cdf = np.cumsum(np.nan_to_num(curves[f"density_{k}"].to_numpy()))
-        if cdf[-1] > 0:
-            lows.append(x[np.searchsorted(cdf, 0.005 * cdf[-1])])
-            highs.append(x[min(len(x) - 1, np.searchsorted(cdf, 0.995 * cdf[-1]))])
-    if not lows:
-        return -1.0, 1.0
-    lo, hi = min(lows), max(highs)
-    margin = max(0.1 * (hi - lo), 0.005)
-    return max(-1.0, lo - margin), min(1.0, hi + margin)
-
-
-def plot(curves_path: str, summary_path: str, out_png: str, out_svg: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    # SVG element ids are random per process unless salted: fixed, so reruns give identical files
-    matplotlib.rcParams["svg.hashsalt"] = "csc-plot"
-    import matplotlib.pyplot as plt
-    curves = pl.read_parquet(curves_path)
-    summary = read_json(summary_path)
-    x = curves["similarity"].to_numpy()
-    labels = {"fuzz@negation": "fuzzed", "negation": "negated (inserted)",
-              "fuzz@grammatical_negation": "fuzzed (sentences with a grammatical negation)",
-              "grammatical_negation": "negated (grammatical)"}
-    styles = {"fuzz@negation": ("-", "C0"), "negation": ("-", "C1"), "fuzz@grammatical_negation": (":", "C0"),
-              "grammatical_negation": ("--", "C2")}
-    drawn = [k for k in labels if f"density_{k}" in curves.columns
-             and not np.all(np.isnan(curves[f"density_{k}"].to_numpy()))]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 1.3]})
-    zoom = _data_range(curves, drawn)
-    for ax, xlim in zip(axes, [(-1.0, 1.0), zoom]):
-        for kind in drawn:
-            style, colour = styles[kind]
-            ax.plot(x, curves[f"density_{kind}"].to_numpy(), style, color=colour, lw=1.2,
-                    label=f"{labels[kind]} (n={summary['counts'][kind]})")
-        for kind in drawn:
-            fuzz = fuzz_curve(kind)
-            if not kind.startswith("fuzz") and fuzz in drawn:  # the overlap: the shared area under both curves
-                shared = np.minimum(curves[f"density_{fuzz}"].to_numpy(), curves[f"density_{kind}"].to_numpy())
-                ax.fill_between(x, shared, color=styles[kind][1], alpha=0.25, lw=0,
-                                label=f"shared area {labels[kind].split(' ', 1)[1]}" if ax is axes[1] else None)
-        ax.set_xlim(*xlim)
-        ax.set_xlabel("cosine similarity to the original sentence")
-    axes[0].set_ylabel("normalised density")
-    axes[0].set_title("whole range", fontsize=9)
-    axes[1].set_title(f"zoomed on 99% of each curve's mass: {zoom[0]:.3f} to {zoom[1]:.3f}", fontsize=9)
-    axes[1].legend(fontsize=8, loc="upper left")
-    overlaps = "; ".join(f"{r['condition'].replace('_', ' ')} {_fmt_overlap(r)}, within-sentence AUC "
-                         f"{_fmt_number(r.get('within_auc'))}" for r in summary["rows"])
-    factor = summary.get("kde_covariance_factor", COVARIANCE_FACTOR)
-    fig.suptitle(f"{summary['corpus']} · {summary['model']} — overlap (95% CI; KDE covariance factor {factor:g}): "
-                 f"{overlaps}", fontsize=9)
-    fig.tight_layout()
-    for path in (out_png, out_svg):
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=Path(path).suffix[1:], dpi=120, metadata={"Date": None} if path.endswith(".svg") else None)
-    plt.close(fig)
-
-
-OVERLAP_SCHEMA = {"corpus": pl.String, "model": pl.String, "condition": pl.String, "overlap": pl.Float64,
-                  "n_fuzzed": pl.Int64, "n_negated": pl.Int64, "n_dropped": pl.Int64,
-                  "n_units": pl.Int64, "unit": pl.String, "kde": pl.String,
-                  "overlap_ci_low": pl.Float64, "overlap_ci_high": pl.Float64, "interval_method": pl.String,
-                  "kde_covariance_factor": pl.Float64, "bandwidth_fuzzed": pl.Float64, "bandwidth_negated": pl.Float64,
-                  "mean_fuzzed": pl.Float64, "mean_negated": pl.Float64,
-                  "gap": pl.Float64, "gap_ci_low": pl.Float64, "gap_ci_high": pl.Float64,
-                  "auc": pl.Float64, "auc_ci_low": pl.Float64, "auc_ci_high": pl.Float64,
-                  "n_within": pl.Int64, "within_gap": pl.Float64, "within_gap_ci_low": pl.Float64,
-                  "within_gap_ci_high": pl.Float64, "within_auc": pl.Float64, "within_auc_ci_low": pl.Float64,
-                  "within_auc_ci_high": pl.Float64, "bootstrap_b": pl.Int64,
-                  "n_dropped_fuzzed": pl.Int64, "grid_step": pl.Float64, "model_settings": pl.String,
-                  "note": pl.String}
-ROUNDED = ("overlap", "overlap_ci_low", "overlap_ci_high", "mean_fuzzed", "mean_negated", "gap", "gap_ci_low",
-           "gap_ci_high", "auc", "auc_ci_low", "auc_ci_high", "within_gap", "within_gap_ci_low", "within_gap_ci_high",
-           "within_auc", "within_auc_ci_low", "within_auc_ci_high", "bandwidth_fuzzed", "bandwidth_negated")
-# AUC's chance level: the direction check of the within-sentence AUC (Probe.references)
-CHANCE = 0.5
-
-
-def with_separation(table: pl.DataFrame, margins: dict[str, float]) -> pl.DataFrame:
-    """The `separation` of each row from its within-sentence AUC's 95% interval against chance 1/2
-    and the condition's margin (verdicts.separation: right, wrong, none, unclear; W and *wrong
-    direction* on the first screen where it is wrong), and the margin used (`within_margin`)."""
-    from workflow_scripts.verdicts import separation
-
-    rows = table.to_dicts()
-    for r in rows:
-        delta = margins.get(r["condition"])
-        r["within_margin"] = delta
-        r["separation"] = (separation(r["within_auc"], r["within_auc_ci_low"], r["within_auc_ci_high"], CHANCE, delta)
-                           if delta is not None and None not in (r["within_auc"], r["within_auc_ci_low"],
-                                                                 r["within_auc_ci_high"]) else None)
-    return pl.DataFrame(rows, schema={**table.schema, "within_margin": pl.Float64, "separation": pl.String})
-
-
-def table3(table: pl.DataFrame, corpora: list[str] | None = None, models: list[str] | None = None) -> pl.DataFrame:
-    """The seed's Table 3 layout: one block per condition, models as rows, corpora as columns,
-    each cell the overlap with its 95% interval."""
-    corpora = corpora or sorted(set(table["corpus"]))
-    models = models or sorted(set(table["model"]))
-    cells = {(r["condition"], r["model"], r["corpus"]): _fmt_overlap(r) for r in table.iter_rows(named=True)}
-    settings = {r["model"]: r["model_settings"] for r in table.iter_rows(named=True)}
-    rows = []
-    for cond in [c for c in NEGATIVE_CONDITIONS if c in set(table["condition"])]:
-        for m in models:
-            if not any((cond, m, c) in cells for c in corpora):
-                continue
-            rows.append({"condition": cond, "model": m, **{c: cells.get((cond, m, c), "") for c in corpora},
-                         "model_settings": settings.get(m, "")})
-    return pl.DataFrame(rows, schema={"condition": pl.String, "model": pl.String, **{c: pl.String for c in corpora},
-                                      "model_settings": pl.String})
-
-
-def aggregate(summary_paths: list[str], out_csv: str, out_table3: str | None = None,
-              corpora: list[str] | None = None, models: list[str] | None = None,
-              margins: dict[str, float] | None = None) -> pl.DataFrame:
-    """The overlap table (every row of the summaries, rounded; the separation of each from its
-    within-sentence AUC and the condition's margin, `margins`: condition -> delta) and Table 3."""
-    rows = [r for p in summary_paths for r in read_json(p)["rows"]]
-    table = pl.DataFrame(rows, schema=OVERLAP_SCHEMA).sort("corpus", "model", "condition")
-    table = table.with_columns(pl.col(*ROUNDED).round(6))
-    table = with_separation(table, margins or {})
-    with atomic_path(out_csv) as tmp:
-        table.write_csv(tmp)
-    if out_table3:
-        with atomic_path(out_table3) as tmp:
-            table3(table, corpora, models).write_csv(tmp)
-    return table
-
-
 # ---- the jobs of rules/csc.smk (workflow_scripts/jobs.py) ----
 def run_csc_score(job) -> None:
     p = job.params
     score(job.input.variants, list(job.input.stores), job.wildcards.model, job.wildcards.corpus, p.exact_max_n,
           os.path.dirname(job.output.summary), setup_logging(name="csc"), p.spec, p.grid_step, p.bootstrap_b,
           p.bootstrap_groups, p.seed, p.kde_covariance_factor)
-
-
-def run_csc_plot(job) -> None:
-    plot(job.input.curves, job.input.summary, job.output.png, job.output.svg)
-
-
-def run_csc_aggregate(job) -> None:
-    """No summaries (no model runs CSC): header-only tables."""
-    table = aggregate(list(job.input), job.output.overlap, job.output.table3, job.params.corpora, job.params.models,
-                      job.params.margins)
-    setup_logging(name="csc").info("%d overlap rows -> %s", table.height, job.output.overlap)

@@ -1,6 +1,7 @@
 """Planning of the CSC probe: (corpus, model) pairs and the input functions of rules/csc.smk."""
 from __future__ import annotations
 
+from workflow_scripts.csc.conditions import NEGATIVE_CONDITIONS
 from workflow_scripts.study import Pair, ProbePlan
 
 
@@ -47,7 +48,6 @@ class CscPlan(ProbePlan):
     def within_margins(self, wildcards=None) -> dict[str, float]:
         """Param of the aggregate: condition -> the margin of its within-sentence AUC (the probe's
         declaration or the study's `compare.margins.csc`), which decides each row's separation."""
-        from workflow_scripts.csc.curves import NEGATIVE_CONDITIONS
         from workflow_scripts.verdicts import margin_of
 
         overrides = ((self.config.get("compare") or {}).get("margins") or {}).get("csc")
