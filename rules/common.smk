@@ -226,6 +226,19 @@ def embed_cache(wildcards):
     return f"{R}/.cache/embeddings/{wildcards.model}.jsonl"
 
 
+from workflow_scripts.embedding_api import RUN_RESOURCES, job_resources
+
+
+def endpoint_resource(name):
+    """The embedding job's resource `name` of a served model's run settings (None: unset)."""
+    return lambda wc: job_resources(config["models"][wc.model]).get(name)
+
+
+ENDPOINT_RESOURCES = {
+    name: endpoint_resource(name) for name, _ in RUN_RESOURCES.values()
+}
+
+
 def embed_priority(wildcards):
     """Neural models' embedding jobs (10 s to minutes each) before TF-IDF's and the other cheap
     encoders' (a few seconds): longest first, so that no long job is left to run alone at the end.
