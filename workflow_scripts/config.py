@@ -229,7 +229,9 @@ def results_problems(results: str, cwd: str | os.PathLike | None = None) -> list
     if not text:
         reason = "is empty"
     else:
-        folder = Path(os.path.normpath(where / text)).resolve()
+        # resolved as the filesystem will (symlinks first, then `..`): normpath before resolve would
+        # take `link/../rules` for `./rules` when `link` points into the checkout
+        folder = (where / text).resolve()
         sources = {CHECKOUT / name: name for name in SOURCE_FOLDERS}
         inside = next((name for src, name in sources.items() if folder == src or folder.is_relative_to(src)), None)
         if folder == Path(folder.anchor):
