@@ -33,9 +33,14 @@ CONFIG_ARGS = $(if $(strip $(CONFIG_FILES)),--configfile $(CONFIG_FILES))
 # the study's results folder: `results:` of its config, else results/<config name>/ (config.yaml:
 # results/); or the folder SNAKEMAKE_ARGS gives (`--config results=DIR`); or RESULTS=DIR
 STUDY_PYTHON = $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
+# RESULTS=DIR given to make (command line or environment) is taken as written: make would expand a
+# `$` in it (out/a$b: out/a), and the recipes would pass Snakemake another folder
+ifneq ($(filter command line environment,$(origin RESULTS)),)
+RESULTS_GIVEN := $(value RESULTS)
+endif
 RESULTS ?= $(or $(patsubst results=%,%,$(lastword $(filter results=%,$(SNAKEMAKE_ARGS)))),$(shell \
 	$(STUDY_PYTHON) -m workflow_scripts.study_folders results-folder $(CONFIG_FILES)))
-STUDY_RESULTS = $(or $(RESULTS),$(error cannot tell the results folder of the study CONFIG="$(CONFIG_FILES)": see the error above))
+STUDY_RESULTS = $(or $(RESULTS_GIVEN),$(RESULTS),$(error cannot tell the results folder of the study CONFIG="$(CONFIG_FILES)": see the error above))
 SHARED_NLTK := $(abspath ../shared/data/nltk_data)
 
 # jobs run `python` (Snakemake's script: directive): the venv's python must come first on PATH

@@ -94,6 +94,24 @@ def test_results_value_is_never_run_by_run_report_or_dry_run(tmp_path):
     assert f"Done. Results are in {HOSTILE_RESULTS}/: report.md, tables/, plots/." in recover.stdout
 
 
+def test_a_results_folder_given_as_RESULTS_reaches_snakemake_as_written(tmp_path):
+    """RESULTS=DIR (command line or environment) holding `$`: make expanded `$b` to nothing, so
+    `make report` asked Snakemake for another folder's report (out/a$c)."""
+    work = scratch_checkout(tmp_path)
+    tiny_study(work, "res")
+    folder = "out/a$b$$c"
+    for how in ("command line", "environment"):
+        for target in ("report", "run", "dry-run", "unlock", "recover"):
+            args, extra_env = ([f"RESULTS={folder}"], {}) if how == "command line" else ([], {"RESULTS": folder})
+            env = {k: v for k, v in os.environ.items() if k not in ("CONFIG", "RESULTS", "SNAKEMAKE_ARGS", "MAKEFLAGS")}
+            proc = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(work), "-o", ".venv/.installed",
+                                   target, "CONFIG=study.yaml", *args], capture_output=True, text=True,
+                                  env={**env, **extra_env}, timeout=TIMEOUT)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            # single-quoted as written; what the shell then gives the program is the folder itself
+            assert f"'{folder}" in proc.stdout and "'out/a$c" not in proc.stdout, (how, target, proc.stdout[-2000:])
+
+
 @pytest.mark.parametrize("name, left", [
     ("`touch marker_backtick`.yaml", "`"),  # split at the space: the first word is refused
     ("$(touch marker_dollar).yaml", "$("),
