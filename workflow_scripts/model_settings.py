@@ -43,7 +43,7 @@ def role_spec(spec: dict, role: str = "text") -> dict:
     if role not in ROLES:
         raise ValueError(f"unknown text role {role!r}; expected one of {ROLES}")
     if spec.get("family") == "mteb" and "text_form" not in spec:
-        # the registry decides each role's prompt, in the job (mteb is not imported while planning):
+        # the registry decides each role's prompt, in the job (planning checks only the name):
         # every role gets a store of its own; a literal `prompts` entry overrides the registry's
         out = {k: v for k, v in spec.items() if k not in ROLE_KEYS}
         literal = (spec.get("prompts") or {}).get(role)
@@ -96,6 +96,15 @@ def local_model_files(spec: dict) -> list[Path] | None:
         gguf = spec.get("gguf_file")
         if gguf and Path(gguf).is_file():
             paths.append(Path(gguf))
+    elif family == "mteb":  # local weights: a folder, or the one an installed package carries
+        if spec.get("path") and Path(spec["path"]).is_dir():
+            paths.append(Path(spec["path"]))
+        elif spec.get("package"):
+            from workflow_scripts.encoders import bundled_package_folder
+            try:
+                paths.append(bundled_package_folder(spec["package"]))
+            except (ImportError, KeyError):  # refused by the config check, naming the key
+                pass
     elif family in ("fasttext", "word_vectors"):
         if spec.get("path") and "url" not in spec and Path(spec["path"]).exists():
             paths.append(Path(spec["path"]))
