@@ -195,6 +195,9 @@ def test_offline_without_the_revision_in_the_cache_the_error_names_it_and_the_ca
     assert f"its cache {empty_hub} has no snapshot of revision {revision}" in message
     assert f"{empty_hub}/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/{revision}/config.json" in message
     assert "`path: <folder>`" in message and "`package: <name>`" in message and "docs/models.md" in message
+    # a config revision overrides the registry's (mteb's get_model_meta refused any other one)
+    with pytest.raises(ModelUnavailable, match=f"its cache {empty_hub} has no snapshot of revision 0123abc"):
+        MtebEncoder(role_spec({"family": "mteb", "name": NAME, "revision": "0123abc"}, "text"), "cpu")
 
 
 @pytest.mark.parametrize("weights", ["package", "path"])
