@@ -3,7 +3,8 @@
 # `make report`: after a finished run, Snakemake's self-contained HTML report, <results>/report.html.
 # `make recover`: after a run that was killed or crashed (docs/recovery.md): Snakemake's stale lock removed,
 # then the run finished with --rerun-incomplete; `make unlock` only removes the lock. Both refuse while a
-# run of this checkout holds a study's results lock (`--unlock` would pull Snakemake's lock from under it).
+# run of this checkout holds a study's results lock (`--unlock` would pull Snakemake's lock from under it),
+# and while job processes a killed Snakemake left still run (naming them; STOP_JOBS=yes ends them first).
 # CONFIG=FILE (or CONFIG="base.yaml overlay.yaml"): run, report, dry-run, unlock or recover that study
 # instead of the default one (config.yaml); its results go to its own folder (workflow_scripts/study_folders.py).
 # CONFIG is a list of existing files whose names hold only letters, digits and . _ - / + , @ : =
@@ -109,9 +110,12 @@ dry-run: setup
 		-- $(VENV)/bin/snakemake --dry-run --cores $(CORES) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
 # Snakemake's lock, left by a killed run, removed; refused while a run of this checkout holds a study's
-# results lock: `--unlock` clears the whole working directory's lock, that run's too
+# results lock (`--unlock` clears the whole working directory's lock, that run's too), and while job
+# processes of a killed run still run (workflow_scripts/job_processes.py; STOP_JOBS=yes ends them first)
+STOP_JOBS ?= no
 unlock: setup
 	$(VENV)/bin/python -m workflow_scripts.results_lock unlock-check $(call sq,$(STUDY_RESULTS))
+	$(VENV)/bin/python -m workflow_scripts.job_processes check $(if $(filter yes,$(STOP_JOBS)),--stop)
 	$(VENV)/bin/snakemake --unlock $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
 # docs/recovery.md's steps after a crash or a kill: unlock, then rerun the jobs left incomplete and the rest

@@ -52,6 +52,10 @@ def take_results_lock():
 
 onstart:
     take_results_lock()
+    # Ctrl-C (SIGINT) ends the running jobs too: Snakemake alone would wait for them
+    from workflow_scripts.job_processes import end_jobs_on_interrupt
+
+    end_jobs_on_interrupt()
 
 
 # before any probe plans its pairs, a stage adds what it makes (adapt: its recipes become models)

@@ -6,7 +6,7 @@ the benchmark).
 
 Scripted trouble, as in chat_server.py: `script` lists actions the next requests take, one each,
 in arrival order: a status code ("429" with Retry-After: 0, "500", "503", ...), "hang" (never answer
-until `release` is set), ("dim", n) (answer vectors of n dimensions), "repeat_index" (the right
+until `release` is set, or `hang_s` passed), ("dim", n) (answer vectors of n dimensions), "repeat_index" (the right
 number of vectors, but index 0 twice and the last index missing), ("pad", n) (a correct answer
 padded with n spaces), ("echo", status) (answer that status with a body quoting the Authorization
 header's token plain, JSON-escaped with `/` as `\\/`, and URL-encoded). `delay_s` holds every answer
@@ -44,6 +44,7 @@ class EmbeddingsServer(LocalServer):
         self.hanging = threading.Event()
         self.lock = threading.Lock()
         self.delay_s = 0.0
+        self.hang_s = 60.0
         self.in_flight = self.max_in_flight = 0
         server = self
 
@@ -60,7 +61,7 @@ class EmbeddingsServer(LocalServer):
                     action = server.script.pop(0) if server.script else None
                 if action == "hang":  # a request the client gives up on: not counted as open
                     server.hanging.set()
-                    server.release.wait(60)
+                    server.release.wait(server.hang_s)
                     self.close_connection = True
                     return
                 with server.lock:
