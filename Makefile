@@ -57,7 +57,27 @@ endif
 KILLS ?= 3
 PAIRS ?= 2560472
 
-.PHONY: setup setup-gpu run report unlock recover test test-slow test-all test-slurm rehearse-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
+.PHONY: help setup setup-gpu run report unlock recover test test-slow test-all test-slurm rehearse-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
+
+# what each target does (tests/test_make_quoting.py checks that every target above is listed)
+help:
+	@echo 'make run         set up .venv and run the study (CONFIG=FILE, default config.yaml), offline'
+	@echo 'make dry-run     what the run will do: jobs, texts per model and dataset, estimated time'
+	@echo 'make report      the HTML report of a finished run: <results>/report.html'
+	@echo 'make recover     after a crash or a kill: unlock, then finish the run (STOP_JOBS=yes: end a'
+	@echo '                 killed run'"'"'s leftover jobs first); make unlock: the unlock alone'
+	@echo 'make test        the fast tests (about 10 min); make test-slow, make test-all: the slow tier too'
+	@echo 'make setup       only the venv; make setup-gpu: the venv with CUDA torch and faiss-gpu'
+	@echo 'make dry-run-full     plan the paper'"'"'s full ParaCrawl study (downloads about 12 GB to run)'
+	@echo 'make test-interrupt   kill the small config'"'"'s run KILLS times; reruns must be identical'
+	@echo 'make test-slurm, make rehearse-slurm   a local SLURM cluster (root): test, full-size rehearsal'
+	@echo 'make benchmark, make bench-scale       speed measurements (docs/timings.md)'
+	@echo 'make clean       remove results/* and .snakemake'
+	@echo 'make help        this list'
+	@echo
+	@echo 'Variables: CONFIG="base.yaml overlay.yaml", CORES=N (default all), SNAKEMAKE_ARGS="...",'
+	@echo '  RESULTS=DIR, CALIBRATE=no (dry-run), STOP_JOBS=yes (unlock, recover). Stop a run with Ctrl-C.'
+	@echo 'Docs: README.md, docs/ (recovery.md: stopping and recovering a run).'
 
 setup: $(VENV)/.installed
 

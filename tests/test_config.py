@@ -69,6 +69,26 @@ def test_default_configs_are_valid_and_get_defaults():
         validate(yaml.safe_load((ROOT / "resources" / other).read_text()))
 
 
+SHIPPED_STUDIES = sorted([*ROOT.glob("resources/*/study*.yaml"), *ROOT.glob("resources/configs/*.yaml")])
+
+
+@pytest.mark.parametrize("path", SHIPPED_STUDIES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_shipped_study_keeps_the_baseline_and_says_how_to_run_it(path):
+    """Every verdict is against the surface-form yardstick: a study without `form_only` (family
+    surface_form) said "no baseline" on every figure, unless its comments say why it has none. Its
+    comments show `make run CONFIG=<this file>` (the venv and NLTK_DATA set), not raw snakemake."""
+    text = path.read_text()
+    config = yaml.safe_load(text)
+    comments = [line.split("#", 1)[1] for line in text.splitlines() if line.lstrip().startswith("#")]
+    baseline = (config.get("models") or {}).get("form_only") or {}
+    assert baseline.get("family") == "surface_form" or any("No form_only here:" in c for c in comments), \
+        f"{path.name}: no `form_only: {{family: surface_form}}` model, and no comment `No form_only here: <why>`"
+    name = str(path.relative_to(ROOT))
+    assert any(f"make run CONFIG={name}" in c or f'make run CONFIG="config.yaml {name}"' in c for c in comments), \
+        f"{name}: its comments do not show `make run CONFIG={name}`"
+    assert not [c for c in comments if c.strip().startswith("snakemake ")], f"{name}: a raw snakemake command"
+
+
 def test_triplet_defaults_are_filled():
     cfg = validate(changed([((TRIPLETS + ("fixed_point_pivot",)), DELETE), ((TRIPLETS + ("bootstrap_b",)), DELETE)]))
     t = cfg["triplets"]

@@ -12,6 +12,7 @@ Snakemake's lock from under a live run of the checkout.
 Each test works in a scratch checkout: the repository's entries linked, the Makefile copied, so its
 `.snakemake/` and `results/` are the test's own."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -187,3 +188,15 @@ def test_make_unlock_refuses_while_a_study_of_the_checkout_runs(tmp_path, held):
     proc = make(work, "unlock", "CONFIG=study.yaml")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert not lock.exists()  # Snakemake's stale lock removed
+
+
+def test_make_help_lists_every_target():
+    """`make help` exits 0 without setting anything up and names each target the Makefile declares."""
+    proc = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "help"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    phony = next(line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith(".PHONY:"))
+    targets = phony.split(":", 1)[1].split()
+    listed = set(re.findall(r"make ([a-z-]+)", proc.stdout))
+    assert set(targets) - listed == set(), f"not in make help: {sorted(set(targets) - listed)}"
+    assert "STOP_JOBS=yes" in proc.stdout and "Ctrl-C" in proc.stdout
