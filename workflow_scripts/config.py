@@ -227,7 +227,7 @@ def registry_problems(config: dict) -> list[str]:
         if problem:
             problems.append(problem)
         if m.get("package"):
-            from workflow_scripts.encoders import BUNDLED_PACKAGES, bundled_package_folder
+            from workflow_scripts.model_settings import BUNDLED_PACKAGES, bundled_package_folder
             try:
                 bundled_package_folder(m["package"])
             except KeyError:

