@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 from collections import namedtuple
+from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_scripts.common import SPARSE_FAMILIES, TORCH_FAMILIES, vector_settings
@@ -273,6 +274,36 @@ class Study:
         return self._model_digests[model]
 
 
+@dataclass(frozen=True)
+class DatasetCount:
+    """What a probe's dataset will hold (ProbePlan.planned_counts): `n` items counted in `unit`
+    (triplets, questions, phrases, windows, texts; None: unknown before its build job), `bound` "="
+    (exact) or "<=" (at most: a cap of its config), how it was found, and the texts it will embed
+    where known (`texts`)."""
+    dataset: str
+    n: int | None
+    unit: str
+    bound: str
+    how: str
+    texts: int | None = None
+
+
+def report_json(path: str) -> dict | None:
+    """A dataset report (a build job's JSON), or None where it is not written yet."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def data_lines(path: str | None, header: int = 0) -> int | None:
+    """Non-empty lines of a local text file less `header`, or None where it is not here."""
+    if not path or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        return max(0, sum(1 for line in f if line.strip()) - header)
+
+
 class ProbePlan:
     """A probe's planner: its (dataset, model) pairs, the datasets some model scores, and its rules'
     input functions and params. Subclasses live in `<probe>/plan.py`; methods taking `wildcards`
@@ -328,6 +359,29 @@ class ProbePlan:
 
     def pair_scope(self, pair) -> str:
         return self.scope(pair.dataset)
+
+    def planned_counts(self, planned: frozenset = frozenset()) -> list["DatasetCount"]:
+        """What each dataset some model scores will hold, for the plan summary: what its build job
+        counted (its report, `dataset_report`, unless `planned` outputs rebuild it), else the probe's
+        own count where it is known before the run (its word lists, a file's rows, a cap of its
+        config: `dataset_count`), else unknown."""
+        out = []
+        for d in self.datasets:
+            path = self.dataset_report(d)
+            report = report_json(path) if path and path not in planned else None
+            out.append(self.built_count(d, report) if report is not None else self.dataset_count(d))
+        return out
+
+    def dataset_report(self, dataset: str) -> str | None:
+        """The report JSON the dataset's build job writes, where it counts what the dataset holds."""
+        return None
+
+    def dataset_count(self, dataset: str) -> "DatasetCount":
+        return DatasetCount(dataset, None, "items", "?", "counted by its build job")
+
+    def built_count(self, dataset: str, report: dict) -> "DatasetCount":
+        """What a built dataset holds, from its report (dataset_report)."""
+        return self.dataset_count(dataset)
 
     def planned_generations(self, rule: str, wildcards: dict) -> dict | None:
         """What a planned job of this probe asks a generator for, for the plan summary
