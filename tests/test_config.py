@@ -636,3 +636,30 @@ def test_sources_that_their_reader_can_read_are_accepted(spec):
     cfg = validate(changed([(("sources", "s"), {**spec, "path": "p"}),
                             (("corpora", "s_en"), {"source": "s", "language": "en"})]))
     assert cfg["sources"]["s"]["max_chars"] == spec.get("max_chars", 10000)
+
+
+def test_every_numeric_setting_has_both_bounds():
+    """Every integer or number a config may set (the shared schema's and every probe's) has a lower
+    and an upper bound, so that a typo (`backoff_s: 1e6`, `.inf`) is refused naming the key instead
+    of sleeping, allocating or looping for ever. The values a `where` filter matches are data."""
+    unbounded = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            kinds = node.get("type") if isinstance(node.get("type"), list) else [node.get("type")]
+            if {"integer", "number"} & set(kinds) and "where" not in path:
+                if not ({"minimum", "exclusiveMinimum"} & set(node) and {"maximum", "exclusiveMaximum"} & set(node)):
+                    unbounded.append(".".join(path))
+            for key, value in node.items():
+                walk(value, [*path, key])
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, [*path, str(i)])
+
+    walk(load_schema(), [])
+    assert unbounded == [], f"{len(unbounded)} numeric settings without both bounds: {unbounded}"
+    # the issue's case: a backoff of a day is refused naming the key and the bound
+    served = {"family": "openai_embeddings", "base_url": "http://127.0.0.1:1/v1", "model": "m", "backoff_s": 86400}
+    with pytest.raises(ConfigError, match=r"config key `models\.served\.backoff_s`: 86400 is greater than the maximum "
+                                          r"of 60"):
+        validate({**DEFAULT, "models": {**DEFAULT["models"], "served": served}})
