@@ -63,9 +63,6 @@ for _probe in probes.declarations():
     if _probe.prepare:
         _probe.prepare(config, R)
 STUDY = Study(config, R)
-STUDY.checksum_limit = getattr(
-    workflow.dag_settings, "max_checksum_file_size", STUDY.checksum_limit
-)
 SEED = config["seed"]
 SHARD_ROWS = config["shard_rows"]
 PARTS = config["embedding_partitions"]
@@ -157,10 +154,12 @@ def bench_path(rule_name, *parts):
 def by_content(inputs):
     """Input function (for `unpack`) of the jobs that read local data. `inputs`: a function of
     wildcards or fixed inputs (a path, a list or a dict of them; a bare path or list becomes `data`).
-    Snakemake judges a folder, or a file over its checksum limit, by its mtime alone, which a fresh
-    clone or a copy resets: each such input is marked ancient and joined, under `content_stamps`,
-    by its content stamp (Study.content_stamp), whose mtime moves only when the data's content
-    does. Other inputs are passed on as they are."""
+    Snakemake judges a folder, or a file over its checksum limit, by its mtime alone, and every file
+    so where no `.snakemake/` metadata holds its sha256 (results copied without it): a fresh clone
+    or a copy resets the mtimes. Each local input outside the results folder is marked ancient and
+    joined, under `content_stamps`, by its content stamp (Study.content_stamp), whose mtime moves
+    only when the data's content does. The workflow's own outputs are passed on as they are.
+    """
     from snakemake.io import ancient
 
     def judged(wildcards):
@@ -170,7 +169,7 @@ def by_content(inputs):
         stamps = []
 
         def mark(path):
-            if not STUDY.judged_by_time(path):
+            if not STUDY.judged_by_content(path):
                 return path
             stamps.append(STUDY.content_stamp(path))
             return ancient(path)
@@ -179,7 +178,8 @@ def by_content(inputs):
             key: [mark(p) for p in value] if isinstance(value, list) else mark(value)
             for key, value in found.items()
         }
-        return {**found, "content_stamps": stamps} if stamps else found
+        # a file listed twice (a page's table among the tables) has one stamp
+        return {**found, "content_stamps": list(dict.fromkeys(stamps))} if stamps else found
 
     return judged
 

@@ -39,7 +39,6 @@ class Study:
         self._stamps: dict[str, str] = {}
         # the largest input file Snakemake judges by its sha256 (rules/common.smk sets its
         # --max-checksum-file-size; this is its default)
-        self.checksum_limit = 1_000_000
         # NLTK data (rules/common.smk plans it before any job): package -> name@digest or
         # "nltk_download", and whether the workflow's download rule fetched some
         self.nltk_fingerprint: dict[str, str] = {}
@@ -226,14 +225,15 @@ class Study:
         return scope_role(scope)
 
     # ---- local data judged by content: a copy or a clone keeps results that a new mtime would rerun ----
-    def judged_by_time(self, path: str) -> bool:
-        """Whether Snakemake would judge the local input `path` by its modification time alone: a
-        folder, or a file over its checksum limit (`checksum_limit`, its --max-checksum-file-size),
-        that the workflow does not make (outside the results folder). A smaller file it judges by
-        its sha256 once the mtime is newer, so a fresh clone's new mtimes rerun nothing."""
+    def judged_by_content(self, path: str) -> bool:
+        """Whether the local input `path` is judged by its content (rules/common.smk `by_content`):
+        every folder and file that the workflow does not make (outside the results folder). Snakemake
+        judges a folder, or a file over its checksum limit, by its mtime alone, and any file by its
+        mtime where no `.snakemake/` metadata records its sha256 (a results folder copied without
+        it), so a fresh clone's new mtimes would rerun what reads it."""
         if Path(path).resolve().is_relative_to(Path(self.results).resolve()) or not os.path.exists(path):
             return False
-        return os.path.isdir(path) or os.path.getsize(path) > self.checksum_limit
+        return True
 
     def content_stamp(self, path: str) -> str:
         """<results>/.cache/content/<name>.json: the sha256 of the local folder or large file `path`
