@@ -117,6 +117,21 @@ def served_study(directory, server) -> dict:
             "retrieval": {"datasets": {"t": {"kind": "beir", "path": str(ROOT / "resources/retrieval/telecom_qa")}}}}
 
 
+def job_processes(workdir) -> list:
+    """The processes running a job script of `workdir`'s Snakemake, found here with psutil (not with
+    the workflow's own finder, so that these tests see what runs whatever the workflow says)."""
+    import psutil
+    scripts = os.path.join(os.path.realpath(workdir), ".snakemake", "scripts") + os.sep
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if any(arg.startswith(scripts) for arg in proc.info["cmdline"] or ()):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
 def start_until_the_job_asks(command, cwd, server) -> subprocess.Popen:
     """Snakemake in a session of its own (a signal to it reaches it alone), once its embedding job
     has sent its request."""
@@ -131,27 +146,26 @@ def start_until_the_job_asks(command, cwd, server) -> subprocess.Popen:
 def test_sigint_to_snakemake_ends_the_running_jobs(tmp_path, hanging_server):
     """`kill -INT <snakemake pid>` (what Ctrl-C sends): Snakemake alone printed "Terminating processes
     on user request" and waited for the job, which ran on."""
-    from workflow_scripts.job_processes import leftover_jobs
     run = tmp_path / "run"
     run.mkdir()
     cfg = write_config(run, served_study(run, hanging_server))
     proc = start_until_the_job_asks([*SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--cores", "2", "--configfile",
                                      str(cfg)], run, hanging_server)
     try:
-        jobs = leftover_jobs(run)
+        jobs = job_processes(run)
         assert len(jobs) == 1, jobs  # the embedding job, a child of Snakemake
         proc.send_signal(signal.SIGINT)
         proc.wait(60)
         assert proc.returncode != 0
         gone_by = time.monotonic() + 10
-        while leftover_jobs(run) and time.monotonic() < gone_by:
+        while job_processes(run) and time.monotonic() < gone_by:
             time.sleep(0.2)
-        assert leftover_jobs(run) == []
+        assert job_processes(run) == []
         assert os.listdir(run / ".snakemake" / "incomplete")  # its output marked for --rerun-incomplete
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        for job in leftover_jobs(run):
+        for job in job_processes(run):
             job.kill()
 
 
@@ -159,7 +173,6 @@ def test_unlock_and_recover_refuse_while_a_killed_runs_jobs_still_run(tmp_path, 
     """After `kill -9 <snakemake pid>` the job lived on (parent 1) and `make unlock` said "Unlocked
     working directory." while it still embedded into the study's folder."""
     from test_make_quoting import make, scratch_checkout
-    from workflow_scripts.job_processes import leftover_jobs
     work = scratch_checkout(tmp_path)
     (work / "study.yaml").write_text(yaml.safe_dump(served_study(work, hanging_server), sort_keys=False))
     proc = start_until_the_job_asks([str(work / ".venv/bin/snakemake"), "--cores", "2", "--configfile", "study.yaml"],
@@ -167,7 +180,7 @@ def test_unlock_and_recover_refuse_while_a_killed_runs_jobs_still_run(tmp_path, 
     try:
         proc.send_signal(signal.SIGKILL)  # Snakemake alone: its job is left running
         proc.wait(30)
-        jobs = leftover_jobs(work)
+        jobs = job_processes(work)
         assert len(jobs) == 1 and jobs[0].ppid() != proc.pid
         log = "res/logs/embed/served/retrieval.t/part-000.log"
         for target in ("unlock", "recover"):
@@ -182,7 +195,7 @@ def test_unlock_and_recover_refuse_while_a_killed_runs_jobs_still_run(tmp_path, 
         assert ended.returncode == 0, ended.stdout[-2000:] + ended.stderr[-2000:]
         assert f"ended 1 job process(es) left by a killed run: pid {jobs[0].pid} (writing {log}" in ended.stdout
         locks = work / ".snakemake" / "locks"
-        assert leftover_jobs(work) == [] and not (locks.exists() and os.listdir(locks))  # Snakemake's lock removed
+        assert job_processes(work) == [] and not (locks.exists() and os.listdir(locks))  # Snakemake's lock removed
     finally:
-        for job in leftover_jobs(work):
+        for job in job_processes(work):
             job.kill()
