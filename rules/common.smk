@@ -179,7 +179,11 @@ def by_content(inputs):
             for key, value in found.items()
         }
         # a file listed twice (a page's table among the tables) has one stamp
-        return {**found, "content_stamps": list(dict.fromkeys(stamps))} if stamps else found
+        return (
+            {**found, "content_stamps": list(dict.fromkeys(stamps))}
+            if stamps
+            else found
+        )
 
     return judged
 

@@ -246,7 +246,7 @@ def test_make_dry_run_ends_with_the_plan_summary(tmp_path):
     assert ["hashing", "csc", "1", "~14", "0", "not", "estimated"] in lines, summary
     assert "hashing: unknown: no measurement" in summary
     assert "Generations to request: none" in summary
-    assert not (work / "res" / ".cache").exists()  # CALIBRATE=no measured nothing
+    assert not (work / "res" / ".cache" / "throughput.json").exists()  # CALIBRATE=no measured nothing
 
 
 # ---- what each dataset will hold, counted before any job ------------------------------------------
