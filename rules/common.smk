@@ -54,6 +54,10 @@ def take_results_lock():
 
 onstart:
     take_results_lock()
+    # Ctrl-C (SIGINT) ends the running jobs too: Snakemake alone would wait for them
+    from workflow_scripts.job_processes import end_jobs_on_interrupt
+
+    end_jobs_on_interrupt()
 
 
 # before any probe plans its pairs, a stage adds what it makes (adapt: its recipes become models)
@@ -61,9 +65,6 @@ for _probe in probes.declarations():
     if _probe.prepare:
         _probe.prepare(config, R)
 STUDY = Study(config, R)
-STUDY.checksum_limit = getattr(
-    workflow.dag_settings, "max_checksum_file_size", STUDY.checksum_limit
-)
 SEED = config["seed"]
 SHARD_ROWS = config["shard_rows"]
 PARTS = config["embedding_partitions"]
@@ -181,10 +182,12 @@ def code_of(paths):
 def by_content(inputs):
     """Input function (for `unpack`) of the jobs that read local data. `inputs`: a function of
     wildcards or fixed inputs (a path, a list or a dict of them; a bare path or list becomes `data`).
-    Snakemake judges a folder, or a file over its checksum limit, by its mtime alone, which a fresh
-    clone or a copy resets: each such input is marked ancient and joined, under `content_stamps`,
-    by its content stamp (Study.content_stamp), whose mtime moves only when the data's content
-    does. Other inputs are passed on as they are."""
+    Snakemake judges a folder, or a file over its checksum limit, by its mtime alone, and every file
+    so where no `.snakemake/` metadata holds its sha256 (results copied without it): a fresh clone
+    or a copy resets the mtimes. Each local input outside the results folder is marked ancient and
+    joined, under `content_stamps`, by its content stamp (Study.content_stamp), whose mtime moves
+    only when the data's content does. The workflow's own outputs are passed on as they are.
+    """
     from snakemake.io import ancient
 
     def judged(wildcards):
@@ -194,7 +197,7 @@ def by_content(inputs):
         stamps = []
 
         def mark(path):
-            if not STUDY.judged_by_time(path):
+            if not STUDY.judged_by_content(path):
                 return path
             stamps.append(STUDY.content_stamp(path))
             return ancient(path)
@@ -203,7 +206,12 @@ def by_content(inputs):
             key: [mark(p) for p in value] if isinstance(value, list) else mark(value)
             for key, value in found.items()
         }
-        return {**found, "content_stamps": stamps} if stamps else found
+        # a file listed twice (a page's table among the tables) has one stamp
+        return (
+            {**found, "content_stamps": list(dict.fromkeys(stamps))}
+            if stamps
+            else found
+        )
 
     return judged
 
@@ -252,6 +260,19 @@ def embed_cache(wildcards):
     if config["models"][wildcards.model]["family"] != "openai_embeddings":
         return None
     return f"{R}/.cache/embeddings/{wildcards.model}.jsonl"
+
+
+from workflow_scripts.embedding_api import RUN_RESOURCES, job_resources
+
+
+def endpoint_resource(name):
+    """The embedding job's resource `name` of a served model's run settings (None: unset)."""
+    return lambda wc: job_resources(config["models"][wc.model]).get(name)
+
+
+ENDPOINT_RESOURCES = {
+    name: endpoint_resource(name) for name, _ in RUN_RESOURCES.values()
+}
 
 
 def embed_priority(wildcards):

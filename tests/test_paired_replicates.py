@@ -279,12 +279,14 @@ def planned(probe: str, results: str = "res"):
 
 
 @pytest.mark.parametrize("probe, expected", [
-    ("retrieval", ["res/retrieval/telecom_qa/tfidf/replicates.parquet"]),  # the metrics job of each (set, model)
+    ("retrieval", ["res/retrieval/telecom_qa/form_only/replicates.parquet",  # the metrics job of each (set, model)
+                   "res/retrieval/telecom_qa/tfidf/replicates.parquet"]),
     ("settheory", ["res/settheory/news/replicates.parquet"]),  # the aggregate: one per sample set, all models
-    ("domain_shift", ["res/domain_shift/skills_general/minilm/replicates.parquet",  # the score job of each pair
+    ("domain_shift", ["res/domain_shift/skills_general/form_only/replicates.parquet",  # the score job of each pair
+                      "res/domain_shift/skills_general/minilm/replicates.parquet",
                       "res/domain_shift/skills_general/minilm_pt/replicates.parquet"]),
 ])
 def test_replicate_files_are_planned_per_job(probe, expected):
-    plan = planned(probe)
+    plan = planned(probe)  # each study's models: form_only and the study's own
     assert plan.replicate_files() == expected
-    assert len(plan.pairs) == {"retrieval": 1, "settheory": 1, "domain_shift": 2}[probe]
+    assert len(plan.pairs) == {"retrieval": 2, "settheory": 2, "domain_shift": 3}[probe]

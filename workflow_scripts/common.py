@@ -30,7 +30,8 @@ SPARSE_FAMILIES = ("tfidf", "surface_form")
 RUN_SETTINGS = frozenset({"threads", "mem_mb", "runtime", "batch_size", "cpu_workers", "corpora", "probes", "datasets",
                           "gpu_model",
                           # family openai_embeddings: how requests run (every vector is cached by its text)
-                          "batch_tokens", "concurrency", "timeout_s", "retries", "backoff_s", "api_key_env"})
+                          "batch_tokens", "concurrency", "timeout_s", "retries", "backoff_s", "api_key_env",
+                          "max_answer_bytes"})
 REDUCED_PRECISIONS = ("bf16", "fp16")
 
 
