@@ -7,7 +7,8 @@ import shutil
 
 from workflow_runner import copy_checkout, planned_jobs, snakemake
 
-STUDY = "resources/csc/study.yaml"  # CSC of TF-IDF on the EN-NL sample: its scores' code is csc/curves.py
+STUDY = "resources/csc/study.yaml"  # CSC of TF-IDF and form_only on the EN-NL sample: scores' code csc/curves.py
+MODELS = ("form_only", "tfidf")
 SCORING = "workflow_scripts/csc/curves.py"
 PLOTTING = "workflow_scripts/csc/plots.py"
 LINE = "        cos = np.where(denom > 0, dots / denom, np.nan)\n"
@@ -15,6 +16,11 @@ LINE = "        cos = np.where(denom > 0, dots / denom, np.nan)\n"
 
 def plan(checkout):
     return planned_jobs(checkout, checkout / STUDY, snakefile=checkout / "Snakefile", reasons=True)
+
+
+def jobs(planned) -> set:
+    """The planned (rule, wildcards) pairs, wildcards as sorted items (dicts do not order)."""
+    return {(rule, tuple(sorted(wildcards.items()))) for rule, wildcards, _ in planned}
 
 
 def edit(checkout, old: str, new: str, module: str = SCORING) -> None:
@@ -45,8 +51,8 @@ def test_a_scoring_edit_reruns_its_jobs_and_what_follows_a_clone_or_a_comment_no
     # reruns for its code and what reads it for its new output, never the scores or the tables
     edit(clone, "dpi=120", "dpi=121", PLOTTING)
     planned = plan(clone)
-    assert sorted((rule, wildcards) for rule, wildcards, _ in planned) == sorted([
-        ("csc_plot", {"corpus": "pc_en", "model": "tfidf"}), ("report", {}), ("all", {})]), planned
+    assert jobs(planned) == {*(("csc_plot", (("corpus", "pc_en"), ("model", m))) for m in MODELS),
+                             ("report", ()), ("all", ())}, planned
     assert {rule: reason for rule, _, reason in planned}["csc_plot"].startswith("Params have changed"), planned
     edit(clone, "dpi=121", "dpi=120", PLOTTING)
     assert plan(clone) == []
@@ -55,10 +61,12 @@ def test_a_scoring_edit_reruns_its_jobs_and_what_follows_a_clone_or_a_comment_no
     # plot and tables of CSC for its new outputs, and what reads theirs (the differences, the report)
     edit(clone, "(dots / denom)", "dots / denom * 0.5")
     planned = plan(clone)
-    pair = {"corpus": "pc_en", "model": "tfidf"}
-    assert sorted((rule, wildcards) for rule, wildcards, _ in planned) == sorted([
-        ("csc_score", pair), ("csc_plot", pair), ("csc_aggregate", {}), ("probe_differences", {"probe": "csc"}),
-        ("report", {}), ("all", {})]), planned
+    pairs = [(("corpus", "pc_en"), ("model", m)) for m in MODELS]
+    assert jobs(planned) == {*(("csc_score", p) for p in pairs), *(("csc_plot", p) for p in pairs),
+                             ("csc_aggregate", ()), ("probe_differences", (("probe", "csc"),)),
+                             # the pages of items the model and the baseline disagree on read the scores
+                             ("disagreements", (("dataset", "pc_en"), ("probe", "csc"))), ("report", ()),
+                             ("all", ())}, planned
     reasons = {rule: reason for rule, _, reason in planned}
     assert reasons["csc_score"].startswith("Params have changed since last execution"), reasons
     assert all(reason.startswith("Input files updated by another job")
