@@ -3,7 +3,8 @@
 # `make report`: after a finished run, Snakemake's self-contained HTML report, <results>/report.html.
 # `make recover`: after a run that was killed or crashed (docs/recovery.md): Snakemake's stale lock removed,
 # then the run finished with --rerun-incomplete; `make unlock` only removes the lock. Both refuse while a
-# run of this checkout holds a study's results lock (`--unlock` would pull Snakemake's lock from under it).
+# run of this checkout holds a study's results lock (`--unlock` would pull Snakemake's lock from under it),
+# and while job processes a killed Snakemake left still run (naming them; STOP_JOBS=yes ends them first).
 # CONFIG=FILE (or CONFIG="base.yaml overlay.yaml"): run, report, dry-run, unlock or recover that study
 # instead of the default one (config.yaml); its results go to its own folder (workflow_scripts/study_folders.py).
 # CONFIG is a list of existing files whose names hold only letters, digits and . _ - / + , @ : =
@@ -33,9 +34,14 @@ CONFIG_ARGS = $(if $(strip $(CONFIG_FILES)),--configfile $(CONFIG_FILES))
 # the study's results folder: `results:` of its config, else results/<config name>/ (config.yaml:
 # results/); or the folder SNAKEMAKE_ARGS gives (`--config results=DIR`); or RESULTS=DIR
 STUDY_PYTHON = $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
+# RESULTS=DIR given to make (command line or environment) is taken as written: make would expand a
+# `$` in it (out/a$b: out/a), and the recipes would pass Snakemake another folder
+ifneq ($(filter command line environment,$(origin RESULTS)),)
+RESULTS_GIVEN := $(value RESULTS)
+endif
 RESULTS ?= $(or $(patsubst results=%,%,$(lastword $(filter results=%,$(SNAKEMAKE_ARGS)))),$(shell \
 	$(STUDY_PYTHON) -m workflow_scripts.study_folders results-folder $(CONFIG_FILES)))
-STUDY_RESULTS = $(or $(RESULTS),$(error cannot tell the results folder of the study CONFIG="$(CONFIG_FILES)": see the error above))
+STUDY_RESULTS = $(or $(RESULTS_GIVEN),$(RESULTS),$(error cannot tell the results folder of the study CONFIG="$(CONFIG_FILES)": see the error above))
 SHARED_NLTK := $(abspath ../shared/data/nltk_data)
 
 # jobs run `python` (Snakemake's script: directive): the venv's python must come first on PATH
@@ -51,7 +57,27 @@ endif
 KILLS ?= 3
 PAIRS ?= 2560472
 
-.PHONY: setup setup-gpu run report unlock recover test test-slow test-all test-slurm rehearse-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
+.PHONY: help setup setup-gpu run report unlock recover test test-slow test-all test-slurm rehearse-slurm test-interrupt dry-run dry-run-full benchmark bench-scale clean
+
+# what each target does (tests/test_make_quoting.py checks that every target above is listed)
+help:
+	@echo 'make run         set up .venv and run the study (CONFIG=FILE, default config.yaml), offline'
+	@echo 'make dry-run     what the run will do: jobs, texts per model and dataset, estimated time'
+	@echo 'make report      the HTML report of a finished run: <results>/report.html'
+	@echo 'make recover     after a crash or a kill: unlock, then finish the run (STOP_JOBS=yes: end a'
+	@echo '                 killed run'"'"'s leftover jobs first); make unlock: the unlock alone'
+	@echo 'make test        the fast tests (about 10 min); make test-slow, make test-all: the slow tier too'
+	@echo 'make setup       only the venv; make setup-gpu: the venv with CUDA torch and faiss-gpu'
+	@echo 'make dry-run-full     plan the paper'"'"'s full ParaCrawl study (downloads about 12 GB to run)'
+	@echo 'make test-interrupt   kill the small config'"'"'s run KILLS times; reruns must be identical'
+	@echo 'make test-slurm, make rehearse-slurm   a local SLURM cluster (root): test, full-size rehearsal'
+	@echo 'make benchmark, make bench-scale       speed measurements (docs/timings.md)'
+	@echo 'make clean       remove results/* and .snakemake'
+	@echo 'make help        this list'
+	@echo
+	@echo 'Variables: CONFIG="base.yaml overlay.yaml", CORES=N (default all), SNAKEMAKE_ARGS="...",'
+	@echo '  RESULTS=DIR, CALIBRATE=no (dry-run), STOP_JOBS=yes (unlock, recover). Stop a run with Ctrl-C.'
+	@echo 'Docs: README.md, docs/ (recovery.md: stopping and recovering a run).'
 
 setup: $(VENV)/.installed
 
@@ -104,9 +130,12 @@ dry-run: setup
 		-- $(VENV)/bin/snakemake --dry-run --cores $(CORES) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
 # Snakemake's lock, left by a killed run, removed; refused while a run of this checkout holds a study's
-# results lock: `--unlock` clears the whole working directory's lock, that run's too
+# results lock (`--unlock` clears the whole working directory's lock, that run's too), and while job
+# processes of a killed run still run (workflow_scripts/job_processes.py; STOP_JOBS=yes ends them first)
+STOP_JOBS ?= no
 unlock: setup
 	$(VENV)/bin/python -m workflow_scripts.results_lock unlock-check $(call sq,$(STUDY_RESULTS))
+	$(VENV)/bin/python -m workflow_scripts.job_processes check $(if $(filter yes,$(STOP_JOBS)),--stop)
 	$(VENV)/bin/snakemake --unlock $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
 # docs/recovery.md's steps after a crash or a kill: unlock, then rerun the jobs left incomplete and the rest

@@ -9,6 +9,13 @@
 
 import sys
 
+from snakemake.utils import min_version
+
+# The version the workflow is pinned to and tested with (envs/requirements.txt): it reads Snakemake
+# 9's workflow attributes (is_main_process, dag_settings, overwrite_configfiles) and relies on its
+# workflow profile, rerun triggers and params comparison; an older Snakemake stops here, by name.
+min_version("9.27.1")
+
 # `--configfile X` replaces the default config rather than extending it: a study's config must not
 # silently inherit the default corpora and models. `--config key=value` still edits the default.
 if not workflow.overwrite_configfiles:
@@ -69,10 +76,3 @@ rule all:
         DISAGREE.targets(),
         # the paired model comparisons of every probe that writes replicates (rules/differences.smk)
         REPORT.differences,
-
-
-# Threads, memory and runtime of every rule, from the declarations and the config's `resources:`
-# (workflow_scripts/rule_resources.py); --set-threads and --set-resources still win.
-from workflow_scripts import rule_resources
-
-rule_resources.apply(workflow, config)

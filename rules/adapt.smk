@@ -24,7 +24,9 @@ rule adapt_train:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("adapt_train")
     resources:
+        **RESOURCES.sized("adapt_train"),
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.recipe) == "cuda" else 0,
         # SLURM: --gpus=<gpu_model>:1 (the plugin ignores an empty model)
         gpu_model=lambda wc: (
@@ -33,7 +35,7 @@ rule adapt_train:
             else ""
         ),
     params:
-        function="adapt.train:run_adapt_train",
+        **job_params("adapt.train:run_adapt_train"),
         # the resolved recipe, its base and merge partner, its data: a change retrains
         plan=ADAPT.train_plan,
         device=lambda wc: STUDY.resolved_device(wc.recipe),

@@ -20,8 +20,11 @@ rule articles:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("articles")
+    resources:
+        **RESOURCES.sized("articles"),
     params:
-        function="articles:run_articles",
+        **job_params("articles:run_articles"),
         spec=lambda wc: config["articles"][wc.collection],
         # NLTK's punkt data (name@digest): a change splits the sentences again
         punkt=lambda wc: STUDY.nltk_plan(wc, prefix="punkt"),

@@ -1,11 +1,13 @@
 # Shared definitions only: validated config, results paths, the study's planning and the probes'
-# plans, wildcard constraints, NLTK data, resources, logs, and the input functions of the shared
-# stages (ingest, length filter, articles, embed). Each probe's planning lives in its own package
-# (workflow_scripts/<probe>/plan.py), found through its declaration (workflow_scripts/probes.py).
+# plans, wildcard constraints, NLTK data, resources, logs, the jobs' code digests, and the input
+# functions of the shared stages (ingest, length filter, articles, embed). Each probe's planning
+# lives in its own package (workflow_scripts/<probe>/plan.py), found through its declaration
+# (workflow_scripts/probes.py).
 import os
 import sys
 
 from workflow_scripts import probes, study_folders
+from workflow_scripts.code_digest import CodeDigests
 from workflow_scripts.config import check_duplicate_keys, validate
 from workflow_scripts.ingest import is_gzip_url
 from workflow_scripts.study import Study
@@ -52,6 +54,10 @@ def take_results_lock():
 
 onstart:
     take_results_lock()
+    # Ctrl-C (SIGINT) ends the running jobs too: Snakemake alone would wait for them
+    from workflow_scripts.job_processes import end_jobs_on_interrupt
+
+    end_jobs_on_interrupt()
 
 
 # before any probe plans its pairs, a stage adds what it makes (adapt: its recipes become models)
@@ -59,9 +65,6 @@ for _probe in probes.declarations():
     if _probe.prepare:
         _probe.prepare(config, R)
 STUDY = Study(config, R)
-STUDY.checksum_limit = getattr(
-    workflow.dag_settings, "max_checksum_file_size", STUDY.checksum_limit
-)
 SEED = config["seed"]
 SHARD_ROWS = config["shard_rows"]
 PARTS = config["embedding_partitions"]
@@ -140,7 +143,15 @@ if workflow.is_main_process:
         print(_line, file=sys.stderr)
 
 
-# ---- logs and benchmarks (threads, memory and runtime: workflow_scripts/rule_resources.py) ----
+# ---- threads, memory and runtime of every rule: `threads: RESOURCES.threads("<rule>")` and
+# `resources: **RESOURCES.sized("<rule>")`, from the declarations and the config's `resources:`
+# (workflow_scripts/rule_resources.py); --set-threads and --set-resources win ----
+from workflow_scripts.rule_resources import RuleResources
+
+RESOURCES = RuleResources(config)
+
+
+# ---- logs and benchmarks ----
 def log_path(rule_name, *parts):
     return os.path.join(R, "logs", rule_name, *parts) + ".log"
 
@@ -149,14 +160,34 @@ def bench_path(rule_name, *parts):
     return os.path.join(R, "benchmarks", rule_name, *parts) + ".tsv"
 
 
+# ---- the code each job runs (workflow_scripts/code_digest.py) ----
+# Every rule's params start with `**job_params("<module>:run_<rule>")`: the function its job runs and
+# the digest of that code, which the params trigger compares, so a change to what the code does
+# reruns the rule's jobs (docs/reproducibility.md). Each module's scan is kept by its content in
+# <results>/.cache/code/: the next Snakemake process (a cluster job's) parses none again.
+CODE = CodeDigests(cache=f"{R}/.cache/code")
+
+
+def job_params(function):
+    return CODE.job_params(function)
+
+
+def code_of(paths):
+    """Param function (the report's provenance): each of `paths` -> the rule that writes it and the
+    digest of its code, once every rule is defined."""
+    return lambda wildcards: CODE.writers(paths, workflow.rules, R)
+
+
 # ---- local data: judged by content, so that results travel ----
 def by_content(inputs):
     """Input function (for `unpack`) of the jobs that read local data. `inputs`: a function of
     wildcards or fixed inputs (a path, a list or a dict of them; a bare path or list becomes `data`).
-    Snakemake judges a folder, or a file over its checksum limit, by its mtime alone, which a fresh
-    clone or a copy resets: each such input is marked ancient and joined, under `content_stamps`,
-    by its content stamp (Study.content_stamp), whose mtime moves only when the data's content
-    does. Other inputs are passed on as they are."""
+    Snakemake judges a folder, or a file over its checksum limit, by its mtime alone, and every file
+    so where no `.snakemake/` metadata holds its sha256 (results copied without it): a fresh clone
+    or a copy resets the mtimes. Each local input outside the results folder is marked ancient and
+    joined, under `content_stamps`, by its content stamp (Study.content_stamp), whose mtime moves
+    only when the data's content does. The workflow's own outputs are passed on as they are.
+    """
     from snakemake.io import ancient
 
     def judged(wildcards):
@@ -166,7 +197,7 @@ def by_content(inputs):
         stamps = []
 
         def mark(path):
-            if not STUDY.judged_by_time(path):
+            if not STUDY.judged_by_content(path):
                 return path
             stamps.append(STUDY.content_stamp(path))
             return ancient(path)
@@ -175,7 +206,12 @@ def by_content(inputs):
             key: [mark(p) for p in value] if isinstance(value, list) else mark(value)
             for key, value in found.items()
         }
-        return {**found, "content_stamps": stamps} if stamps else found
+        # a file listed twice (a page's table among the tables) has one stamp
+        return (
+            {**found, "content_stamps": list(dict.fromkeys(stamps))}
+            if stamps
+            else found
+        )
 
     return judged
 
@@ -200,7 +236,9 @@ def embed_inputs(wildcards):
     spec = config["models"][wildcards.model]
     # the text partitions of this store partition (one, unless the model's device has fewer store
     # partitions: embedding_partitions_per_device)
-    inputs = {"texts": STUDY.store_texts(wildcards.model, wildcards.scope, wildcards.part)}
+    inputs = {
+        "texts": STUDY.store_texts(wildcards.model, wildcards.scope, wildcards.part)
+    }
     if spec["family"] == "tfidf":
         inputs["fitted"] = f"{R}/models/{wildcards.model}/tfidf-{wildcards.scope}.json"
     # surface_form: the features of every partition number the columns of each
@@ -226,6 +264,19 @@ def embed_cache(wildcards):
     if config["models"][wildcards.model]["family"] != "openai_embeddings":
         return None
     return f"{R}/.cache/embeddings/{wildcards.model}.jsonl"
+
+
+from workflow_scripts.embedding_api import RUN_RESOURCES, job_resources
+
+
+def endpoint_resource(name):
+    """The embedding job's resource `name` of a served model's run settings (None: unset)."""
+    return lambda wc: job_resources(config["models"][wc.model]).get(name)
+
+
+ENDPOINT_RESOURCES = {
+    name: endpoint_resource(name) for name, _ in RUN_RESOURCES.values()
+}
 
 
 def embed_priority(wildcards):

@@ -1,8 +1,9 @@
 # The Concept Separation Curves probe (methods.md §1), on the probe contract (docs/adding-a-probe.md):
-#   perturb     its texts: fuzzing / negation / grammatical negation variants of a corpus, and the
-#               texts to embed, hash-partitioned so that each embedding job reads only its own
-#   csc_score   similarities from the vector stores, KDE curves, overlap with bootstrapped CI
-#   csc_plot, csc_aggregate   plots, the overlap table and the seed paper's Table 3 layout
+#   perturb         its texts: fuzzing / negation / grammatical negation variants of a corpus, and
+#                   the texts to embed, hash-partitioned so that each embedding job reads only its own
+#   csc_score       similarities from the vector stores, KDE curves, overlap with bootstrapped CI
+#   csc_plot        a (corpus, model)'s curves and their shared area
+#   csc_aggregate   the overlap table and the seed paper's Table 3 layout
 # Code: workflow_scripts/csc/ (declaration: probe.py, planning: plan.py); config: the `csc` section.
 CSC = PLANS["csc"]
 
@@ -21,8 +22,11 @@ rule perturb:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("perturb")
+    resources:
+        **RESOURCES.sized("perturb"),
     params:
-        function="csc.perturb:run_perturb",
+        **job_params("csc.perturb:run_perturb"),
         settings=CSC.perturb_settings,
         seed=SEED,
         partitions=PARTS,
@@ -47,10 +51,14 @@ rule csc_score:
         bench_path("csc_score", "{corpus}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("csc_score")
+    resources:
+        **RESOURCES.sized("csc_score"),
     params:
-        function="csc.curves:run_csc_score",
+        **job_params("csc.curves:run_csc_score"),
         exact_max_n=config["csc"]["exact_kde_max_n"],
         grid_step=config["csc"]["grid_step"],
+        kde_covariance_factor=config["csc"]["kde_covariance_factor"],
         bootstrap_b=config["csc"]["bootstrap_b"],
         bootstrap_groups=config["csc"]["bootstrap_groups"],
         seed=SEED,
@@ -78,8 +86,11 @@ rule csc_plot:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("csc_plot")
+    resources:
+        **RESOURCES.sized("csc_plot"),
     params:
-        function="csc.curves:run_csc_plot",
+        **job_params("csc.plots:run_csc_plot"),
     script:
         "../workflow_scripts/run_job.py"
 
@@ -95,9 +106,14 @@ rule csc_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("csc_aggregate")
+    resources:
+        **RESOURCES.sized("csc_aggregate"),
     params:
-        function="csc.curves:run_csc_aggregate",
+        **job_params("csc.tables:run_csc_aggregate"),
         corpora=list(config["corpora"]),
         models=list(config["models"]),
+        # the margin of each condition's within-sentence AUC: its separation (W) against chance
+        margins=CSC.within_margins,
     script:
         "../workflow_scripts/run_job.py"

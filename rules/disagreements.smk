@@ -27,8 +27,11 @@ rule disagreements:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("disagreements")
+    resources:
+        **RESOURCES.sized("disagreements"),
     params:
-        function="disagreements:run_disagreements",
+        **job_params("disagreements:run_disagreements"),
         # model -> its item files (the probe's items.item_files), and the compared pairs [[A, B], ...]
         item_files=DISAGREE.items_param,
         pairs=DISAGREE.pairs_param,

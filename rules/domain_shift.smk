@@ -26,8 +26,11 @@ rule domain_shift_build:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("domain_shift_build")
+    resources:
+        **RESOURCES.sized("domain_shift_build"),
     params:
-        function="domain_shift.texts:run_domain_shift_build",
+        **job_params("domain_shift.texts:run_domain_shift_build"),
         spec=DOMAIN_SHIFT.build_spec,
         # source label -> its file or folder (among the inputs)
         paths=DOMAIN_SHIFT.build_paths,
@@ -51,8 +54,11 @@ rule domain_shift_score:
         bench_path("domain_shift_score", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("domain_shift_score")
+    resources:
+        **RESOURCES.sized("domain_shift_score"),
     params:
-        function="domain_shift.scores:run_domain_shift_score",
+        **job_params("domain_shift.scores:run_domain_shift_score"),
         spec=DOMAIN_SHIFT.spec,
         settings=DOMAIN_SHIFT.settings,
         seed=SEED,
@@ -82,8 +88,11 @@ rule domain_shift_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("domain_shift_aggregate")
+    resources:
+        **RESOURCES.sized("domain_shift_aggregate"),
     params:
-        function="domain_shift.scores:run_domain_shift_aggregate",
+        **job_params("domain_shift.scores:run_domain_shift_aggregate"),
         entries=DOMAIN_SHIFT.aggregate_entries,
         models=DOMAIN_SHIFT.models,
         plots=DOMAIN_SHIFT.plots_param,

@@ -12,8 +12,11 @@ rule download_model:
         log_path("download", "model-{model}", "{filename}"),
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("download_model")
+    resources:
+        **RESOURCES.sized("download_model"),
     params:
-        function="embed:run_download_model",
+        **job_params("embed:run_download_model"),
         url=lambda wc: config["models"][wc.model]["url"],
         sha256=lambda wc: config["models"][wc.model]["sha256"],
         # a `.gz` file (by the URL's file name, its query string aside) is stored decompressed
@@ -33,8 +36,11 @@ rule fit_tfidf:
         bench_path("fit_tfidf", "{model}", "{scope}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("fit_tfidf")
+    resources:
+        **RESOURCES.sized("fit_tfidf"),
     params:
-        function="embed:run_fit_tfidf",
+        **job_params("embed:run_fit_tfidf"),
         spec=lambda wc: STUDY.embed_spec(wc.model),
     script:
         "../workflow_scripts/run_job.py"
@@ -55,9 +61,14 @@ rule embed:
         embed_group
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("embed")
     resources:
+        **RESOURCES.sized("embed"),
         # SLURM: the partition by the model's device, where the config names them
         **EMBED_PARTITION,
+        # family openai_embeddings: how requests run (retries, backoff, deadline, concurrency, token
+        # budget, answer bound, the key's variable: embedding_api.job_resources); unset for others
+        **ENDPOINT_RESOURCES,
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
         # SLURM: --gpus=<gpu_model>:1 (the plugin ignores an empty model)
         gpu_model=lambda wc: (
@@ -71,7 +82,7 @@ rule embed:
         batch_size=lambda wc: config["models"][wc.model].get("batch_size", 32),
         cpu_workers=lambda wc: config["models"][wc.model].get("cpu_workers", 1),
     params:
-        function="embed:run_embed",
+        **job_params("embed:run_embed"),
         # what decides the vectors, resolved device, local model digest and the text set's role
         # (its template or prompt) included: a change reruns the job
         spec=lambda wc: STUDY.embed_spec(wc.model, wc.scope),

@@ -9,8 +9,11 @@ rule download_source:
         log_path("download", "{source}", "{filename}"),
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("download_source")
+    resources:
+        **RESOURCES.sized("download_source"),
     params:
-        function="ingest:run_download_source",
+        **job_params("ingest:run_download_source"),
         url=lambda wc: STUDY.source_spec(wc.source)["url"],
         sha256=lambda wc: STUDY.source_spec(wc.source)["sha256"],
     script:
@@ -19,7 +22,7 @@ rule download_source:
 
 rule ingest:
     input:
-        source_input,
+        unpack(by_content(source_input)),
     output:
         shards=directory(f"{R}/ingest/{{source}}"),
         report=f"{R}/reports/ingest/{{source}}.json",
@@ -30,8 +33,11 @@ rule ingest:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("ingest")
+    resources:
+        **RESOURCES.sized("ingest"),
     params:
-        function="ingest:run_ingest",
+        **job_params("ingest:run_ingest"),
         spec=lambda wc: config["sources"][wc.source],
         shard_rows=SHARD_ROWS,
     script:

@@ -15,8 +15,11 @@ rule derive_corpus:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("derive_corpus")
+    resources:
+        **RESOURCES.sized("derive_corpus"),
     params:
-        function="length_filter:run_derive_corpus",
+        **job_params("length_filter:run_derive_corpus"),
         spec=lambda wc: config["corpora"][wc.corpus],
         seed=SEED,
         shard_rows=SHARD_ROWS,
@@ -33,7 +36,10 @@ rule length_buckets:
         log_path("length_buckets", "all"),
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("length_buckets")
+    resources:
+        **RESOURCES.sized("length_buckets"),
     params:
-        function="length_filter:run_length_buckets",
+        **job_params("length_filter:run_length_buckets"),
     script:
         "../workflow_scripts/run_job.py"

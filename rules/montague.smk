@@ -24,8 +24,11 @@ rule montague_phrases:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("montague_phrases")
+    resources:
+        **RESOURCES.sized("montague_phrases"),
     params:
-        function="montague.phrases:run_montague_phrases",
+        **job_params("montague.phrases:run_montague_phrases"),
         spec=MONTAGUE.word_lists,  # the word lists, adjective types in config order
     script:
         "../workflow_scripts/run_job.py"
@@ -47,8 +50,11 @@ rule montague_score:
         bench_path("montague_score", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("montague_score")
+    resources:
+        **RESOURCES.sized("montague_score"),
     params:
-        function="montague.scores:run_montague_score",
+        **job_params("montague.scores:run_montague_score"),
         spec=MONTAGUE.spec,
         bootstrap_b=lambda wc: config["montague"]["bootstrap_b"],
         unit=lambda wc: config["montague"]["bootstrap_unit"],
@@ -87,8 +93,11 @@ rule montague_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("montague_aggregate")
+    resources:
+        **RESOURCES.sized("montague_aggregate"),
     params:
-        function="montague.scores:run_montague_aggregate",
+        **job_params("montague.tables:run_montague_aggregate"),
         entries=MONTAGUE.aggregate_entries,
         datasets=MONTAGUE.datasets,
         models=lambda wc: MONTAGUE.models(),

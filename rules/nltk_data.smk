@@ -12,8 +12,11 @@ rule nltk_download:
         log_path("nltk_download", "all"),
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("nltk_download")
+    resources:
+        **RESOURCES.sized("nltk_download"),
     params:
-        function="nltk_data:run_nltk_download",
+        **job_params("nltk_data:run_nltk_download"),
         packages=lambda wc: sorted(
             {p for pkgs in NLTK_PLAN["missing"].values() for p in pkgs}
         ),

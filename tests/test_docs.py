@@ -81,14 +81,20 @@ def test_the_readme_legend_names_every_mark_and_links_how_to_read_a_verdict():
     assert "(docs/verdicts.md)" in legend
     page = (ROOT / "docs" / "verdicts.md").read_text(encoding="utf-8")
     assert all(f"| **{mark}** |" in page for mark in MARKS)
-    for words in ("better", "no difference", "worse", "wrong direction", "Holm", "Benjamini", "2/(B + 1)",
-                  "McNemar", "Clopper", "What n counts"):
+    for words in ("better", "equivalent", "inconclusive", "worse", "wrong direction", "Holm", "Benjamini", "2/(B + 1)",
+                  "McNemar", "Wilson", "What n counts", "margin", "TOST", "Mogstad", "MDE"):
         assert words in page, words
     results = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     assert "(verdicts.md)" in results
     # the verdict words of the first screen, in the legend and on the page
-    from workflow_scripts.report.overview import VERDICT_MEANINGS
-    assert all(f"**{verdict}**" in legend and f"| **{verdict}**" in page for verdict in VERDICT_MEANINGS)
+    from workflow_scripts.report.overview import verdict_meanings
+    assert all(f"**{verdict}**" in legend and f"| **{verdict}**" in page for verdict in verdict_meanings())
+    # every probe page states the margins of its headline statistics
+    from workflow_scripts.probes import declarations
+    for probe in declarations(stages=False):
+        readme = (ROOT / "workflow_scripts" / probe.name / "README.md").read_text(encoding="utf-8")
+        for _, delta, _ in probe.margins:
+            assert f"{delta:g}" in readme and ("margin" in readme or "δ" in readme), (probe.name, delta)
 
 
 # Pages a user who clones the repository reads. `../shared` (the developers' and CI's data beside the

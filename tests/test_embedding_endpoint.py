@@ -156,3 +156,123 @@ def test_schema_and_config_checks(server, monkeypatch):
     assert problems and "NO_SUCH_KEY_VAR" in problems[0] and "models.served.api_key_env" in problems[0]
     monkeypatch.setenv("NO_SUCH_KEY_VAR", KEY)
     assert _served_model_problems("served", spec(server, api_key_env="NO_SUCH_KEY_VAR")) == []
+
+
+# ---- a served model's run settings reach the workflow's embedding job (rules/embed.smk) ----------
+
+SLASHED_KEY = "sk-test/0123+456=abc"  # `/`, `+`, `=`: its JSON-escaped and URL-encoded forms differ from it
+
+
+def served_study(tmp_path, server, **settings) -> tuple[Path, str]:
+    """A retrieval-only study of the served model on the shipped 45-document BEIR set: (config, the
+    store the embedding job writes)."""
+    from workflow_runner import write_config
+    config = {"seed": 1, "embedding_partitions": 1, "results": str(tmp_path / "res"),
+              "models": {"served": {"family": "openai_embeddings", "base_url": server.base_url, "model": "toy-embed",
+                                    "dimensions": 8, "api_key_env": "EMB_KEY", **settings}},
+              "retrieval": {"datasets": {"t": {"kind": "beir", "path": str(ROOT / "resources/retrieval/telecom_qa")}}}}
+    return write_config(tmp_path, config), str(tmp_path / "res/embeddings/served/retrieval.t/part-000")
+
+
+def files_holding(root: Path, secret: str) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
+
+def test_a_served_models_run_settings_reach_its_embedding_job(server, tmp_path):
+    """retries, backoff_s, timeout_s, concurrency and batch_tokens of the model's entry decide how the
+    workflow's job sends its requests (they were dropped with the spec's run settings: the defaults,
+    4 retries, ran instead), and the key of `api_key_env` arrives as a bearer token on every request,
+    in no file and no log."""
+    from workflow_runner import snakemake
+    env = {**os.environ, "EMB_KEY": SLASHED_KEY}
+    settings = {"retries": 2, "backoff_s": 0.2, "timeout_s": 1.5, "batch_tokens": 60}
+    config, store = served_study(tmp_path, server, concurrency=1, **settings)
+    server.script = ["500"] * 3  # one more than retries: 2 allows
+    failed = snakemake(tmp_path, config, store, check=False, env=env)
+    assert failed.returncode != 0 and not os.path.exists(store)
+    assert len(server.received) == 3, f"{len(server.received)} attempts, retries: 2 allows 3"
+    log_text = (tmp_path / "res/logs/embed/served/retrieval.t/part-000.log").read_text()
+    assert "retry 1/2" in log_text and "retry 2/2" in log_text and "failed after 3 attempt(s)" in log_text
+    assert server.auth == [f"Bearer {SLASHED_KEY}"] * 3
+
+    # the deadline: a request never answered is given up after timeout_s (1.5 s), then retried
+    config, _ = served_study(tmp_path, server, concurrency=2, **settings)
+    server.received.clear()
+    server.script, server.delay_s = ["hang"], 0.3  # held answers: requests overlap up to `concurrency`
+    started = time.monotonic()
+    try:
+        snakemake(tmp_path, config, store, env=env)
+    finally:
+        server.release.set()
+    assert "no complete answer within timeout_s=1.5 s" in \
+        (tmp_path / "res/logs/embed/served/retrieval.t/part-000.log").read_text()
+    assert time.monotonic() - started < 55  # the default deadline (60 s) would still be waiting
+    # batch_tokens: 60 estimated tokens per request at most (a longer text alone), 2 requests open at most
+    assert all(sum(estimated_tokens(t) for t in batch) <= 60 or len(batch) == 1 for batch in server.received)
+    assert len(server.received) > 4 and server.max_in_flight == 2
+    assert set(server.auth) == {f"Bearer {SLASHED_KEY}"}
+    manifest = json.loads(Path(store, "manifest.json").read_text())
+    assert manifest["dim"] == 8 and manifest["endpoint"]["api_key_env"] == "EMB_KEY"  # the variable, not the key
+    assert files_holding(tmp_path, SLASHED_KEY) == []  # logs, stores, caches, Snakemake's metadata
+
+
+def test_run_settings_travel_as_resources_and_back():
+    from workflow_scripts.embedding_api import job_resources, run_settings_of
+    entry = {"family": "openai_embeddings", "base_url": "http://x/v1", "model": "m", "retries": 2, "backoff_s": 0.25,
+             "timeout_s": 1.5, "concurrency": 3, "batch_tokens": 100, "api_key_env": "K", "max_answer_bytes": 4096}
+    resources = job_resources(entry)
+    # Snakemake rounds a float resource to an integer: seconds travel as milliseconds
+    assert resources == {"api_retries": 2, "api_backoff_ms": 250, "api_timeout_ms": 1500, "api_concurrency": 3,
+                         "api_batch_tokens": 100, "api_key_env": "K", "api_max_answer_bytes": 4096}
+    assert run_settings_of({**resources, "mem_mb": 1000}) == {k: v for k, v in entry.items()
+                                                              if k not in ("family", "base_url", "model")}
+    assert job_resources({"family": "tfidf"}) == {} and run_settings_of({"batch_size": 32}) == {}
+
+
+# ---- answers are checked before anything is cached ------------------------------------------------
+
+def test_a_repeated_index_is_refused_and_nothing_is_cached(server, tmp_path):
+    """Index 0 twice and the last index missing, the count right: accepted, one text got its
+    neighbour's vector and the cache kept it for every rerun."""
+    cache = tmp_path / "c.jsonl"
+    server.script = ["repeat_index"]
+    enc = OpenAIEmbeddingsEncoder(spec(server, dimensions=8, concurrency=1), "served", cache_path=str(cache))
+    with pytest.raises(EndpointError, match=r"model 'served': POST http://127\.0\.0\.1:\d+/v1/embeddings answered the "
+                                            r"indices \[0, 2, 1, 0\] for 4 texts; expected each of 0\.\.3 once"):
+        enc.encode_texts(TEXTS[:4])
+    assert not cache.exists()
+    # an honest answer afterwards: every text its own vector
+    out = OpenAIEmbeddingsEncoder(spec(server, dimensions=8), "served", cache_path=str(cache)).encode_texts(TEXTS[:4])
+    np.testing.assert_array_equal(out, np.array([toy_vector(t, 8) for t in TEXTS[:4]], np.float32))
+
+
+def test_an_answer_over_max_answer_bytes_is_refused_unread_naming_the_endpoint(server, tmp_path):
+    cache = tmp_path / "c.jsonl"
+    server.script = [("pad", 200_000)]
+    enc = OpenAIEmbeddingsEncoder(spec(server, dimensions=8, max_answer_bytes=100_000), "served",
+                                  cache_path=str(cache))
+    with pytest.raises(EndpointError, match=r"model 'served': POST http://127\.0\.0\.1:\d+/v1/embeddings answered more "
+                                            r"than max_answer_bytes=100,000 bytes for 2 texts"):
+        enc.encode_texts(TEXTS[:2])
+    assert not cache.exists() and len(server.received) == 1  # refused, not retried
+    # the same answer within the default bound (32 MiB) is read
+    server.script = [("pad", 200_000)]
+    out = OpenAIEmbeddingsEncoder(spec(server, dimensions=8), "served", cache_path=str(cache)).encode_texts(TEXTS[:2])
+    assert out.shape == (2, 8)
+
+
+@pytest.mark.parametrize("status", [400, 503])
+def test_a_key_echoed_plain_json_escaped_or_url_encoded_is_redacted(server, tmp_path, monkeypatch, caplog, status):
+    import logging
+    monkeypatch.setenv("EMB_KEY", SLASHED_KEY)
+    server.script = [("echo", status)] * 2
+    log = logging.getLogger("redaction-test-embed")
+    enc = OpenAIEmbeddingsEncoder(spec(server, dimensions=8, retries=1, api_key_env="EMB_KEY"), "served", log,
+                                  str(tmp_path / "c.jsonl"))
+    with caplog.at_level(logging.WARNING, logger="redaction-test-embed"), pytest.raises(EndpointError) as err:
+        enc.encode_texts(["x"])
+    message = str(err.value) + caplog.text
+    assert "[redacted]" in str(err.value) and f"HTTP {status}" in str(err.value)
+    escaped = SLASHED_KEY.replace("/", "\\/")
+    for form in (SLASHED_KEY, escaped, "sk-test%2F0123%2B456%3Dabc", "0123"):
+        assert form not in message, form

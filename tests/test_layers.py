@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from workflow_scripts.code_digest import import_targets
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "workflow_scripts"
 # stages laid out like a probe: the declared ones (workflow_scripts/probes.py, is_stage=True)
@@ -88,26 +90,12 @@ def imports_of(package_dir: Path) -> list[Import]:
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         local = _local_nodes(tree)
-        # the package a relative import starts from: the module's own package (its own name for an __init__)
-        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(tree):
-            targets = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = here.split(".")
-                    base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
-                    source = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    source = node.module or ""
-                targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
-                           for alias in node.names]
-            for target in targets:
-                imported = known(target) if target.split(".")[0] == package_dir.name else None
-                if imported is not None and imported != name:
-                    out.append(Import(name, imported, str(path.relative_to(package_dir.parent)), node.lineno,
-                                      id(node) in local))
+        # the imports as the code digests read them (a job's code: workflow_scripts/code_digest.py)
+        for node, target in import_targets(tree, name, path.name == "__init__.py"):
+            imported = known(target) if target.split(".")[0] == package_dir.name else None
+            if imported is not None and imported != name:
+                out.append(Import(name, imported, str(path.relative_to(package_dir.parent)), node.lineno,
+                                  id(node) in local))
     return sorted(set(out), key=lambda i: (i.path, i.line, i.imported))
 
 

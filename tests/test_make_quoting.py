@@ -12,6 +12,7 @@ Snakemake's lock from under a live run of the checkout.
 Each test works in a scratch checkout: the repository's entries linked, the Makefile copied, so its
 `.snakemake/` and `results/` are the test's own."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -94,6 +95,24 @@ def test_results_value_is_never_run_by_run_report_or_dry_run(tmp_path):
     assert f"Done. Results are in {HOSTILE_RESULTS}/: report.md, tables/, plots/." in recover.stdout
 
 
+def test_a_results_folder_given_as_RESULTS_reaches_snakemake_as_written(tmp_path):
+    """RESULTS=DIR (command line or environment) holding `$`: make expanded `$b` to nothing, so
+    `make report` asked Snakemake for another folder's report (out/a$c)."""
+    work = scratch_checkout(tmp_path)
+    tiny_study(work, "res")
+    folder = "out/a$b$$c"
+    for how in ("command line", "environment"):
+        for target in ("report", "run", "dry-run", "unlock", "recover"):
+            args, extra_env = ([f"RESULTS={folder}"], {}) if how == "command line" else ([], {"RESULTS": folder})
+            env = {k: v for k, v in os.environ.items() if k not in ("CONFIG", "RESULTS", "SNAKEMAKE_ARGS", "MAKEFLAGS")}
+            proc = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(work), "-o", ".venv/.installed",
+                                   target, "CONFIG=study.yaml", *args], capture_output=True, text=True,
+                                  env={**env, **extra_env}, timeout=TIMEOUT)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            # single-quoted as written; what the shell then gives the program is the folder itself
+            assert f"'{folder}" in proc.stdout and "'out/a$c" not in proc.stdout, (how, target, proc.stdout[-2000:])
+
+
 @pytest.mark.parametrize("name, left", [
     ("`touch marker_backtick`.yaml", "`"),  # split at the space: the first word is refused
     ("$(touch marker_dollar).yaml", "$("),
@@ -169,3 +188,15 @@ def test_make_unlock_refuses_while_a_study_of_the_checkout_runs(tmp_path, held):
     proc = make(work, "unlock", "CONFIG=study.yaml")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert not lock.exists()  # Snakemake's stale lock removed
+
+
+def test_make_help_lists_every_target():
+    """`make help` exits 0 without setting anything up and names each target the Makefile declares."""
+    proc = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "help"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    phony = next(line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith(".PHONY:"))
+    targets = phony.split(":", 1)[1].split()
+    listed = set(re.findall(r"make ([a-z-]+)", proc.stdout))
+    assert set(targets) - listed == set(), f"not in make help: {sorted(set(targets) - listed)}"
+    assert "STOP_JOBS=yes" in proc.stdout and "Ctrl-C" in proc.stdout

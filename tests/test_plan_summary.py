@@ -246,4 +246,95 @@ def test_make_dry_run_ends_with_the_plan_summary(tmp_path):
     assert ["hashing", "csc", "1", "~14", "0", "not", "estimated"] in lines, summary
     assert "hashing: unknown: no measurement" in summary
     assert "Generations to request: none" in summary
-    assert not (work / "res" / ".cache").exists()  # CALIBRATE=no measured nothing
+    assert not (work / "res" / ".cache" / "throughput.json").exists()  # CALIBRATE=no measured nothing
+
+
+# ---- what each dataset will hold, counted before any job ------------------------------------------
+
+def evaluated_source(tmp_path) -> str:
+    """A ParaCrawl-like human-evaluation TSV: 12 data rows, 7 judged V (one of them a repeat of
+    another V row's English), 5 judged otherwise."""
+    rows = [("V", "the cat sleeps", "de kat slaapt"), ("E", "broken line here", "kapot"),
+            ("V", "prices are high today", "de prijzen zijn vandaag hoog"), ("A", "wrong pair", "fout paar"),
+            ("V", "we visit the museum", "wij bezoeken het museum"), ("V", "the cat sleeps", "de kat slaapt"),
+            ("MT", "machine made", "machinaal"), ("V", "she likes cold tea", "zij houdt van koude thee"),
+            ("V", "rain fell all night long here", "het regende de hele nacht"), ("L", "x", "y"),
+            ("V", "a dog barks", "een hond blaft"), ("T", "bad tok", "slecht")]
+    path = tmp_path / "eval.tsv"
+    path.write_text("evaluation\ten\tnl\n" + "".join("\t".join(r) + "\n" for r in rows))
+    return str(path)
+
+
+def evaluated_study(tmp_path, corpora: dict) -> Study:
+    config = {"seed": 1, "embedding_partitions": 1,
+              "sources": {"pc": {"format": "tsv", "header": True, "path": evaluated_source(tmp_path),
+                                 "languages": ["en", "nl"], "columns": {"en": "en", "nl": "nl"},
+                                 "where": {"evaluation": ["V"]}}},
+              "corpora": corpora, "models": {"h": {"family": "hashing", "dim": 8}}}
+    return Study(validate(config, check_paths=False), str(tmp_path / "res"))
+
+
+def test_corpora_are_counted_with_where_duplicates_and_max_sentences_before_any_job(tmp_path):
+    """The estimate counted every line of the source file (all 3,994 rows of a ParaCrawl study with
+    `where: {evaluation: [V]}` and max_sentences 400): 9x too high."""
+    study = evaluated_study(tmp_path, {"en": {"source": "pc", "language": "en"},
+                                       "en_4": {"source": "pc", "language": "en", "max_sentences": 4},
+                                       "en_short": {"source": "pc", "language": "en", "max_tokens": 3}})
+    counts = plan_summary.corpus_counts(study)
+    # 7 V rows, one a repeat: 6 sentences; max_sentences 4; at most 3 tokens: the cat sleeps,
+    # we visit the museum (4: no), a dog barks, she likes cold tea (4: no) -> 2
+    assert (counts.corpus("en").n, counts.corpus("en").exact) == (6, True)
+    assert counts.corpus("en_4").n == 4 and counts.corpus("en_short").n == 2
+    assert "`where` leaving out 5" in counts.corpus("en").how
+    # a corpus not perturbed yet: its sentences x 7 texts per sentence, not the file's 12 lines x 7
+    count = plan_summary.text_count(study, "en_4", 0, set(), plan_summary.VARIANTS_PER_SENTENCE)
+    assert (count.n, count.exact) == (28, False)
+
+
+def test_corpus_counts_are_the_jobs_own(tmp_path, log):
+    """What ingest and derive_corpus then make: the same numbers, length matching included."""
+    from workflow_scripts.ingest import ingest
+    from workflow_scripts.length_filter import derive_corpus
+
+    corpora = {"en": {"source": "pc", "language": "en"}, "nl_2": {"source": "pc", "language": "nl", "max_sentences": 2},
+               "nl_like_en": {"source": "pc", "language": "nl", "match_lengths_of": "en", "length_match_tolerance": 0.3}}
+    study = evaluated_study(tmp_path, corpora)
+    planned = {c: plan_summary.corpus_counts(study).corpus(c).n for c in corpora}
+    spec = study.config["sources"]["pc"]
+    ingest(spec, "pc", spec["path"], str(tmp_path / "res" / "ingest" / "pc"), 100, log)
+    made = {}
+    for corpus in ("en", "nl_2", "nl_like_en"):  # the reference first
+        reference = str(tmp_path / "res" / "corpora" / "en") if corpus == "nl_like_en" else None
+        made[corpus] = derive_corpus(study.config["corpora"][corpus], corpus, str(tmp_path / "res" / "ingest" / "pc"),
+                                     str(tmp_path / "res" / "corpora" / corpus), 1, 100, reference, log)["rows"]
+    assert planned == made and made["en"] == 6 and made["nl_2"] == 2
+
+
+def test_probe_datasets_are_counted_in_their_own_units(tmp_path):
+    """Montague's phrases from its word lists (N x A + N x A x (A - 1)), a BEIR set's questions
+    and documents, an imported sample set's windows, generated triplets at most max_triplets;
+    once built, what the build job counted."""
+    study, plans = plan_summary.load_study([], str(tmp_path / "res"))  # config.yaml
+    counts = {(probe, d.dataset): d for probe, found in plan_summary.dataset_counts(plans, []).items() for d in found}
+    en = counts["montague", "modifiers_en"]  # 15 adjectives, 6 nouns (config.yaml)
+    assert (en.n, en.unit, en.bound, en.texts) == (6 * 15 + 6 * 15 * 14, "phrases", "=", 1350 + 15 + 6 + 15 * 14)
+    qa = counts["retrieval", "telecom_qa"]  # resources/retrieval/telecom_qa: 36 queries, 45 documents
+    assert (qa.n, qa.unit, qa.texts) == (36, "questions", 36 + 45)
+    assert (counts["settheory", "news"].n, counts["settheory", "news"].unit) == (64, "windows")  # news_samples.tsv
+    nd = counts["triplets", "negation_detection"]
+    assert (nd.n, nd.bound, nd.unit) == (674, "<=", "triplets")  # the paper's size, what the samples may yield
+    assert ("csc", "pc_en") not in counts  # corpora are counted as corpora
+    # built: the build job's report is what counts
+    report = tmp_path / "res" / "reports" / "triplets" / "negation_detection.json"
+    report.parent.mkdir(parents=True)
+    report.write_text(json.dumps({"size": 79, "texts": {"unique_texts": 230}}))
+    built = {d.dataset: d for d in plans["triplets"].planned_counts()}["negation_detection"]
+    assert (built.n, built.bound, built.texts) == (79, "=", 230)
+    # unless a planned job rebuilds it
+    assert {d.dataset: d for d in plans["triplets"].planned_counts(frozenset([str(report)]))}["negation_detection"].n == 674
+    text = plan_summary.summary(study, plans, [], cores=1, calibrate_missing=False)
+    assert "  montague modifiers_en: 1,350 phrases, 1,581 texts (15 adjectives x 6 nouns)" in text
+    assert "  retrieval telecom_qa: at most 36 questions, 81 texts (queries.jsonl, beside 45 documents)" in text
+    # pc_en: the distinct English lines of the shipped sample, x 7 texts per sentence
+    english = {" ".join(line.split("\t")[0].split()) for line in plan_summary.SAMPLE_FILE.read_text().splitlines()}
+    assert f"  pc_en: {len(english)} sentences, ~{7 * len(english):,} texts (source read as ingest reads it" in text

@@ -68,7 +68,7 @@ def test_adding_a_probe_runs_no_existing_embedding_job(contract):
     scores = pl.read_parquet(res / "triplets" / "mine" / "bert" / "scores.parquet")
     # subject and verb: the clusters of argument sensitivity's bootstrap (empty for a file's triplets)
     assert scores.columns == ["id", "sim_s_splus", "sim_s_sstar", "sim_splus_sstar", "correct", "subject", "verb",
-                              "original"]
+                              "cluster"]
     assert scores["subject"].is_null().all() and scores["verb"].is_null().all()
     assert (res / "plots" / "triplets" / "mine.png").exists()
     assert "# Sentence triplets" in (res / "report.md").read_text()

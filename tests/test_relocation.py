@@ -1,24 +1,23 @@
 """Results that travel: a finished study, its checkout moved to another folder or its results folder
-and `.snakemake/` copied into a fresh clone (new mtimes for every file of the checkout, NLTK data
-found elsewhere), plans nothing; an edit to the data it read still reruns what read it.
+(with or without `.snakemake/`) copied into a fresh clone (new mtimes for every file of the
+checkout, NLTK data found elsewhere), plans nothing; an edit to the data it read still reruns what
+read it.
 
 What made such a copy rerun, and what the workflow does instead: the NLTK search path as a param (a
 job puts the study's relative download folder before its own NLTK_DATA), an absolute path as an
 input (the report's published figures: paths relative to the working directory), and a folder
-under resources/ judged by its mtime (rules/common.smk `by_content`: its content stamp instead).
+under resources/ judged by its mtime, or a small file there judged by a sha256 that only
+`.snakemake/` records (rules/common.smk `by_content`: its content stamp instead).
 """
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from workflow_runner import ROOT, planned_jobs, snakemake
+from workflow_runner import copy_checkout, planned_jobs, snakemake
 
-# what a clone of the checkout holds that a study reads (tests/ and docs/ are not read)
-CHECKOUT_FILES = ("Snakefile", "config.yaml", "rules", "workflow_scripts", "resources", "envs")
 # the smallest study with a folder under resources/ as an input (the BEIR set) and a job whose
 # NLTK search path was a param (the retrieval set's build)
 CONFIG = {
@@ -29,25 +28,6 @@ CONFIG = {
                   "draws": {"count": 5, "size": 10, "replace": False}, "bootstrap_b": 20,
                   "thresholds": {"draws": 10}, "isotropy": {"transforms": ["standardise"]}},
 }
-
-
-def copy_checkout(dest: Path, keep_mtimes: bool) -> Path:
-    """The checkout's files a study reads, at `dest`: as `cp -a` copies them (mtimes kept), or as
-    a fresh clone makes them (every file and folder written now)."""
-    dest.mkdir(parents=True)
-    for name in CHECKOUT_FILES:
-        src = ROOT / name
-        ignore = shutil.ignore_patterns("__pycache__")
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=ignore, copy_function=shutil.copy2 if keep_mtimes else shutil.copy)
-        else:
-            (shutil.copy2 if keep_mtimes else shutil.copy)(src, dest / name)
-    if not keep_mtimes:
-        now = time.time() + 5  # later than any result of the study
-        for folder, _, files in os.walk(dest):
-            for f in [*files, "."]:
-                os.utime(Path(folder) / f, (now, now))
-    return dest
 
 
 def nltk_env(folder: Path) -> dict:
@@ -80,6 +60,15 @@ def test_a_moved_or_cloned_study_plans_nothing_and_an_edit_reruns_its_readers(tm
         shutil.copytree(first / kept, clone / kept, symlinks=True, copy_function=shutil.copy2)
     env = nltk_env(tmp_path / "cluster" / "nltk_data")
     assert jobs(clone, env) == []
+
+    # the results folder alone copied into a fresh clone, without .snakemake/: no metadata holds the
+    # sha256 of a small file of the checkout (the published figures the report reads), so its new
+    # mtime reran the report; every local input is judged by its content stamp instead
+    bare = copy_checkout(tmp_path / "bare" / "clone", keep_mtimes=False)
+    shutil.copy(first / "travel.yaml", bare / "travel.yaml")
+    shutil.copytree(first / "results", bare / "results", symlinks=True, copy_function=shutil.copy2)
+    assert not (bare / ".snakemake").exists()
+    assert jobs(bare, nltk_env(tmp_path / "bare" / "nltk_data")) == []
 
     # an edited question reruns the set's build and what reads it, not a copy's new mtimes
     queries = clone / "resources" / "retrieval" / "telecom_qa" / "queries.jsonl"

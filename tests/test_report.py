@@ -22,13 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def tables(tmp_path):
     csc = write(tmp_path / "csc_overlap.csv", [
-        dict(corpus="c1", model="m", condition="negation", overlap=0.25, overlap_ci_low=0.2, overlap_ci_high=0.3),
-        dict(corpus="c1", model="h", condition="negation", overlap=float("nan"), overlap_ci_low=None, overlap_ci_high=None)])
+        dict(corpus="c1", model="m", condition="negation", overlap=0.25, overlap_ci_low=0.2, overlap_ci_high=0.3,
+             within_auc=0.75, within_auc_ci_low=0.7, within_auc_ci_high=0.8),
+        dict(corpus="c1", model="h", condition="negation", overlap=float("nan"), overlap_ci_low=None, overlap_ci_high=None,
+             within_auc=float("nan"), within_auc_ci_low=None, within_auc_ci_high=None)])
     trip = write(tmp_path / "triplets_accuracy.csv", [
         dict(dataset="d", model="m", accuracy=0.75, accuracy_ci_low=0.5, accuracy_ci_high=0.9)])
     ret = write(tmp_path / "retrieval_accuracy.csv", [
-        dict(set="s", model="m", k=k, accuracy=k / 100, accuracy_ci_low=k / 200, accuracy_ci_high=k / 50,
-             ndcg=0.5, ndcg_ci_low=0.4, ndcg_ci_high=0.6) for k in (5, 10)])
+        dict(set="s", model="m", k=k, accuracy_full=k / 100, accuracy_full_ci_low=k / 200, accuracy_full_ci_high=k / 50,
+             ndcg_full=0.5, ndcg_full_ci_low=0.4, ndcg_full_ci_high=0.6, n_queries=40) for k in (5, 10)])
     return [csc, trip, ret]
 
 
@@ -37,7 +39,7 @@ def test_overview_takes_each_figure_from_its_table(tables, tmp_path):
     frame = O.build(tables, models, {"retrieval_k": 10}, str(tmp_path / "ov.csv"), str(tmp_path / "ov.png"))
     assert frame["model"].to_list() == ["m", "h"]  # config order; a model with no figure has no row
     m = frame.row(0, named=True)
-    assert (m["csc_c1_negation"], m["csc_c1_negation_ci_low"], m["csc_c1_negation_ci_high"]) == (0.25, 0.2, 0.3)
+    assert (m["csc_c1_negation"], m["csc_c1_negation_ci_low"], m["csc_c1_negation_ci_high"]) == (0.75, 0.7, 0.8)
     assert (m["triplets_d"], m["triplets_d_ci_low"], m["triplets_d_ci_high"]) == (0.75, 0.5, 0.9)
     assert m["retrieval_s_acc@10"] == 0.1 and m["retrieval_s_acc@10_ci_high"] == 0.2  # the table's k, not 5
     assert "retrieval_s_acc@5" not in frame.columns

@@ -53,7 +53,8 @@ def study(tmp_path_factory):
         "seed": 3, "shard_rows": 100, "embedding_partitions": 1, "results": "results",
         "sources": {"mini": {"format": "bitext", "path": str(base / "bitext.txt"), "languages": ["en", "nl"]}},
         "corpora": {"mini_en": {"source": "mini", "language": "en"}},
-        "models": {"tfidf": {"family": "tfidf"},
+        "models": {"form_only": {"family": "surface_form"},  # the yardstick: verdicts on the first screen
+                   "tfidf": {"family": "tfidf"},
                    "hashing": {"family": "hashing", "dim": 16, "probes": ["csc", "retrieval"]},  # fewer jobs
                    "bert": {"family": "transformers", "path": str(bert), "device": "cpu", "probes": ["csc"]}},
         "csc": {"exact_kde_max_n": 50, "bootstrap_b": 20,
@@ -66,7 +67,7 @@ def study(tmp_path_factory):
                       "k": {"min": 5, "max": 10, "step": 5}, "draws": {"count": 10, "size": 20, "replace": False},
                       "bootstrap_b": 50, "thresholds": {"draws": 20}},
         "settheory": {"datasets": {"stab": {"file": str(base / "samples.csv"), "generator": "hand-written (test)"}},
-                      "filter": {"encoders": ["tfidf"], "rule": "all", "threshold": 0.9}, "bootstrap_b": 50},
+                      "filter": {"encoders": []}, "bootstrap_b": 50},
     }
     run = base / "run"
     run.mkdir()
@@ -80,14 +81,14 @@ def study(tmp_path_factory):
 def test_overview_cells_are_the_probes_own_figures(study):
     res = study["res"]
     ov = pl.read_csv(res / "tables" / "overview.csv")
-    assert ov["model"].to_list() == ["tfidf", "hashing", "bert"]
+    assert ov["model"].to_list() == ["form_only", "tfidf", "hashing", "bert"]
     assert ov.filter(pl.col("model") == "hashing")["stand_in"].to_list() == [True]
     assert ov.filter(pl.col("model") == "tfidf")["stand_in"].to_list() == [False]
     csc = pl.read_csv(res / "tables" / "csc_overlap.csv")
     for r in csc.iter_rows(named=True):
         row = ov.filter(pl.col("model") == r["model"]).row(0, named=True)
         col = f"csc_{r['corpus']}_{r['condition']}"
-        for suffix, key in (("", "overlap"), ("_ci_low", "overlap_ci_low"), ("_ci_high", "overlap_ci_high")):
+        for suffix, key in (("", "within_auc"), ("_ci_low", "within_auc_ci_low"), ("_ci_high", "within_auc_ci_high")):
             if r[key] is None or r[key] != r[key]:  # an undefined overlap (NaN) is an empty cell
                 assert row[col + suffix] is None, (col, suffix)
             else:
@@ -98,8 +99,8 @@ def test_overview_cells_are_the_probes_own_figures(study):
     assert tfidf["triplets_mine_ci_high"] == pytest.approx(acc["accuracy_ci_high"], abs=1e-6)
     ret = pl.read_csv(res / "tables" / "retrieval_accuracy.csv").filter((pl.col("model") == "hashing") & (pl.col("k") == 5))
     hashing = ov.filter(pl.col("model") == "hashing").row(0, named=True)
-    assert hashing["retrieval_qa_acc@5"] == pytest.approx(ret["accuracy"][0], abs=1e-6)
-    assert hashing["retrieval_qa_ndcg@5_ci_low"] == pytest.approx(ret["ndcg_ci_low"][0], abs=1e-6)
+    assert hashing["retrieval_qa_acc@5"] == pytest.approx(ret["accuracy_full"][0], abs=1e-6)
+    assert hashing["retrieval_qa_ndcg@5_ci_low"] == pytest.approx(ret["ndcg_full_ci_low"][0], abs=1e-6)
     st = pl.read_csv(res / "tables" / "settheory_shares.csv").filter(
         (pl.col("model") == "tfidf") & (pl.col("criterion") == "c3") & (pl.col("case") == "T,T") & (pl.col("measure") == "cosine"))
     assert tfidf["settheory_stab_c3_TT"] == pytest.approx(st["share"][0], abs=1e-6)
@@ -119,11 +120,11 @@ def test_overview_cells_are_the_probes_own_figures(study):
     # the Markdown report carries the same overview, with each figure's direction and n; the inputs are
     # the test's own (not all shipped samples): no demo banner
     md = (res / "report.md").read_text()
-    overview = md.split("# Overview: every model, every probe", 1)[1]
+    overview = md.split("# Overview: every model against the surface-form baseline", 1)[1]
     row = next(line for line in overview.splitlines() if line.startswith("| triplets_mine |")).split(" | ")
     assert row[1:3] == ["\u2191 higher", f"{acc['n']} triplets"]  # n with its unit (issue 32)
     assert row[3].startswith(f"{tfidf['triplets_mine']:.3f} [{tfidf['triplets_mine_ci_low']:.3f}, ")
-    assert "| csc_mini_en_negation | \u2193 lower |" in overview and "Demo inputs" not in md
+    assert "| csc_mini_en_negation | \u2191 higher |" in overview and "Demo inputs" not in md
 
 
 def test_report_is_self_contained_and_built_quickly(study):
@@ -282,12 +283,25 @@ def test_report_renders_in_chromium(study, browser):
     text = browser.evaluate("document.querySelector('#app').innerText")
     for probe in PROBES + ("overview", "inputs", "runtime"):
         assert CATEGORIES[probe] in text, f"category {CATEGORIES[probe]} not shown"
-    for shown in ("Stand-in results: hashing", "Models", "Data sources", "Seed", "\u2191 higher", "\u2193 lower"):
+    for shown in ("Stand-in results: hashing", "Models", "Data sources", "Seed", "\u2191 higher"):
         assert shown in text, shown
     # the overview opens the first screen: before the introduction and the provenance
-    assert text.index("\u2193 lower") < text.index("Does an embedding model") < text.index("Data sources")
+    assert text.index("\u2191 higher") < text.index("Does an embedding model") < text.index("Data sources")
     browser.evaluate("document.querySelectorAll('*').forEach(e => { e.scrollTop = 0; }); window.scrollTo(0, 0)")
     browser.screenshot(SCREENSHOTS / "first_screen.png")
+    # issue 45, point 5: at 1400 px nothing scrolls sideways (the rule graph sits below the overview;
+    # a table wider than the text column scrolls in itself), and the answer opens the screen: one line
+    # per model, then the legend, then the verdict tables
+    wide = browser.evaluate("JSON.stringify([...document.querySelectorAll('#app div')].filter(e => "
+                            "getComputedStyle(e).overflowX !== 'visible' && e.scrollWidth > e.clientWidth + 1 "
+                            "&& !e.querySelector('table.overview')).map(e => e.className))")
+    assert json.loads(wide) == [], wide
+    assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert text.index("vs the baseline:") < text.index("n below report.min_n") < text.index("verdict vs baseline")
+    rulegraph = browser.evaluate("(() => { const g = document.querySelector('#rulegraph'); const t = "
+                                 "document.querySelector('table.verdicts'); return g && t ? "
+                                 "g.getBoundingClientRect().top > t.getBoundingClientRect().top : null; })()")
+    assert rulegraph, "the rule graph is beside or above the verdicts"
     heat = browser.evaluate(f"(() => {{ const i = {heat_map}; return [i.complete, i.naturalWidth, i.naturalHeight]; }})()")
     assert heat[0] and heat[1] > 0 and heat[2] > 0
     # one plot, opened from the CSC category as a reader would: the category, then its image

@@ -23,14 +23,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def screen(tmp_path):
-    """Three probes' tables: CSC (lower = better; n = the sentences behind the smaller curve), triplets (one model
-    at the ceiling with a zero-width interval on 23 triplets), retrieval (draws of 100 from 36 questions:
-    every draw is the whole set)."""
+    """Three probes' tables: CSC (its within-sentence AUC, higher = better; n = the sentences with both
+    kinds of variant), triplets (one model at the ceiling with a zero-width interval on 23 triplets),
+    retrieval (the full-data figures over 36 questions)."""
     csc = write(tmp_path / "csc_overlap.csv", [
         dict(corpus="c", model="m", condition="negation", overlap=0.25, overlap_ci_low=0.2, overlap_ci_high=0.3,
-             n_fuzzed=1210, n_negated=262, n_units=120, unit="sentences"),
+             within_auc=0.75, within_auc_ci_low=0.7, within_auc_ci_high=0.8,
+             n_fuzzed=1210, n_negated=262, n_units=120, n_within=120, unit="sentences", separation="right"),
         dict(corpus="c", model="t", condition="negation", overlap=0.0, overlap_ci_low=0.0, overlap_ci_high=0.04,
-             n_fuzzed=1210, n_negated=250, n_units=110, unit="sentences")])
+             within_auc=0.0, within_auc_ci_low=0.0, within_auc_ci_high=0.04,
+             n_fuzzed=1210, n_negated=250, n_units=110, n_within=110, unit="sentences", separation="wrong")])
     trip = write(tmp_path / "triplets_accuracy.csv", [
         dict(dataset="d", model="m", n=23, accuracy=1.0, accuracy_ci_low=1.0, accuracy_ci_high=1.0),
         dict(dataset="d", model="t", n=23, accuracy=0.5, accuracy_ci_low=0.3, accuracy_ci_high=0.7)])
@@ -56,7 +58,7 @@ def test_every_row_says_its_direction_and_n(screen):
     assert [r["column"] for r in screen["rows"]] == ["csc_c_negation", "triplets_d", "retrieval_qa_acc@5",
                                                       "retrieval_qa_ndcg@5"]
     assert all(r["better"] in ("lower", "higher") and r["n"] for r in screen["rows"])
-    assert rows["csc_c_negation"]["better"] == "lower" and rows["triplets_d"]["better"] == "higher"
+    assert rows["csc_c_negation"]["better"] == "higher" and rows["triplets_d"]["better"] == "higher"
     # n per row: the units the figure's bootstrap resamples, named (CSC: sentences, not the variants
     # nested in them); different per model: the range
     assert rows["csc_c_negation"]["n"] == "110-120" and rows["triplets_d"]["n"] == "23"
@@ -70,10 +72,10 @@ def test_marks_zero_width_low_n_and_ceiling(screen):
     rows = rows_of(screen)
     cell = lambda column, model: rows[column]["cells"][model]["marks"]  # noqa: E731
     assert cell("csc_c_negation", "m") == ""           # n 120, interval with width, inside (0, 1)
-    assert cell("csc_c_negation", "t") == "C"          # 0.0: at the floor of the overlap's range
+    assert cell("csc_c_negation", "t") == "CW"         # 0.0: at the floor of the AUC's range, the wrong way
     assert cell("triplets_d", "m") == "ZNC"            # 1.0 [1.0, 1.0] on 23 triplets
     assert cell("triplets_d", "t") == "N"              # 23 < min_n 100
-    assert screen["marks_used"] == ["Z", "N", "C"]
+    assert screen["marks_used"] == ["Z", "N", "C", "W"]
     assert "zero width" in screen["legend"]["Z"] and "report.min_n (100)" in screen["legend"]["N"]
     assert "ceiling or floor" in screen["legend"]["C"]
     # the marks on their own: the threshold decides N; a bound of the range decides C
@@ -84,15 +86,15 @@ def test_marks_zero_width_low_n_and_ceiling(screen):
     assert O.marks(None, None, None, 1, [0.0, 1.0], 100) == ""
 
 
-def test_retrieval_interval_has_width_where_the_draws_cover_the_set(screen):
+def test_retrieval_shows_the_full_data_figure_the_comparisons_test(screen):
+    """Issue 43, point 7: the first screen's value is the full-data figure with its interval, the one
+    the paired difference beside it is computed on, so the two subtract on one row; the mean over the
+    paper's draws stays in the retrieval tables."""
     rows = rows_of(screen)
     acc = rows["retrieval_qa_acc@5"]["cells"]["m"]
     assert (acc["value"], acc["ci_low"], acc["ci_high"]) == (0.971, 0.914, 1.0)  # the full-data interval
     assert "Z" not in acc["marks"] and acc["ci_high"] - acc["ci_low"] > 0
     assert rows["retrieval_qa_ndcg@5"]["cells"]["m"]["ci_low"] == 0.85
-    assert rows["retrieval_qa_acc@5"]["interval"].startswith("classic bootstrap over all 36 questions")
-    # draws smaller than the set: the paper's draws' interval, named for what it is (issue 32, point 7):
-    # the spread of figures on subsamples, not a confidence interval for the figure on all questions
     from workflow_scripts.retrieval.probe import accuracy_headlines
     frame = pl.DataFrame([dict(set="qa", model="m", k=5, accuracy=0.8, accuracy_ci_low=0.7, accuracy_ci_high=0.9,
                                ndcg=0.6, ndcg_ci_low=0.5, ndcg_ci_high=0.7, accuracy_full=0.81,
@@ -100,20 +102,15 @@ def test_retrieval_interval_has_width_where_the_draws_cover_the_set(screen):
                                ndcg_full_ci_low=0.4, ndcg_full_ci_high=0.8, n_queries=36, draw_size=20,
                                draw_replace=False)])
     acc = accuracy_headlines(frame, {"retrieval_k": 5})[0]
-    assert (acc["value"], acc["ci_low"], acc["n"]) == (0.8, 0.7, 36)
-    assert acc["interval"].startswith("spread of the draws of questions (2.5th-97.5th percentile")
-    assert "not a confidence interval for the figure on all 36 questions" in acc["interval"]
-    frame = frame.with_columns(draws=pl.lit(100))
-    assert accuracy_headlines(frame, {"retrieval_k": 5})[0]["interval"].startswith("spread of 100 draws of 20 questions")
+    assert (acc["value"], acc["ci_low"], acc["n"], acc["statistic"]) == (0.81, 0.6, 36, "accuracy@5")
 
 
 def test_markdown_and_html_first_screen(screen, tmp_path):
     md = "\n".join(M.first_screen_section(screen))
-    assert md.startswith("# Overview: every model, every probe") and "Demo inputs" not in md
+    assert md.startswith("# Overview: every model against the surface-form baseline") and "Demo inputs" not in md
     assert "| figure | better | n | m | t (stand-in) |" in md
     assert "| triplets_d | \u2191 higher | 23 triplets | 1.000 [1.000, 1.000] ZNC | 0.500 [0.300, 0.700] N |" in md
-    assert "| csc_c_negation | \u2193 lower | 110-120 sentences |" in md and "**Z** interval of zero width" in md
-    assert "`retrieval_qa_acc@5`: classic bootstrap over all 36 questions" in md
+    assert "| csc_c_negation | \u2191 higher | 110-120 sentences |" in md and "**Z**: interval of zero width" in md
     demo = {**screen, "demo": True, "banner": O.DEMO_BANNER}
     md = "\n".join(M.first_screen_section(demo))
     assert md.index("Demo inputs") < md.index("| figure |")  # the banner before the numbers
@@ -170,17 +167,18 @@ def test_console_summary(screen, tmp_path):
     lines = text.splitlines()
     assert "Demo inputs" not in text
     # long, not wide: per figure a row per model, so no model is off-screen however many there are
-    assert "  triplets d accuracy (\u2191 higher)" in lines
+    assert "  triplets d: accuracy (\u2191 higher)" in lines
     header = next(line for line in lines if line.strip().startswith("model"))
-    assert [h.strip() for h in header.split("  ") if h.strip()] == ["model", "value [95% interval]", "n",
-        "verdict vs baseline", "difference vs baseline [95% interval]", "p adjusted", "marks"]
+    assert [h.strip() for h in header.split("  ") if h.strip()] == ["model", "value [95% interval]", "n", "rank",
+        "verdict vs baseline", "difference [adj. interval]", "margin \u03b4", "p adjusted", "marks"]
     assert any(line.split() == ["t", "(stand-in)", "0.500", "[0.300,", "0.700]", "23", "triplets", "no", "verdict",
                                 "(no", "baseline)", "N"] for line in lines)
-    assert "Z: interval of zero width" in text and "N: n below report.min_n (100)" in text
-    assert "* retrieval qa accuracy@5, retrieval qa NDCG@5: classic bootstrap over all 36 questions" in text
+    # the legend of the marks shown comes before the tables
+    assert text.index("Z: interval of zero width") < text.index("triplets d: accuracy")
+    assert "N: n below report.min_n (100)" in text
     assert lines[-1].startswith("Report: results/my_study/report.md") and "report.html" in lines[-1]
     demo = C.summary({**screen, "demo": True, "banner": O.DEMO_BANNER}, "r")
-    assert "!! Demo inputs" in demo and len(demo.splitlines()) < 40
+    assert "!! Demo inputs" in demo and len(demo.splitlines()) < 50
     # the module: the results folder from the config files (the later one's `results` wins)
     (tmp_path / "r" / "report").mkdir(parents=True)
     (tmp_path / "r" / "report" / "overview.json").write_text(json.dumps(screen))
@@ -193,17 +191,29 @@ def test_console_summary(screen, tmp_path):
     assert C.main([str(tmp_path / "missing")]) == 1
 
 
-def test_cells_no_better_than_the_form_only_baseline_are_marked_b(tmp_path):
-    """A model whose paired difference with the surface-form baseline is not significant (Holm) gets
-    B on its cell in the first screen and its HTML; one significantly better does not; the baseline's
-    own cell never does."""
+def difference_row(model: str, value: float, significant, better: str | None, family: str = "confirmatory",
+                   p_adjusted: float | None = 0.01, base: str = "form", base_value: float = 0.5,
+                   verdict: str | None = None, reason: str | None = None) -> dict:
+    """One hand-made row of a differences table: `model` (A) against the baseline (B) on triplets `d`,
+    with the verdict word the differences job would have written (given or from `significant`)."""
+    d = value - base_value
+    if verdict is None and family == "confirmatory" and significant is not None:
+        verdict = ("better" if d > 0 else "worse") if significant else "inconclusive"
+    return dict(probe="triplets", dataset="d", statistic="accuracy", model_a=model, model_b=base, value_a=value,
+                value_b=base_value, difference=d, ci_low=d - 0.05, ci_high=d + 0.05, p_value=p_adjusted,
+                test="mcnemar", family=family, p_adjusted=p_adjusted, method="holm", significant=significant,
+                better=better, replicates=1000, margin=0.05, signed_difference=d, adjusted_low=d - 0.06,
+                adjusted_high=d + 0.06, verdict=verdict, reason=reason, mde=0.04, units_needed=400)
+
+
+def test_cells_not_shown_better_than_the_form_only_baseline_are_marked_b(tmp_path):
+    """A model whose verdict against the surface-form baseline is not `better` gets B on its cell in
+    the first screen and its HTML; one better does not; the baseline's own cell never does."""
     trip = write(tmp_path / "triplets_accuracy.csv", [
         dict(dataset="d", model=m, n=500, accuracy=a, accuracy_ci_low=a - 0.05, accuracy_ci_high=a + 0.05)
         for m, a in (("form", 0.5), ("good", 0.8), ("same", 0.52))])
     diff = write(tmp_path / "triplets_differences.csv", [
-        dict(probe="triplets", dataset="d", statistic="accuracy", model_a=a, model_b="form", value_a=v, value_b=0.5,
-             difference=v - 0.5, ci_low=lo, ci_high=hi, p_value=p, p_holm=p, significant=s, better=a, replicates=1000)
-        for a, v, lo, hi, p, s in (("good", 0.8, 0.2, 0.4, 0.0, True), ("same", 0.52, -0.03, 0.07, 0.4, False))])
+        difference_row("good", 0.8, True, "good"), difference_row("same", 0.52, False, "same", p_adjusted=0.4)])
     models = {"form": {"family": "surface_form"}, "good": {"family": "tfidf"}, "same": {"family": "tfidf"}}
     O.build([trip], models, {}, str(tmp_path / "ov.csv"), None, str(tmp_path / "overview.json"),
             min_n=100, demo=False, differences=[diff])
@@ -216,59 +226,50 @@ def test_cells_no_better_than_the_form_only_baseline_are_marked_b(tmp_path):
     assert "0.520 [0.470, 0.570] B" in text and "background:#e5e7eb" in text
 
 
-def test_csc_overlap_that_separates_the_wrong_way_is_marked_w_and_never_better_than_the_baseline(tmp_path):
-    """Issue 32, point 4: `wrong` has the lowest overlap and a paired difference with the baseline
-    that is significant in its favour, but its negated variants sit closer to the originals than its
-    fuzzed ones (direction_ok false): W, and B whatever the difference says; `right` is better."""
+def test_csc_that_separates_the_wrong_way_is_marked_w_and_never_better_than_the_baseline(tmp_path):
+    """`wrong` has a within-sentence AUC below 1/2 by the margin (its separation `wrong`): W, B and the
+    verdict `wrong direction` whatever its difference says; `right` is better."""
     csc = write(tmp_path / "csc_overlap.csv", [
-        dict(corpus="c", model=m, condition="negation", overlap=o, overlap_ci_low=o - 0.05, overlap_ci_high=o + 0.05,
-             n_fuzzed=300, n_negated=200, gap=g, auc=a, direction_ok=g > 0)
-        for m, o, g, a in (("form", 0.8, 0.01, 0.55), ("wrong", 0.26, -0.013, 0.31), ("right", 0.4, 0.05, 0.8))])
+        dict(corpus="c", model=m, condition="negation", overlap=0.5, overlap_ci_low=0.45, overlap_ci_high=0.55,
+             within_auc=a, within_auc_ci_low=a - 0.05, within_auc_ci_high=a + 0.05, n_within=300,
+             n_units=300, unit="sentences", separation=sep)
+        for m, a, sep in (("form", 0.55, "unclear"), ("wrong", 0.31, "wrong"), ("right", 0.8, "right"))])
     diff = write(tmp_path / "csc_differences.csv", [
-        dict(probe="csc", dataset="c", statistic="negation/overlap", model_a=a, model_b="form", value_a=v, value_b=0.8,
-             difference=v - 0.8, ci_low=v - 0.85, ci_high=v - 0.75, p_value=0.001, p_holm=0.002, significant=True,
-             better=a, replicates=1000)
-        for a, v in (("wrong", 0.26), ("right", 0.4))])
+        {**difference_row(a, v, True, a, base_value=0.55, verdict=w), "probe": "csc", "dataset": "c",
+         "statistic": "negation/within_auc"}
+        for a, v, w in (("wrong", 0.31, "wrong direction"), ("right", 0.8, "better"))])
     models = {"form": {"family": "surface_form"}, "wrong": {"family": "tfidf"}, "right": {"family": "sentence_transformers"}}
     O.build([csc], models, {}, str(tmp_path / "ov.csv"), None, str(tmp_path / "overview.json"),
             min_n=100, demo=False, differences=[diff])
     screen = json.loads((tmp_path / "overview.json").read_text())
     cells = screen["rows"][0]["cells"]
     assert {m: c["marks"] for m, c in cells.items()} == {"form": "", "wrong": "WB", "right": ""}
-    assert screen["marks_used"] == ["W", "B"] and "wrong direction" in screen["legend"]["W"]
+    assert cells["wrong"]["verdict"]["verdict"] == "wrong direction"
+    assert screen["marks_used"] == ["W", "B"] and "wrong way" in screen["legend"]["W"]
     text = C.summary(screen, "results")
-    assert any(line.split()[:5] == ["wrong", "0.260", "[0.210,", "0.310]", "wrong"] and line.endswith("WB")
+    assert any(line.split()[:5] == ["wrong", "0.310", "[0.260,", "0.360]", "300"] and line.endswith("WB")
                for line in text.splitlines())
-    assert "W: separates in the wrong direction" in text
+    assert "W: separates the wrong way" in text
     P.first_screen(str(tmp_path / "overview.json"), str(tmp_path / "first_screen.rst"))
-    assert "0.260 [0.210, 0.310] WB" in (tmp_path / "first_screen.rst").read_text()
+    assert "0.310 [0.260, 0.360] WB" in (tmp_path / "first_screen.rst").read_text()
     # without a differences table (or a comparison) the wrong-way cell is still never better
     O.build([csc], models, {}, str(tmp_path / "ov2.csv"), None, str(tmp_path / "overview2.json"), min_n=100)
     cells = json.loads((tmp_path / "overview2.json").read_text())["rows"][0]["cells"]
     assert cells["wrong"]["marks"] == "WB" and cells["right"]["marks"] == ""
 
 
-def test_the_differences_block_says_holm_adjusts_the_p_values_not_the_intervals(tmp_path):
-    """Issue 32, point 7: the intervals beside the differences are the unadjusted paired intervals;
-    only the p-values are Holm-adjusted, so the report must not read an interval as the verdict."""
+def test_the_differences_block_says_what_is_adjusted(tmp_path):
+    """The intervals beside the differences are the unadjusted paired intervals; the verdict rests on
+    the family-adjusted interval and the margin, which the block names."""
     diff = write(tmp_path / "csc_differences.csv", [
-        dict(probe="csc", dataset="c", statistic="negation/overlap", model_a="m", model_b="form", value_a=0.5,
-             value_b=0.8, difference=-0.3, ci_low=-0.4, ci_high=-0.2, p_value=0.03, family="confirmatory",
-             p_adjusted=0.09, method="holm", significant=False, b_too_small=False, better="m", replicates=1000)])
-    text = "\n".join(M.differences_block(diff, [{"dataset": "c", "statistic": "negation/overlap"}]))
-    assert "Holm's correction of their p-values" in text and "Only the p-values are adjusted" in text
-    assert "| A - B [95% interval, unadjusted] |" in text
-    assert "an interval that excludes 0 is not by itself a significant difference" in text
-
-
-def difference_row(model: str, value: float, significant, better: str | None, family: str = "confirmatory",
-                   p_adjusted: float | None = 0.01, base: str = "form", base_value: float = 0.5) -> dict:
-    """One hand-made row of a differences table: `model` (A) against the baseline (B) on triplets `d`."""
-    d = value - base_value
-    return dict(probe="triplets", dataset="d", statistic="accuracy", model_a=model, model_b=base, value_a=value,
-                value_b=base_value, difference=d, ci_low=d - 0.05, ci_high=d + 0.05, p_value=p_adjusted,
-                test="mcnemar", family=family, p_adjusted=p_adjusted, method="holm", significant=significant,
-                b_too_small=False, better=better, replicates=1000)
+        dict(probe="csc", dataset="c", statistic="negation/within_auc", model_a="m", model_b="form", value_a=0.8,
+             value_b=0.5, difference=0.3, ci_low=0.2, ci_high=0.4, p_value=0.03, family="confirmatory",
+             p_adjusted=0.09, method="holm", significant=False, better="m", replicates=1000, verdict="inconclusive",
+             margin=0.05)])
+    text = "\n".join(M.differences_block(diff, [{"dataset": "c", "statistic": "negation/within_auc"}]))
+    assert "Holm's correction of their p-values" in text and "family-adjusted interval" in text
+    assert "| A - B [95% interval, unadjusted] |" in text and "| inconclusive | 0.05 |" in text
+    assert "does not depend on B" in text
 
 
 def headline(model: str, value: float, **extra) -> dict:
@@ -281,28 +282,28 @@ FOUR = {"form": {"family": "surface_form"}, "good": {"family": "tfidf"}, "bad": 
         "same": {"family": "tfidf"}, "wrong": {"family": "tfidf"}}
 
 
-def test_verdicts_from_hand_made_differences_rows():
-    """Issue 32, point 8: the verdict against the surface-form baseline in words, read from the
-    confirmatory rows: significant with the model better, significant with the baseline better, not
-    significant, and a cell that separates the wrong way (W) whatever its significant difference says;
-    the difference is model - baseline whichever side of the row the model is on."""
+def test_verdicts_are_read_from_the_differences_table():
+    """The verdict in words is the differences table's (one verdict, written once): the first screen
+    reads the confirmatory row's word, the difference model - baseline with its family-adjusted
+    interval, the margin and the power; a cell that separates the wrong way (W) says so whatever
+    its row says."""
     rows = [headline("form", 0.5), headline("good", 0.8), headline("bad", 0.3), headline("same", 0.52),
             headline("wrong", 0.9, wrong_direction=True)]
-    diffs = pl.DataFrame([difference_row("good", 0.8, True, "good"), difference_row("same", 0.52, False, "same", p_adjusted=0.4),
-                          difference_row("wrong", 0.9, True, "wrong")]
-                         # the baseline as A: the model's difference is the row's, negated
-                         + [{**difference_row("form", 0.5, True, "form", base="bad", base_value=0.3), "p_adjusted": 0.003}])
+    diffs = pl.DataFrame([difference_row("good", 0.8, True, "good"),
+                          difference_row("same", 0.52, False, "same", p_adjusted=0.4, verdict="equivalent"),
+                          difference_row("bad", 0.3, True, "form"), difference_row("wrong", 0.9, True, "wrong")])
     verdicts = O.baseline_verdicts(rows, diffs, FOUR)
     words = {m: verdicts[(m, "triplets_d")]["verdict"] for m in FOUR}
-    assert words == {"form": "no verdict", "good": "better", "bad": "worse", "same": "no difference",
+    assert words == {"form": "no verdict", "good": "better", "bad": "worse", "same": "equivalent",
                      "wrong": "wrong direction"}
     bad = verdicts[("bad", "triplets_d")]
     assert bad["baseline"] == "form" and bad["difference"] == pytest.approx(-0.2)
-    assert (bad["ci_low"], bad["ci_high"]) == (pytest.approx(-0.25), pytest.approx(-0.15)) and bad["p_adjusted"] == 0.003
+    assert (bad["ci_low"], bad["ci_high"]) == (pytest.approx(-0.26), pytest.approx(-0.14)) and bad["margin"] == 0.05
     assert verdicts[("form", "triplets_d")]["reason"] == "baseline"
-    # B (not better) is exactly every compared cell whose verdict is not `better`
-    marked = O.not_better_than_baseline(rows, diffs, FOUR)
-    assert {m for m, _ in marked} == {m for m in FOUR if words[m] not in ("better", "no verdict")}
+    marked = O.not_better_than_baseline(rows, verdicts, FOUR)
+    assert {m for m, _ in marked} == {"bad", "same", "wrong"}
+    inconclusive = O.verdict_text({**verdicts[("good", "triplets_d")], "verdict": "inconclusive"})
+    assert inconclusive == "inconclusive (MDE 0.040, n\u2248400 for \u03b4)"
 
 
 def test_no_verdict_where_there_is_none():
@@ -317,71 +318,97 @@ def test_no_verdict_where_there_is_none():
     cases = {"no baseline": verdict([row], significant, {"good": {"family": "tfidf"}}),
              "no direction": verdict([{**row, "lower_is_better": None}], significant),
              "not compared": verdict([row], [difference_row("good", 0.8, None, "good", family="exploratory")]),
-             "no p": verdict([row], [difference_row("good", 0.8, None, None, p_adjusted=None)])}
+             "no p": verdict([row], [difference_row("good", 0.8, None, None, p_adjusted=None, verdict="no verdict",
+                                                    reason="no p")])}
     for reason, got in cases.items():
         assert (got["verdict"], got["reason"]) == ("no verdict", reason)
         assert O.verdict_text(got) == f"no verdict ({reason})"
 
 
+def test_a_degenerate_baseline_shows_the_comparison_with_chance():
+    row = headline("good", 0.8)
+    ref = {**difference_row("good", 0.8, True, "good", base="chance"), "value_b": 0.5}
+    diffs = pl.DataFrame([{**difference_row("good", 0.8, None, "good", family="exploratory"),
+                           "reason": "baseline degenerate", "baseline_degenerate": True}, ref])
+    got = O.baseline_verdicts([row], diffs, FOUR)[("good", "triplets_d")]
+    assert (got["verdict"], got["reason"]) == ("no verdict", "baseline degenerate")
+    assert got["reference"]["verdict"] == "better" and got["reference"]["level"] == 0.5
+    assert O.verdict_text(got) == "vs chance: better"
+    base = O.baseline_verdicts([headline("form", 0.5)], diffs, FOUR)[("form", "triplets_d")]
+    assert O.verdict_text(base) == "no verdict (baseline, degenerate)"
+    assert O.difference_text(got).startswith("+0.300")
+
+
 @pytest.fixture
 def verdict_screen(tmp_path):
-    """The first screen of a run with a baseline and the four verdicts on triplets."""
+    """The first screen of a run with a baseline and three verdicts on triplets."""
     trip = write(tmp_path / "triplets_accuracy.csv", [
         dict(dataset="d", model=m, n=500, accuracy=a, accuracy_ci_low=a - 0.05, accuracy_ci_high=a + 0.05)
         for m, a in (("form", 0.5), ("good", 0.8), ("bad", 0.3), ("same", 0.52))])
     diff = write(tmp_path / "triplets_differences.csv", [
-        difference_row("good", 0.8, True, "good", p_adjusted=2 ** -22), difference_row("bad", 0.3, True, "form"),
-        difference_row("same", 0.52, False, "same", p_adjusted=0.4)])
+        {**difference_row("good", 0.8, True, "good", p_adjusted=2 ** -22), "rank_a": "1 of 4", "rank_b": "3 of 4"},
+        difference_row("bad", 0.3, True, "form"),
+        difference_row("same", 0.52, False, "same", p_adjusted=0.4, verdict="equivalent")])
     O.build([trip], FOUR, {}, str(tmp_path / "ov.csv"), None, str(tmp_path / "overview.json"),
             min_n=100, demo=False, differences=[diff])
     return json.loads((tmp_path / "overview.json").read_text())
 
 
+def test_the_first_screen_opens_with_one_line_per_model(verdict_screen):
+    assert verdict_screen["summaries"] == ["good vs the baseline: 1 better (1 by at least the margin), of 1 figures",
+                                           "bad vs the baseline: 0 better \u00b7 1 worse, of 1 figures",
+                                           "same vs the baseline: 0 better \u00b7 1 equivalent, of 1 figures"]
+
+
 def test_markdown_first_screen_has_a_row_per_model_and_figure_with_its_verdict(verdict_screen):
     md = "\n".join(M.first_screen_section(verdict_screen))
-    head = "| figure | model | value [95% interval] | n | verdict vs baseline | difference vs baseline [95% interval] | p adjusted | marks |"
+    head = ("| figure | model | value [95% interval] | n | rank | verdict vs baseline | difference "
+            "[adj. interval] | margin \u03b4 | p adjusted | marks |")
     assert head in md and md.index(head) < md.index("| figure | better | n |")  # the verdicts before the wide table
+    assert md.index("- good vs the baseline: 1 better") < md.index("- **better**:") < md.index(head)
     table = md[md.index(head):].split("\n\n")[0].splitlines()[2:]
     assert [line.split(" | ")[1] for line in table] == ["form", "good", "bad", "same"]  # one row per model and figure
-    assert "| triplets d accuracy (\u2191 higher) | good | 0.800 [0.750, 0.850] | 500 triplets | better | " \
-           "+0.300 [+0.250, +0.350] | 2.4e-07 |  |" in table
-    assert "| bad | 0.300 [0.250, 0.350] | 500 triplets | worse | -0.200 [-0.250, -0.150] | 0.010 | B |" in table[2]
-    assert "| same | 0.520 [0.470, 0.570] | 500 triplets | no difference | +0.020 [-0.030, +0.070] | 0.400 | B |" in table[3]
-    assert "| form | 0.500 [0.450, 0.550] | 500 triplets | no verdict (baseline) |" in table[0]
+    assert "| triplets d: accuracy (\u2191 higher) | good | 0.800 [0.750, 0.850] | 500 triplets | 1 of 4 | better | " \
+           "+0.300 [+0.240, +0.360] | 0.05 | 2.4e-07 |  |" in table
+    assert "| bad | 0.300 [0.250, 0.350] | 500 triplets |  | worse | -0.200 [-0.260, -0.140] | 0.05 | 0.010 | B |" in table[2]
+    assert "| same | 0.520 [0.470, 0.570] | 500 triplets |  | equivalent | +0.020 [-0.040, +0.080] | 0.05 | 0.400 | B |" \
+        in table[3]
+    assert "| form | 0.500 [0.450, 0.550] | 500 triplets | 3 of 4 | no verdict (baseline) |" in table[0]
 
 
 def test_console_and_html_say_the_same_verdicts(verdict_screen, tmp_path):
     text = C.summary(verdict_screen, "results")
     verdict_of = {line.split()[0]: line for line in text.splitlines() if line.startswith("    ")}
-    assert "better" in verdict_of["good"] and "+0.300 [+0.250, +0.350]" in verdict_of["good"]
-    assert "worse" in verdict_of["bad"] and "no difference" in verdict_of["same"]
+    assert "better" in verdict_of["good"] and "+0.300 [+0.240, +0.360]" in verdict_of["good"]
+    assert "worse" in verdict_of["bad"] and "equivalent" in verdict_of["same"]
     assert "no verdict (baseline)" in verdict_of["form"]
-    assert all(len(line) <= C.WIDTH for line in text.splitlines())
+    assert all(len(line) <= C.TABLE_WIDTH for line in text.splitlines())
     (tmp_path / "screen.json").write_text(json.dumps(verdict_screen))
     P.first_screen(str(tmp_path / "screen.json"), str(tmp_path / "first_screen.rst"))
     from docutils.core import publish_parts
     html = publish_parts((tmp_path / "first_screen.rst").read_text(), writer="html",
                          settings_overrides={"halt_level": 2})["body"]
     assert "<th>verdict vs baseline</th>" in html and html.index("verdict vs baseline") < html.index("<th>better</th>")
-    for words in ("better</td>", "worse</td>", "no difference</td>", "no verdict (baseline)</td>"):
+    assert html.index("good vs the baseline: 1 better") < html.index("verdict vs baseline")
+    for words in ("better</td>", "worse</td>", "equivalent</td>", "no verdict (baseline)</td>"):
         assert words in html, words
 
 
 def test_read_differences_keeps_false_false_beside_a_table_without_verdicts(tmp_path):
-    """A probe without directions (domain shift) writes its differences with an empty `significant`
-    column; read beside another probe's table, "false" must stay False, never a non-empty (true) string:
-    a comparison with p adjusted 0.75 is no difference, not better."""
+    """A probe without directions (domain shift) writes its differences with empty `significant` and
+    `verdict` columns; read beside another probe's table, "false" must stay False and the verdict text."""
     from workflow_scripts.report.overview import baseline_verdicts, read_differences
 
-    header = "probe,dataset,statistic,model_a,model_b,difference,ci_low,ci_high,p_adjusted,family,significant,better\n"
+    header = ("probe,dataset,statistic,model_a,model_b,difference,ci_low,ci_high,p_adjusted,family,significant,better,"
+              "verdict\n")
     (tmp_path / "triplets.csv").write_text(header + "triplets,d,accuracy,tfidf,form_only,0.05,0.01,0.1,0.75,"
-                                                    "confirmatory,false,tfidf\n")
+                                                    "confirmatory,false,tfidf,inconclusive\n")
     (tmp_path / "domain.csv").write_text(header + "domain_shift,t,overlap,tfidf,form_only,0.1,0.0,0.2,0.3,"
-                                                  "exploratory,,\n")
+                                                  "exploratory,,,\n")
     frame = read_differences([str(tmp_path / "domain.csv"), str(tmp_path / "triplets.csv")])
-    assert frame.schema["significant"] == pl.Boolean
+    assert frame.schema["significant"] == pl.Boolean and frame.schema["verdict"] == pl.String
     assert frame.filter(pl.col("probe") == "triplets")["significant"].to_list() == [False]
     row = {"model": "tfidf", "column": "triplets_d", "probe": "triplets", "dataset": "d", "statistic": "accuracy",
            "lower_is_better": False}
     models = {"form_only": {"family": "surface_form"}, "tfidf": {"family": "tfidf"}}
-    assert baseline_verdicts([row], frame, models)[("tfidf", "triplets_d")]["verdict"] == "no difference"
+    assert baseline_verdicts([row], frame, models)[("tfidf", "triplets_d")]["verdict"] == "inconclusive"

@@ -1,7 +1,7 @@
 """The report rule's one job (report/build.py, run_report) on a hand-made results folder: every output
 of the rule is written from the job's files and params alone (nothing on a command line), in the
 order the rule needs (the runtimes read the benchmark files), and the params reach the steps: the
-first screen's min_n and demo flag, the models' families, the data sources' sha256."""
+first screen's min_n and demo flag, the models' families, the data sources' sha256, the tables' code."""
 import hashlib
 import json
 
@@ -46,7 +46,8 @@ def test_run_report_writes_every_output_from_the_job(tmp_path):
         output={k: [str(p) for p in v] if isinstance(v, list) else str(v) for k, v in out.items()},
         params={"sections": [section], "models": {"m": {"family": "tfidf"}, "h": {"family": "hashing", "dim": 8}},
                 "headline_options": {}, "first_screen_settings": {"min_n": 20, "demo": True},
-                "data": {"src": str(data)}, "run": {"seed": 7, "embedding_partitions": 2}},
+                "data": {"src": str(data)}, "run": {"seed": 7, "embedding_partitions": 2},
+                "table_code": {"tables/triplets_accuracy.csv": {"rule": "triplets_aggregate", "code": "c0de" * 16}}},
         function="report.build:run_report")
     run_report(job)
 
@@ -58,7 +59,7 @@ def test_run_report_writes_every_output_from_the_job(tmp_path):
     # min_n 20 from the params: 23 triplets are enough, so no N; the demo banner from the params
     assert screen["min_n"] == 20 and screen["demo"] and "N" not in screen["marks_used"]
     md = out["md"].read_text()
-    assert md.startswith("# Overview: every model, every probe") and "Demo inputs" in md
+    assert md.startswith("# Overview: every model against the surface-form baseline") and "Demo inputs" in md
     assert "# Triplets" in md and "Accuracy per model." in md and "| src | 9 | 1 | empty: 1 | none |" in md
     assert "2 rows" in out["pages"][1].read_text() and "0.7500 [0.5000, 0.9000]" in out["pages"][1].read_text()
     assert "<code>tables/overview.csv</code>" in out["pages"][0].read_text()
@@ -66,6 +67,9 @@ def test_run_report_writes_every_output_from_the_job(tmp_path):
     provenance = out["provenance"].read_text()
     assert "Stand-in results: h" in provenance and "**Seed** 7" in provenance and "partitions** 2" in provenance
     assert hashlib.sha256(b"A sentence.\n").hexdigest() in provenance and "scikit-learn TF-IDF" in provenance
+    # each table's job and the digest of its code (rst escapes the underscores)
+    code = provenance[provenance.index("**Code**"):]
+    assert "   * - tables/triplets\\_accuracy.csv\n     - triplets\\_aggregate\n     - " + "c0de" * 16 in code
     assert "Demo inputs" in out["first_screen"].read_text() and "data:image/png;base64" in out["first_screen"].read_text()
     jobs = pl.read_csv(out["runtimes_csv"])
     assert jobs.rows() == [("embed", "m/part-000", 4.5, 100.0, 200.0, 3.0, 60.0)]

@@ -1,5 +1,6 @@
 """Threads, memory and runtime from one place (workflow_scripts/rule_resources.py): declared
-defaults, the config's `resources:`, a job's own entry, Snakemake's --set-* over all of them."""
+defaults, the config's `resources:`, a job's own entry, given to each rule's `threads:` and
+`resources:` directives; Snakemake's --set-* over all of them."""
 from types import SimpleNamespace
 
 import pytest
@@ -44,27 +45,42 @@ def test_a_job_of_its_own_wins_over_the_rule():
     assert s["runtime"](wildcards(recipe="other"), 1) == rule_resources.declared()["adapt_train"].runtime
 
 
-class FakeRule:
-    def __init__(self, name):
-        self.name = name
-        self.resources = {"_cores": 1, "gpu": "kept"}
+def test_the_directives_get_the_rules_settings():
+    """What each rule's `threads:` and `resources:` directives are given (rules/common.smk)."""
+    res = rule_resources.RuleResources({"resources": {"csc_score": {"threads": 3, "mem_mb": 10}}})
+    assert res.threads("csc_score") == 3 and res.threads("csc_plot") == rule_resources.declared()["csc_plot"].threads
+    sized = res.sized("csc_score")
+    assert set(sized) == {"mem_mb", "runtime"}
+    assert sized["mem_mb"](wildcards(), 2) == 20
+    assert sized["runtime"](wildcards(), 1) == rule_resources.declared()["csc_score"].runtime
 
 
-def fake_workflow(rules, threads=None, resources=None):
-    settings = SimpleNamespace(overwrite_threads=threads or {}, overwrite_resources=resources or {})
-    return SimpleNamespace(rules=rules, resource_settings=settings)
-
-
-def test_apply_leaves_the_command_line_and_rules_without_jobs():
-    rules = [FakeRule("csc_score"), FakeRule("perturb"), FakeRule("all")]
-    rule_resources.apply(fake_workflow(rules, threads={"perturb": 2},
-                                       resources={"csc_score": {"mem_mb": 777}}),
-                         {"resources": {"perturb": {"threads": 5}}})
-    score, perturb, target = rules
-    assert score.resources["gpu"] == "kept" and "mem_mb" not in score.resources  # --set-resources
-    assert score.resources["runtime"](wildcards(), 1) == rule_resources.declared()["csc_score"].runtime
-    assert perturb.resources["_cores"] == 1  # --set-threads perturb=2 is applied by Snakemake itself
-    assert target.resources == {"_cores": 1, "gpu": "kept"}
+def test_snakemake_applies_them_and_its_command_line_wins(tmp_path):
+    """A dry run of the CSC study: the declared values, the config's `resources:` and a model's own
+    entry reach the jobs through the directives, and --set-threads / --set-resources win."""
+    import re
+    import yaml
+    from workflow_runner import ROOT, snakemake, write_config
+    config = yaml.safe_load((ROOT / "resources" / "csc" / "study.yaml").read_text())
+    config["resources"] = {"csc_score": {"threads": 2, "runtime": 7}, "perturb": {"threads": 1}}
+    config["models"]["tfidf"]["mem_mb"] = 1234
+    for source in config["sources"].values():  # the study's paths are the checkout's
+        source["path"] = str(ROOT / source["path"])
+    out = snakemake(tmp_path, write_config(tmp_path, config), "--dry-run", "--set-threads", "perturb=2",
+                    "--set-resources", "csc_score:mem_mb=777")
+    jobs = {}
+    for block in re.split(r"\n(?=\s*(?:local)?rule \w+:)", out.stdout):  # a group's jobs are indented
+        rule = re.match(r"(?:local)?rule (\w+):", block.strip())
+        if rule and rule.group(1) != "all":
+            threads = re.search(r"^\s*threads: (\d+)$", block, re.M)
+            resources = dict(re.findall(r"(mem_mb|runtime)=(\d+)", block))
+            jobs[rule.group(1)] = (int(threads.group(1)) if threads else 1, int(resources["mem_mb"]),
+                                   int(resources["runtime"]))
+    declared = rule_resources.declared()
+    assert jobs["perturb"] == (2, declared["perturb"].mem_mb, declared["perturb"].runtime)  # --set-threads
+    assert jobs["csc_score"] == (2, 777, 7)  # config threads and runtime, --set-resources memory
+    assert jobs["embed"] == (1, 1234, declared["embed"].runtime)  # the model's own memory
+    assert jobs["csc_plot"] == (declared["csc_plot"].threads, declared["csc_plot"].mem_mb, declared["csc_plot"].runtime)
 
 
 @pytest.mark.parametrize("rule", ["embed", "perturb"])

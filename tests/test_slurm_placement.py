@@ -74,8 +74,8 @@ def test_embedding_partition_follows_the_model_device_and_only_cpu_jobs_are_grou
 
 def test_rehearsal_config_keeps_the_full_study_but_its_downloads(tmp_path):
     """Same corpora, model names, partitions and conditions; the sources are local files, every
-    model but TF-IDF is the hashing stand-in at its real width on one thread, requests are capped to
-    the node."""
+    model but TF-IDF and the surface-form yardstick is the hashing stand-in at its real width on one
+    thread, requests are capped to the node."""
     from rehearsal_config import FULL_CONFIG, rehearsal_config
     full = yaml.safe_load(FULL_CONFIG.read_text())
     config = rehearsal_config(full, tmp_path / "c.zip", "out", node_cpus=2, node_mem_mb=10000,
@@ -85,8 +85,9 @@ def test_rehearsal_config_keeps_the_full_study_but_its_downloads(tmp_path):
     assert config["csc"] == full["csc"] and config["embedding_partitions"] == full["embedding_partitions"]
     assert not any("url" in s for s in config["sources"].values())
     assert config["models"]["tfidf"] == full["models"]["tfidf"]
+    assert config["models"]["form_only"] == full["models"]["form_only"]
     assert config["models"]["fasttext_nl"]["dim"] == 300 and config["models"]["labse"]["dim"] == 768
-    assert {m["family"] for n, m in config["models"].items() if n != "tfidf"} == {"hashing"}
+    assert {m["family"] for n, m in config["models"].items() if n not in ("tfidf", "form_only")} == {"hashing"}
     assert config["models"]["mpnet"]["threads"] == 1 and config["models"]["fasttext_en"]["mem_mb"] == 10000
     assert config["resources"]["perturb"] == {"threads": 2, "mem_mb": 10000, "runtime": 240}  # 8 and 12000 capped
     assert config["slurm"] == {**full["slurm"], "partitions": {"cpu": "a", "gpu": "b"}}

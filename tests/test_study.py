@@ -85,7 +85,9 @@ def test_lineage_of_trained_models_matches_the_adapt_stage():
 
 def test_a_local_folder_is_judged_by_its_content_not_its_mtime(tmp_path, monkeypatch):
     """A fresh clone or a copy gives the data new mtimes: the folder's content stamp keeps its own
-    mtime then; an edit rewrites it (rules/common.smk `by_content`, Study.content_stamp)."""
+    mtime then; an edit rewrites it (rules/common.smk `by_content`, Study.content_stamp). A small
+    file too: Snakemake judged it by its sha256 only where `.snakemake/` recorded one, so a results
+    folder copied without it reran what read the file."""
     monkeypatch.chdir(tmp_path)
     data = tmp_path / "data" / "qa"
     (data / "qrels").mkdir(parents=True)
@@ -93,12 +95,13 @@ def test_a_local_folder_is_judged_by_its_content_not_its_mtime(tmp_path, monkeyp
     (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
     (tmp_path / "small.txt").write_text("one line\n")
     s = study()
-    s.checksum_limit = 20
     (tmp_path / "large.txt").write_text("more than twenty bytes\n")
-    assert s.judged_by_time("data/qa") and s.judged_by_time("large.txt")
-    assert not s.judged_by_time("small.txt")  # Snakemake judges it by its sha256
+    assert s.judged_by_content("data/qa") and s.judged_by_content("large.txt") and s.judged_by_content("small.txt")
+    assert not s.judged_by_content("missing.txt")  # Snakemake refuses a missing input itself
     (tmp_path / "res" / "texts").mkdir(parents=True)
-    assert not s.judged_by_time("res/texts")  # the workflow's own outputs keep Snakemake's rules
+    assert not s.judged_by_content("res/texts")  # the workflow's own outputs keep Snakemake's rules
+    small = json.loads((tmp_path / s.content_stamp("small.txt")).read_text())
+    assert small == {"path": "small.txt", "sha256": hashlib.sha256(b"one line\n").hexdigest()}  # a file: its sha256
 
     stamp = tmp_path / s.content_stamp("data/qa")
     assert stamp.parent == tmp_path / "res" / ".cache" / "content"

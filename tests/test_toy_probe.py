@@ -73,15 +73,17 @@ def toy_copy(tmp_path_factory):
 
 def test_each_documented_rule_runs_the_function_it_names():
     """The page's rule file is of the convention: each rule's job is `run_<rule>` of the toy's module,
-    run by the one script; files declared once, no shell, no resources of its own; the module has
-    no command line of its own."""
+    run by the one script; files declared once, no shell, no resources of its own (the declaration's,
+    through the directives); the module has no command line of its own."""
     rules = dict(re.findall(r"^rule (\w+):\n(.*?)(?=^rule |\Z)", TOY_FILES["rules/toy.smk"], re.M | re.S))
     score = TOY_FILES["workflow_scripts/toy/score.py"]
     assert sorted(rules) == ["toy_aggregate", "toy_score", "toy_texts"]
     for rule, body in rules.items():
-        assert f'function="toy.score:run_{rule}",' in body, rule
+        assert f'**job_params("toy.score:run_{rule}"),' in body, rule
         assert body.rstrip().endswith('script:\n        "../workflow_scripts/run_job.py"'), rule
-        assert not re.search(r"^    (shell|run|threads|resources):", body, re.M), rule
+        assert not re.search(r"^    (shell|run):", body, re.M), rule
+        # threads, memory and runtime: the declaration's, by the rule's name (rules/common.smk)
+        assert f'    threads: RESOURCES.threads("{rule}")\n    resources:\n        **RESOURCES.sized("{rule}"),\n' in body, rule
         assert re.search(rf"^def run_{rule}\(job\) -> None:", score, re.M), rule
     assert not re.search(r"argparse|__main__|sys\.argv|json\.loads", score)
 

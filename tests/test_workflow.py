@@ -78,8 +78,9 @@ def test_outputs_and_invariants(workspace):
     overlaps = {(r["corpus"], r["model"], r["condition"]): r["overlap"] for r in table.iter_rows(named=True)}
     overlap_diffs = diffs.filter(pl.col("statistic").str.ends_with("/overlap"))
     assert set(diffs["model_b"]) == {"tfidf"} and overlap_diffs.height == sum(m != "tfidf" for _, m, _ in overlaps)
-    # the signed gap and the AUC beside each overlap (issue 32) are compared on the same resamples too
-    assert diffs.height == 3 * overlap_diffs.height
+    # the pooled gap and AUC beside each overlap (issue 32) and the within-sentence AUC and gap (issue 43)
+    # are compared on the same resamples too
+    assert diffs.height == 5 * overlap_diffs.height
     for d in overlap_diffs.iter_rows(named=True):
         a = overlaps[(d["dataset"], d["model_a"], d["statistic"].removesuffix("/overlap"))]
         assert d["value_a"] == pytest.approx(a, abs=1e-5, nan_ok=True)
@@ -89,7 +90,12 @@ def test_outputs_and_invariants(workspace):
         assert sims.select("original_id", "variant_id").equals(variants.select("original_id", "variant_id"))
         kinds = sims.group_by("kind").agg(n=pl.len(), nan=pl.col("similarity").is_nan().sum())
         count = {k: (n, nan) for k, n, nan in kinds.iter_rows()}
-        assert row["n_fuzzed"] == count["fuzz"][0] - count["fuzz"][1]
+        # the fuzzed curve of a condition: the fuzzed variants of the sentences that have one of it
+        negated = sims.filter((pl.col("kind") == row["condition"]) & pl.col("similarity").is_not_nan())["original_id"]
+        fuzzed = sims.filter((pl.col("kind") == "fuzz") & pl.col("similarity").is_not_nan()
+                             & pl.col("original_id").is_in(negated.implode()))
+        assert row["n_fuzzed"] == fuzzed.height
+        assert row["n_within"] == fuzzed["original_id"].n_unique()
         assert row["n_negated"] == count[row["condition"]][0] - count[row["condition"]][1]
         assert row["n_dropped"] == count[row["condition"]][1]  # fuzz NaNs once, in their own column
         assert row["n_dropped_fuzzed"] == count["fuzz"][1]
@@ -126,7 +132,7 @@ def test_outputs_and_invariants(workspace):
     assert lengths["tokens"].to_list()[-1] == "sentences" and lengths["mini_en"][-1] == "11"
     report = (res / "report.md").read_text()
     # the overview first, then a section per probe that ran (from the declarations), then the inputs
-    assert report.startswith("# Overview: every model, every probe")
+    assert report.startswith("# Overview: every model against the surface-form baseline")
     assert report.index("# Concept Separation Curves") < report.index("# Inputs")
     assert "## csc_table3" in report and "## Input quality" in report
 

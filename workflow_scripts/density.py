@@ -96,9 +96,10 @@ class Moments:
         return int(round(n[0])), float(mean[0]), float(m2[0])
 
 
-def bandwidth(n: float, m2: float) -> float:
-    """Kernel sd of scipy's gaussian_kde with covariance factor 0.2: 0.2 x sample sd (ddof 1)."""
-    return COVARIANCE_FACTOR * math.sqrt(max(m2, 0.0) / (n - 1)) if n >= 2 else 0.0
+def bandwidth(n: float, m2: float, factor: float = COVARIANCE_FACTOR) -> float:
+    """Kernel sd of scipy's gaussian_kde with covariance factor `factor` (the paper's 0.2): factor x
+    sample sd (ddof 1)."""
+    return factor * math.sqrt(max(m2, 0.0) / (n - 1)) if n >= 2 else 0.0
 
 
 def undefined_reason(n: float, m2: float, grid_step: float, setting: str = "grid_step") -> str | None:
@@ -117,10 +118,10 @@ def undefined_reason(n: float, m2: float, grid_step: float, setting: str = "grid
     return None
 
 
-def exact_density(values: np.ndarray, grid: np.ndarray = GRID) -> np.ndarray:
-    """scipy.stats.gaussian_kde with covariance factor 0.2, evaluated on the grid."""
+def exact_density(values: np.ndarray, grid: np.ndarray = GRID, factor: float = COVARIANCE_FACTOR) -> np.ndarray:
+    """scipy.stats.gaussian_kde with covariance factor `factor` (the paper's 0.2), evaluated on the grid."""
     from scipy import stats  # here, not at the top: plotting and aggregating jobs skip its 1-2 s import
-    return stats.gaussian_kde(np.asarray(values, dtype=np.float64), bw_method=COVARIANCE_FACTOR)(grid)
+    return stats.gaussian_kde(np.asarray(values, dtype=np.float64), bw_method=factor)(grid)
 
 
 def fft_convolve(values: np.ndarray, kernel: np.ndarray) -> np.ndarray:

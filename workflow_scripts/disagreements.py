@@ -32,6 +32,9 @@ from workflow_scripts.common import atomic_path, setup_logging
 from workflow_scripts.paired_statistics import compared_pairs
 
 TOP = 20
+# the probes' items modules, imported by name (items_module): part of this job's code
+# (workflow_scripts/code_digest.py)
+DISCOVERS = ("*/items.py",)
 
 
 def items_module(probe: str) -> ModuleType | None:

@@ -36,15 +36,16 @@ from workflow_scripts.vector_store import Partition, PartitionWriter, StoreMisma
 
 
 def open_encoder(spec: dict, device: str, model_file: str | None, model: str = "", cache: str | None = None,
-                 log=None):
+                 log=None, run_settings: dict | None = None):
     """The encoder of a model entry: encoders.load_encoder, or family mteb (mteb_models.py, which
-    imports mteb) or openai_embeddings (embedding_api.py, its vectors cached in `cache`)."""
+    imports mteb) or openai_embeddings (embedding_api.py, its vectors cached in `cache`, its requests
+    run as `run_settings` say: retries, backoff_s, timeout_s, concurrency, batch_tokens, api_key_env)."""
     if spec["family"] == "mteb":
         from workflow_scripts.mteb_models import MtebEncoder
         return MtebEncoder(spec, device, log)
     if spec["family"] == "openai_embeddings":
         from workflow_scripts.embedding_api import OpenAIEmbeddingsEncoder
-        return OpenAIEmbeddingsEncoder(spec, model, log, cache)
+        return OpenAIEmbeddingsEncoder({**spec, **(run_settings or {})}, model, log, cache)
     return load_encoder(spec, device, model_file)
 
 
@@ -104,7 +105,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                     chunk_rows: int = 100_000, batch_size: int | None = None, cpu_workers: int | None = None,
                     reuse: str | None = None, vocabulary_texts: list[str] | None = None,
                     cache: str | None = None, throughput_file: str | None = None,
-                    timings: dict | None = None) -> dict:
+                    run_settings: dict | None = None, timings: dict | None = None) -> dict:
     """Embed every unique text of the partition into a store, `chunk_rows` texts at a time, so the
     job's memory follows the chunk size (plus 8 bytes of key per text), not the partition size.
 
@@ -114,7 +115,9 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
     `vocabulary_texts` (family surface_form): every text file of the text set, whose features
     number the store's columns (default: `text_files`, right for a single partition).
 
-    `cache` (family openai_embeddings): the model's vector cache, shared by its jobs.
+    `cache` (family openai_embeddings): the model's vector cache, shared by its jobs; `run_settings`:
+    how its requests run (embedding_api.run_settings_of the job's resources), apart from the spec
+    for the same reason as the batch size: they change no vector.
 
     `batch_size` and `cpu_workers` default to the spec's. The workflow passes them apart from the
     spec, so that changing them reruns nothing where they change vectors by float rounding only
@@ -175,7 +178,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                         workers = 1
                     worker_threads = max(1, threads // workers)
                     torch.set_num_threads(threads)
-                encoder = open_encoder(spec, device, model_file, model, cache, log)
+                encoder = open_encoder(spec, device, model_file, model, cache, log, run_settings)
                 size = batch_size or spec.get("batch_size", 32)
                 if hasattr(encoder, "batch_size"):  # a served encoder batches its requests itself
                     encoder.batch_size = size
@@ -340,6 +343,8 @@ def run_fit_tfidf(job) -> None:
 
 
 def run_embed(job) -> None:
+    from workflow_scripts.embedding_api import run_settings_of
+
     # before the model's libraries are imported: no progress bars in the log; the hub is online
     # unless the caller's environment says otherwise
     os.environ["TQDM_DISABLE"] = "1"
@@ -350,4 +355,5 @@ def run_embed(job) -> None:
                     fitted=job.input.get("fitted"), model_file=job.input.get("model_file"),
                     batch_size=job.resources.batch_size, cpu_workers=job.resources.cpu_workers,
                     reuse=job.input.get("reuse"), vocabulary_texts=paths(job.input.get("vocabulary_texts")),
-                    cache=job.params.cache, throughput_file=throughput_file_of(out))
+                    cache=job.params.cache, throughput_file=throughput_file_of(out),
+                    run_settings=run_settings_of(job.resources))

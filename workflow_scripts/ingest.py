@@ -38,6 +38,7 @@ import xml.etree.ElementTree as ET
 import zipfile
 import zlib
 from collections import Counter, deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -524,42 +525,62 @@ def skip_summary(bad: Counter, examples: dict, unit: str = "line") -> str:
                      for reason, count in bad.most_common())
 
 
+@dataclass
+class Tally:
+    """What reading a source counted beside its rows: records, bad lines per reason (with the first
+    examples), rows `where` filtered out per column, and the last record number read."""
+    records: int = 0
+    lineno: int = 0
+    bad: Counter = field(default_factory=Counter)
+    filtered: Counter = field(default_factory=Counter)
+    examples: dict = field(default_factory=dict)
+
+
+def source_rows(spec: dict, source: str, path: str, tally: Tally) -> Iterator[tuple[int, int, str, str, int]]:
+    """(sentence_id, pair_id, language, text, n_tokens) of every row the ingest job writes for
+    `source`, in order, counting the rest in `tally`; the plan summary (plan_summary.py) reads a
+    local source through it before any job, so its counts are the job's."""
+    for lineno, rec in records(spec, path):
+        tally.lineno = lineno
+        if isinstance(rec, FilteredOut):
+            tally.filtered[rec.column] += 1
+            continue
+        if isinstance(rec, BadRecord):
+            tally.bad[rec.reason] += 1
+            ex = tally.examples.setdefault(rec.reason, [])
+            if len(ex) < EXAMPLES_PER_REASON:
+                ex.append({"line": lineno, "detail": rec.detail})
+            continue
+        tally.records += 1
+        pair_id = _id(SEP.join([source, *(rec[lang] for lang in spec["languages"] if lang in rec)]))
+        for lang, text in rec.items():
+            # the texts are normalised (_checked): single spaces between words, so the n_tokens
+            # count is the spaces plus one
+            yield _id(f"{source}{SEP}{lang}{SEP}{text}"), pair_id, lang, text, text.count(" ") + 1
+
+
 def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, log,
            report_path: str | None = None) -> dict:
     """Read one corpus source into `out_dir` (written atomically) and return its report."""
-    bad = Counter()
-    filtered = Counter()  # rows a `where` filter left out, per column
-    examples: dict[str, list] = {}
-    n_records = 0
+    tally = Tally()
+    bad, filtered, examples = tally.bad, tally.filtered, tally.examples
     rows_per_language = Counter()
-    lineno = 0
+    logged = 0
     with atomic_path(out_dir, is_dir=True) as tmp:
         writer = ShardWriter(tmp, shard_rows)
         try:
-            for lineno, rec in records(spec, path):
-                if isinstance(rec, FilteredOut):
-                    filtered[rec.column] += 1
-                    continue
-                if isinstance(rec, BadRecord):
-                    bad[rec.reason] += 1
-                    ex = examples.setdefault(rec.reason, [])
-                    if len(ex) < EXAMPLES_PER_REASON:
-                        ex.append({"line": lineno, "detail": rec.detail})
-                    continue
-                n_records += 1
-                pair_id = _id(SEP.join([source, *(rec[lang] for lang in spec["languages"] if lang in rec)]))
-                for lang, text in rec.items():
-                    # the texts are normalised (_checked): single spaces between words, so the
-                    # n_tokens count is the spaces plus one
-                    writer.add(_id(f"{source}{SEP}{lang}{SEP}{text}"), pair_id, lang, text, text.count(" ") + 1)
-                    rows_per_language[lang] += 1
-                if n_records % 500_000 == 0:
-                    log.info("%s: %d records read, %d skipped", source, n_records, sum(bad.values()))
+            for row in source_rows(spec, source, path, tally):
+                writer.add(*row)
+                rows_per_language[row[2]] += 1
+                if tally.records % 500_000 == 0 and tally.records != logged:
+                    logged = tally.records
+                    log.info("%s: %d records read, %d skipped", source, tally.records, sum(bad.values()))
         except READ_ERRORS as err:
             # the rest of the input is unreadable: a partial corpus must not pass for the whole one
             unit = RECORD_UNIT.get(spec["format"], "line")
-            raise ValueError(f"{path}: input ends early or is corrupt after {unit} {lineno} "
+            raise ValueError(f"{path}: input ends early or is corrupt after {unit} {tally.lineno} "
                              f"({type(err).__name__}: {err}); no output written") from err
+        n_records = tally.records
         unit = RECORD_UNIT.get(spec["format"], "line")
         if not n_records:
             # an empty corpus is a wrong input (an empty download, another encoding, a wrong format

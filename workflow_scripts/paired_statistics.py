@@ -1,10 +1,14 @@
-"""Paired model comparisons (issue 26): which pairs a study compares, the paired bootstrap interval
-of a difference A - B, and Holm's step-down correction over the comparisons of one table.
+"""Paired model comparisons (issues 26, 32, 43, 44): which pairs a study compares, the tests of a
+difference A - B, Holm's and Benjamini-Hochberg's corrections, the families, and the score intervals
+of shares.
 
 The replicate files every probe writes (bootstrap.write_replicates) hold, per statistic, the B
 replicate values of each model drawn from the same item resamples (bootstrap.paired_rng). The
-difference of two models in replicate r is therefore the difference on the same items, and its
-percentile interval is the paired interval.
+difference of two models in replicate r is therefore the difference on the same items: its
+percentile interval is the paired interval and its standard deviation the paired standard error,
+from which the p-value is the normal approximation's (normal_p_value), not a count of replicates:
+its smallest value does not depend on B. Where each item is right or wrong the exact tests need no
+B at all (mcnemar_exact, sign_flip_exact). Verdict words from intervals and margins: verdicts.py.
 """
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from workflow_scripts.bootstrap import LEVEL, percentile_interval
+from workflow_scripts.bootstrap import LEVEL
 
 SURFACE_FAMILY = "surface_form"
 
@@ -56,54 +60,6 @@ def compared_pairs(models: dict[str, dict], compare: dict | None) -> list[tuple[
         for a in others[1:]:
             add(a, first)
     return pairs
-
-
-def bootstrap_p_value(differences: np.ndarray) -> float:
-    """Two-sided bootstrap p-value of "no difference" from B replicate differences (NaN ignored):
-    min(1, 2 * min((1 + k_le) / (B + 1), (1 + k_ge) / (B + 1))), k_le and k_ge the replicates <= 0
-    and >= 0 (Davison & Hinkley 1997; Phipson & Smyth 2010). The observed sample counts as one of
-    the B + 1 draws, so p is never 0: with every replicate on one side it is 2 / (B + 1), the
-    smallest p a family can reach with B replicates."""
-    d = np.asarray(differences, dtype=np.float64)
-    d = d[np.isfinite(d)]
-    if not len(d):
-        return float("nan")
-    b = len(d)
-    tail = min(1 + int(np.sum(d <= 0)), 1 + int(np.sum(d >= 0))) / (b + 1)
-    return float(min(1.0, 2.0 * tail))
-
-
-def smallest_p_value(replicates: int) -> float:
-    """The smallest p-value `bootstrap_p_value` can give with this many replicates: 2 / (B + 1)."""
-    return 2.0 / (replicates + 1) if replicates > 0 else float("nan")
-
-
-def paired_difference(point_a: float, point_b: float, reps_a: np.ndarray, reps_b: np.ndarray,
-                      level: float = LEVEL) -> dict:
-    """A - B with its paired percentile interval and a two-sided bootstrap p-value.
-
-    reps_a[r] and reps_b[r] must come from the same item resample r. The p-value is
-    `bootstrap_p_value` of the replicate differences: never 0, at least 2 / (B + 1). A difference
-    that is the same nonzero value in every replicate (a single item) gets no p-value: a bootstrap
-    without spread cannot tell a real difference from one item's.
-    """
-    a = np.asarray(reps_a, dtype=np.float64)
-    b = np.asarray(reps_b, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ValueError(f"paired replicates differ in number: {a.shape} vs {b.shape}")
-    diff = a - b
-    low, high, valid = percentile_interval(diff, level)
-    finite = diff[np.isfinite(diff)]
-    if valid == 0 or not np.isfinite(low):
-        p = float("nan")
-    elif np.ptp(finite) == 0 and finite[0] != 0:
-        # every resample gives the same nonzero difference (one item, or items that never vary): the
-        # bootstrap has no spread to test against, so no verdict (not "significant" with p = 0)
-        p = float("nan")
-    else:
-        p = bootstrap_p_value(finite)
-    return {"difference": float(point_a - point_b), "ci_low": low, "ci_high": high,
-            "replicates": int(valid), "p_value": p}
 
 
 def holm(p_values: list[float], alpha: float = 1.0 - LEVEL) -> tuple[list[float], list[bool]]:
@@ -174,12 +130,6 @@ def family_of(statistic: str, model_a: str, model_b: str, models: dict[str, dict
     return CONFIRMATORY if confirmatory else EXPLORATORY
 
 
-def b_too_small(replicates: int, family_size: int, alpha: float = 1.0 - LEVEL) -> bool:
-    """Whether B replicates cannot reach Holm's first threshold alpha / m in a family of m: the
-    smallest p, 2 / (B + 1), is above it, so no row of the family can be significant."""
-    return family_size > 0 and smallest_p_value(replicates) > alpha / family_size
-
-
 def adjust_families(p_values: list[float], families: list[str], exploratory: str = "bh",
                     alpha: float = 1.0 - LEVEL) -> tuple[list[float], list[str], list[bool | None]]:
     """(p_adjusted, method, significant) per row: Holm within the confirmatory rows (significant
@@ -203,10 +153,9 @@ def adjust_families(p_values: list[float], families: list[str], exploratory: str
 
 
 # --- Exact tests for right/wrong items (issue 32) ----------------------------------------------------
-# Where each item is right or wrong (triplets, retrieval hits, Montague shares) the exact tests need
-# no B: McNemar's on the discordant items for a paired difference (Dror et al. 2018), and the
-# Clopper-Pearson interval for a share, which stays informative at 0 or 1 where a bootstrap interval
-# has zero width.
+# Where each item is right or wrong (triplets, retrieval hits) the exact tests need no B: McNemar's
+# on the discordant items for a paired difference (Dror et al. 2018), and its cluster version where
+# items share a source.
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value: b items right under A and wrong under B, c the reverse; the
@@ -218,36 +167,6 @@ def mcnemar_exact(b: int, c: int) -> float:
     if b + c == 0:
         return 1.0
     return float(binomtest(int(b), int(b + c), 0.5, alternative="two-sided").pvalue)
-
-
-def discordant_counts(correct_a, correct_b) -> tuple[int, int]:
-    """(b, c) of two models' right/wrong verdicts on the same items, aligned: b the items A gets
-    right and B wrong, c the reverse. The caller leaves out items either model has no verdict on."""
-    a = np.asarray(correct_a, dtype=bool)
-    b = np.asarray(correct_b, dtype=bool)
-    if a.shape != b.shape:
-        raise ValueError(f"paired verdicts differ in number: {a.shape} vs {b.shape}")
-    return int(np.sum(a & ~b)), int(np.sum(~a & b))
-
-
-def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
-    """The exact (Clopper-Pearson) interval of a share of k right out of n; (NaN, NaN) for n = 0."""
-    from scipy.stats import binomtest
-    if n == 0:
-        return float("nan"), float("nan")
-    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
-    return float(ci.low), float(ci.high)
-
-
-def share_interval(k: int, n: int, bootstrap: tuple[float, float], level: float = LEVEL) -> tuple[float, float, str]:
-    """(low, high, method) of a share of k right out of n: the bootstrap percentile interval, except
-    at 0 or 1 (k = 0 or k = n), where every resample gives the same share and that interval has zero
-    width; there the exact Clopper-Pearson interval (0 of 445: [0, 0.0083]). Method "percentile" or
-    "clopper_pearson"; n = 0 keeps the (undefined) bootstrap bounds."""
-    if n > 0 and k in (0, n):
-        low, high = clopper_pearson(k, n, level)
-        return low, high, "clopper_pearson"
-    return float(bootstrap[0]), float(bootstrap[1]), "percentile"
 
 
 def cluster_differences(correct_a, correct_b, cluster) -> np.ndarray:
@@ -295,3 +214,83 @@ def sign_flip_exact(cluster_diffs) -> float:
     # an exact ratio of integers; its float is > 0 unless 2^K is beyond float range
     p = float(Fraction(int(extreme), 2 ** len(d)))
     return min(1.0, max(p, np.nextafter(0.0, 1.0)))
+
+
+# --- Tests and intervals whose resolution does not depend on B (issues 43, 44) -----------------------
+# A bootstrap p of the form 2(1 + k)/(B + 1) cannot go below 2/(B + 1), so a family of m comparisons
+# could never reach Holm's alpha/m at a B one can afford at corpus scale (m = 63 at B = 1,000: the
+# smallest adjusted p 0.126). The replicates give the standard error of the paired difference; the
+# p-value is the normal approximation's, and the interval of a share is a score interval over the
+# independent units, not the resamples' percentiles.
+
+def replicate_se(values) -> float:
+    """The bootstrap standard error: the standard deviation (ddof 1) of the finite replicate values;
+    NaN with fewer than two."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return float(np.std(v, ddof=1)) if len(v) > 1 else float("nan")
+
+
+def replicate_skew(values) -> float:
+    """The skewness of the finite replicate values (the normal approximation's check: near 0 where the
+    replicates are near normal); NaN without spread."""
+    from scipy.stats import skew
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return float(skew(v)) if len(v) > 2 and np.ptp(v) > 0 else float("nan")
+
+
+def normal_p_value(estimate: float, se: float) -> float:
+    """Two-sided p of "no difference" from the normal approximation of the paired replicates,
+    2 Phi(-|estimate / se|) (the replicates' standard error; Efron & Tibshirani 1993, 16.4). Its
+    smallest value does not depend on B. A zero estimate without spread is no evidence (p = 1); a
+    nonzero one without spread has no p (a bootstrap without spread cannot test it: one item, or a
+    figure fixed by the design)."""
+    from scipy.special import ndtr
+    if not (np.isfinite(estimate) and np.isfinite(se)):
+        return float("nan")
+    if se == 0:
+        return 1.0 if estimate == 0 else float("nan")
+    # beyond |z| ~ 38 the tail underflows to 0.0; a p-value is never 0, so the smallest float stands in
+    return float(min(1.0, max(2.0 * ndtr(-abs(estimate) / se), np.nextafter(0.0, 1.0))))
+
+
+def wilson_interval(share: float, n: float, level: float = LEVEL) -> tuple[float, float]:
+    """The score (Wilson 1927) interval of a share observed over n independent units, n real (an
+    effective n). Monotone in the share at fixed n, and never of zero width: at 0 of 445 it is
+    [0, 0.0086], at 34 of 34 [0.898, 1]. (NaN, NaN) for n <= 0 or an undefined share."""
+    from scipy.special import ndtri
+    if not (n > 0 and np.isfinite(share)):
+        return float("nan"), float("nan")
+    z = float(ndtri(0.5 + level / 2.0))
+    p = min(1.0, max(0.0, float(share)))
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    # at the bounds the score interval's end is the bound itself (rounding would leave 1e-17)
+    return (0.0 if p == 0 else float(low)), (1.0 if p == 1 else float(high))
+
+
+def newcombe_paired_interval(both: float, only_a: float, only_b: float, neither: float,
+                             level: float = LEVEL) -> tuple[float, float]:
+    """The score interval of a paired difference of shares p_a - p_b (Newcombe 1998, method 10: the
+    two Wilson intervals combined with the phi correlation of the 2 x 2 table, its numerator
+    corrected by n/2 where positive). Counts may be real (an effective n: counts scaled down to the
+    independent units). Never of zero width: no discordant pair among 500 items gives
+    [-0.0076, 0.0076] (all right, or all wrong), so agreement on many items can show equivalence where the bootstrap says
+    nothing. (NaN, NaN) without items."""
+    n = both + only_a + only_b + neither
+    if not n > 0:
+        return float("nan"), float("nan")
+    p_a, p_b = (both + only_a) / n, (both + only_b) / n
+    l1, u1 = wilson_interval(p_a, n, level)
+    l2, u2 = wilson_interval(p_b, n, level)
+    numerator = both * neither - only_a * only_b
+    if numerator > 0:
+        numerator = max(numerator - n / 2.0, 0.0)
+    denominator = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
+    phi = numerator / np.sqrt(denominator) if denominator > 0 else 0.0
+    d = p_a - p_b
+    low = d - np.sqrt(max(0.0, (p_a - l1) ** 2 - 2 * phi * (p_a - l1) * (u2 - p_b) + (u2 - p_b) ** 2))
+    high = d + np.sqrt(max(0.0, (u1 - p_a) ** 2 - 2 * phi * (u1 - p_a) * (p_b - l2) + (p_b - l2) ** 2))
+    return float(max(-1.0, low)), float(min(1.0, high))

@@ -29,6 +29,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,27 +126,118 @@ def file_lines(path: str, header: int) -> int | None:
         return None
 
 
+# a local source up to this size is read as the ingest job will read it, to count its corpora
+# exactly before any job (about 1 s per 100k lines); a larger one is estimated from its lines
+EXACT_READ_BYTES = 256 * 1024 * 1024
+_CORPORA: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # study -> CorpusCounts
+
+
+@dataclass(frozen=True)
+class CorpusCount(Count):
+    lengths: dict | None = None  # sentences per token count (the reference of a length-matched corpus)
+
+
+class CorpusCounts:
+    """The sentences each corpus will have, counted as the ingest and derive_corpus jobs make them:
+    the source's rows (its ingested shards, else the local file read through ingest.source_rows:
+    `where`, bad lines, max_chars applied), then length_filter.select_rows (duplicates, token range,
+    length matching to the reference corpus, `max_sentences`). A built corpus is read as it is."""
+
+    def __init__(self, study):
+        self.study = study
+        self._sources: dict[str, tuple] = {}
+        self._corpora: dict[str, CorpusCount] = {}
+
+    def source_index(self, source: str):
+        """(language, sentence_id, n_tokens) of the rows ingest writes for `source`, and how they were
+        found; (None, why) where the source is not here or too large to read now."""
+        if source not in self._sources:
+            self._sources[source] = self._read_source(source)
+        return self._sources[source]
+
+    def _read_source(self, source: str):
+        import polars as pl
+
+        from workflow_scripts.ingest import Tally, source_rows
+
+        shards = sorted(glob.glob(f"{self.study.results}/ingest/{source}/part-*.parquet"))
+        if shards:
+            return pl.scan_parquet(shards).select("language", "sentence_id", "n_tokens").collect(), "ingested source"
+        spec, path = self.study.source_spec(source), self.study.source_file(source)
+        if path is None or not os.path.isfile(path):
+            return None, "source not here yet"
+        if os.path.getsize(path) > EXACT_READ_BYTES:
+            return None, f"source over {EXACT_READ_BYTES >> 20} MiB, not read before the run"
+        tally = Tally()
+        try:
+            rows = [(lang, sid, tokens) for sid, _, lang, _, tokens in source_rows(spec, source, path, tally)]
+        except (OSError, ValueError, EOFError) as err:  # the ingest job will say what is wrong
+            return None, f"source unreadable now ({type(err).__name__})"
+        frame = pl.DataFrame(rows, schema={"language": pl.String, "sentence_id": pl.UInt64, "n_tokens": pl.Int32},
+                             orient="row")
+        how = "source read as ingest reads it" + (f", `where` leaving out {sum(tally.filtered.values()):,}"
+                                                  if tally.filtered else "")
+        return frame, how
+
+    def corpus(self, corpus: str) -> CorpusCount:
+        if corpus not in self._corpora:
+            self._corpora[corpus] = self._count(corpus)
+        return self._corpora[corpus]
+
+    def _count(self, corpus: str) -> CorpusCount:
+        import polars as pl
+
+        from workflow_scripts.length_filter import select_rows
+
+        folder = f"{self.study.results}/corpora/{corpus}"
+        built = folder_rows(folder)
+        if built is not None and os.path.exists(f"{folder}/manifest.json"):
+            manifest = json.loads(Path(folder, "manifest.json").read_text())
+            lengths = {int(k): v for k, v in (manifest.get("length_counts") or {}).items()}
+            return CorpusCount(built, True, "built corpus", lengths)
+        spec = self.study.config["corpora"][corpus]
+        index, how = self.source_index(spec["source"])
+        reference = None
+        if spec.get("match_lengths_of"):
+            ref = self.corpus(spec["match_lengths_of"])
+            if ref.lengths is None:
+                return CorpusCount(None, False, f"its reference {spec['match_lengths_of']}: {ref.how}")
+            reference = ref.lengths
+        if index is None:
+            return self._estimate(corpus, how)
+        rows = index.filter(pl.col("language") == spec["language"]).select("sentence_id", "n_tokens") \
+            .with_row_index("row")
+        keep, info = select_rows(rows, spec, self.study.config["seed"], reference)
+        applied = [k for k in ("min_tokens", "max_tokens", "match_lengths_of", "max_sentences") if spec.get(k) is not None]
+        how += "; " + ", ".join(["duplicates"] + applied) + " applied as derive_corpus applies them"
+        lengths = {int(k): v for k, v in info["length_counts"].items()}
+        return CorpusCount(len(keep), True, how, lengths)
+
+    def _estimate(self, corpus: str, why: str) -> CorpusCount:
+        """A corpus whose source cannot be read now: at most its parent's sentences, else the
+        source file's lines (no filter applied)."""
+        parent = self.study.parent_corpus(corpus)
+        if parent:
+            upper = self.corpus(parent)
+            return CorpusCount(upper.n, False, f"at most {parent}'s")
+        source = self.study.config["corpora"][corpus]["source"]
+        spec, path = self.study.source_spec(source), self.study.source_file(source)
+        header = LINE_FORMATS.get(spec.get("format"))
+        if path is None or header is None or path.endswith((".gz", ".zip")) or not os.path.isfile(path):
+            return CorpusCount(None, False, why)
+        lines = file_lines(path, header)
+        return CorpusCount(lines, False, f"source file lines ({why}; no filter applied)")
+
+
+def corpus_counts(study) -> CorpusCounts:
+    if study not in _CORPORA:
+        _CORPORA[study] = CorpusCounts(study)
+    return _CORPORA[study]
+
+
 def corpus_sentences(study, corpus: str) -> Count:
-    """Sentences of a corpus: the built corpus, else (an unfiltered corpus) its ingested source or
-    its source file's lines; a derived corpus not built yet: at most its parent's."""
-    built = folder_rows(f"{study.results}/corpora/{corpus}")
-    if built is not None:
-        return Count(built, True, "built corpus")
-    parent = study.parent_corpus(corpus)
-    if parent:
-        upper = corpus_sentences(study, parent)
-        return Count(upper.n, False, f"at most {parent}'s")
-    source = study.config["corpora"][corpus]["source"]
-    ingested = folder_rows(f"{study.results}/ingest/{source}")
-    if ingested is not None:
-        return Count(ingested, False, "ingested source")
-    spec = study.source_spec(source)
-    path = study.source_file(source)
-    header = LINE_FORMATS.get(spec.get("format"))
-    if path is None or header is None or path.endswith((".gz", ".zip")):
-        return Count(None, False, "source not read yet")
-    lines = file_lines(path, header)
-    return Count(lines, False, "source file lines") if lines is not None else Count(None, False, "source not here yet")
+    """Sentences of a corpus (CorpusCounts): exact where its source is here, else estimated."""
+    return corpus_counts(study).corpus(corpus)
 
 
 def texts_per_sentence(study) -> tuple[float, str]:
@@ -163,9 +255,11 @@ def texts_per_sentence(study) -> tuple[float, str]:
     return VARIANTS_PER_SENTENCE, f"{VARIANTS_PER_SENTENCE:.0f} texts per sentence assumed (no corpus perturbed yet)"
 
 
-def text_count(study, scope: str, part: int, planned: set[str], factor: float, model: str | None = None) -> Count:
+def text_count(study, scope: str, part: int, planned: set[str], factor: float,
+               dataset_texts: dict[str, int] | None = None, model: str | None = None) -> Count:
     """Unique texts of one store partition of a text set (its text files hold unique rows): the
-    model's (Study.store_texts), else text partition `part`."""
+    model's (Study.store_texts), else text partition `part`. `dataset_texts`: text set -> the texts
+    a probe's dataset will embed, where its plan knows them before the run (dataset_counts)."""
     paths = study.store_texts(model, scope, part) if model else [study.texts(scope)[part]]
     if all(os.path.exists(p) for p in paths):
         n = parquet_rows(paths)
@@ -173,7 +267,10 @@ def text_count(study, scope: str, part: int, planned: set[str], factor: float, m
         return Count(n, not rebuilt, "current text files, rebuilt" if rebuilt else "text files")
     corpus = study.scope_corpus(scope)
     if corpus is None:
-        return Count(None, False, "built by its dataset job")
+        texts = (dataset_texts or {}).get(scope)
+        if texts is None:
+            return Count(None, False, "built by its dataset job")
+        return Count(round(texts * len(paths) / study.parts), False, "the dataset's count")
     sentences = corpus_sentences(study, corpus)
     if sentences.n is None:
         return Count(None, False, sentences.how)
@@ -307,7 +404,7 @@ class EmbedRow:
     job_threads: int = 1
 
 
-def embed_rows(study, jobs: list[Job]) -> list[EmbedRow]:
+def embed_rows(study, jobs: list[Job], dataset_texts: dict[str, int] | None = None) -> list[EmbedRow]:
     planned = {o for j in jobs for o in j.outputs}
     factor, _ = texts_per_sentence(study)
     rows: dict[tuple[str, str], EmbedRow] = {}
@@ -318,7 +415,7 @@ def embed_rows(study, jobs: list[Job]) -> list[EmbedRow]:
         row = rows.setdefault((model, stage_of(study, scope)), EmbedRow(model, stage_of(study, scope)))
         row.jobs += 1
         row.job_threads = max(row.job_threads, job.threads)
-        count = text_count(study, scope, part, planned, factor, model)
+        count = text_count(study, scope, part, planned, factor, dataset_texts, model)
         copied, parent = reused_count(study, model, scope, part, count)
         row.estimated |= not count.exact
         if count.n is None:
@@ -364,6 +461,35 @@ def generation_rows(plans: dict, jobs: list[Job]) -> list[dict]:
     return rows
 
 
+# ---- what each dataset will hold ----------------------------------------------------------------
+
+def dataset_counts(plans: dict, jobs: list[Job]) -> dict[str, list]:
+    """probe -> its datasets' counts (ProbePlan.planned_counts: study.DatasetCount), for the probes
+    that run datasets of their own."""
+    planned = frozenset(o for j in jobs for o in j.outputs)
+    corpus_probe = probes.corpus_probe()  # its datasets are the corpora, counted by CorpusCounts
+    return {name: plan.planned_counts(planned) for name, plan in plans.items()
+            if plan.ran and plan.datasets and name != corpus_probe}
+
+
+def dataset_lines(study, counts: dict[str, list]) -> list[str]:
+    """The plan summary's "Datasets" section: each corpus's sentences (CorpusCounts) and texts to
+    embed, then each probe dataset's items in its own unit."""
+    factor, _ = texts_per_sentence(study)
+    lines = []
+    corpora = corpus_counts(study)
+    for corpus in study.config.get("corpora") or {}:
+        c = corpora.corpus(corpus)
+        texts = "" if c.n is None else f", ~{fmt_n(c.n * factor)} texts"
+        lines.append(f"  {corpus}: {'' if c.exact else '~'}{fmt_n(c.n)} sentences{texts} ({c.how})")
+    for probe, found in counts.items():
+        for d in found:
+            bound = {"=": "", "<=": "at most "}.get(d.bound, "")
+            texts = f", {fmt_n(d.texts)} texts" if d.texts is not None and d.unit != "texts" else ""
+            lines.append(f"  {probe} {d.dataset}: {bound}{fmt_n(d.n)} {d.unit}{texts} ({d.how})")
+    return lines
+
+
 def fmt_n(n: float | None) -> str:
     return "?" if n is None else f"{n:,.0f}"
 
@@ -380,10 +506,17 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def summary(study, plans: dict, jobs: list[Job], cores: int, calibrate_missing: bool = True) -> str:
     """The plan summary's text."""
-    rows = embed_rows(study, jobs)
+    counts = dataset_counts(plans, jobs)
+    # a probe dataset's texts, where its plan knows them: text set <probe>.<dataset>
+    texts = {f"{probe}.{d.dataset}": d.texts for probe, found in counts.items() for d in found if d.texts is not None}
+    rows = embed_rows(study, jobs, texts)
     speeds = model_throughputs(study, sorted({r.model for r in rows if r.jobs}), calibrate_missing)
     lines = [f"Plan summary: {len(jobs)} jobs planned, {sum(r.jobs for r in rows)} of them embedding "
              f"(results: {study.results}/)", ""]
+    datasets = dataset_lines(study, counts)
+    if datasets:
+        lines += ["Datasets (corpora as ingest and derive_corpus will cut them: `where`, max_sentences, token "
+                  "range, length matching applied; probe datasets as their plans count them):", *datasets, ""]
     embed_s = thread_s = 0.0
     lower_bound = False
     out = []

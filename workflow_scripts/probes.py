@@ -133,6 +133,20 @@ class Probe:
     # pattern, "percentile" | "bca"), first match wins; "percentile" where none matches. BCa where
     # the estimator is biased (a KDE overlap), its jackknife over the probe's resampling units
     intervals: tuple = ()
+    # the smallest effect of interest of each headline statistic, in its own units, with the reason
+    # for it (verdicts.py): (fnmatch pattern, delta, reason), first match wins; `compare.margins`
+    # overrides it per study. A confirmatory comparison's verdict word reads it
+    margins: tuple = ()
+    # the level a statistic is compared with where the surface-form baseline is degenerate (its
+    # figure the same in every resample: fixed by its construction), which is also the chance level
+    # of a direction check: (fnmatch pattern, level, name), name `chance` or `ceiling`
+    references: tuple = ()
+    # statistics whose separation from their reference decides W and `wrong direction` (CSC's
+    # within-sentence AUC): fnmatch patterns
+    separations: tuple = ()
+    # statistics that are shares of right/wrong independent units (their intervals against a
+    # reference are Wilson's over the units): fnmatch patterns
+    shares: tuple = ()
     # the text sets it writes, first match wins (TextSet); the shared stages ask text_set(scope)
     text_sets: tuple = ()
     # results/<folder>/<name>/ directories of Parquet shards it writes: folder -> (what they are, with
@@ -170,10 +184,15 @@ class Probe:
         return getattr(importlib.import_module(module), cls)
 
 
+# the declarations, imported by their file names: part of the code of every job that imports this
+# module (workflow_scripts/code_digest.py)
+DISCOVERS = ("*/probe.py",)
+
+
 @functools.lru_cache(maxsize=8)
 def _discover(root: str) -> tuple[Probe, ...]:
     found = []
-    for path in sorted(Path(root).glob("*/probe.py")):
+    for path in sorted(Path(root).glob(DISCOVERS[0])):
         module = importlib.import_module(f"workflow_scripts.{path.parent.name}.probe")
         probe = module.PROBE
         if probe.name != path.parent.name:

@@ -1,5 +1,6 @@
-"""Threads, memory and runtime of every rule, set in one place (the Snakefile's last line calls
-`apply`), not per directive in the rule files. What a job gets, last one wins:
+"""Threads, memory and runtime of every rule, declared in one place and given to each rule's
+`threads:` and `resources:` directives (RuleResources), not written per rule. What a job gets, last
+one wins:
   1. the declared default: the shared stages' below, each probe's in its probe.py (`rules=`);
   2. `resources.<rule>` in the config;
   3. a job's own entry where the rule declares one (`per_job`): an embedding job's model
@@ -75,18 +76,18 @@ def _per_job(key: str, default, per_job: tuple[str, str] | None, config: Mapping
     return get
 
 
-def apply(workflow, config: Mapping) -> None:
-    """Set every rule's threads, mem_mb and runtime (`settings`), leaving what Snakemake's
-    --set-threads / --set-resources set. Called once, after the last rule is defined."""
-    command_line_threads = workflow.resource_settings.overwrite_threads
-    command_line = workflow.resource_settings.overwrite_resources
-    known = declared()
-    for rule in workflow.rules:
-        if ALIASES.get(rule.name, rule.name) not in known:
-            continue  # `all`: no job of its own
-        values = settings(rule.name, config)
-        threads = values.pop("threads")
-        if rule.name not in command_line_threads:
-            rule.resources["_cores"] = threads
-        given = command_line.get(rule.name, {})
-        rule.resources.update({key: value for key, value in values.items() if key not in given})
+class RuleResources:
+    """Every rule's `threads:` and `resources:` directives (rules/common.smk: RESOURCES), Snakemake's
+    own interface: `threads: RESOURCES.threads("<rule>")` and `resources: **RESOURCES.sized("<rule>")`.
+    Snakemake applies --set-threads and --set-resources over them itself."""
+
+    def __init__(self, config: Mapping):
+        self.config = config
+
+    def threads(self, rule: str):
+        """The rule's threads: a number, or a function of the job's wildcards (its own entry)."""
+        return settings(rule, self.config)["threads"]
+
+    def sized(self, rule: str) -> dict[str, object]:
+        """The rule's mem_mb and runtime (minutes): functions of (wildcards, attempt)."""
+        return {key: value for key, value in settings(rule, self.config).items() if key != "threads"}

@@ -1,6 +1,7 @@
 # The script of every rule (`script: "../workflow_scripts/run_job.py"`): Snakemake runs it with the
 # job as `snakemake`, and workflow_scripts/jobs.py calls the function the rule names in
-# params.function. Kept to these lines: a change to a rule's script reruns that rule's jobs.
+# params.function. What reruns a job is the digest of the code it runs (params.code,
+# workflow_scripts/code_digest.py), this file included, not this file's mtime.
 from workflow_scripts.jobs import call
 
 # guarded: a process pool started with `spawn` (embed, perturb with threads) re-runs this file as

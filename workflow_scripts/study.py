@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 from collections import namedtuple
+from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_scripts.common import SPARSE_FAMILIES, TORCH_FAMILIES, vector_settings
@@ -38,7 +39,6 @@ class Study:
         self._stamps: dict[str, str] = {}
         # the largest input file Snakemake judges by its sha256 (rules/common.smk sets its
         # --max-checksum-file-size; this is its default)
-        self.checksum_limit = 1_000_000
         # NLTK data (rules/common.smk plans it before any job): package -> name@digest or
         # "nltk_download", and whether the workflow's download rule fetched some
         self.nltk_fingerprint: dict[str, str] = {}
@@ -237,14 +237,15 @@ class Study:
         return scope_role(scope)
 
     # ---- local data judged by content: a copy or a clone keeps results that a new mtime would rerun ----
-    def judged_by_time(self, path: str) -> bool:
-        """Whether Snakemake would judge the local input `path` by its modification time alone: a
-        folder, or a file over its checksum limit (`checksum_limit`, its --max-checksum-file-size),
-        that the workflow does not make (outside the results folder). A smaller file it judges by
-        its sha256 once the mtime is newer, so a fresh clone's new mtimes rerun nothing."""
+    def judged_by_content(self, path: str) -> bool:
+        """Whether the local input `path` is judged by its content (rules/common.smk `by_content`):
+        every folder and file that the workflow does not make (outside the results folder). Snakemake
+        judges a folder, or a file over its checksum limit, by its mtime alone, and any file by its
+        mtime where no `.snakemake/` metadata records its sha256 (a results folder copied without
+        it), so a fresh clone's new mtimes would rerun what reads it."""
         if Path(path).resolve().is_relative_to(Path(self.results).resolve()) or not os.path.exists(path):
             return False
-        return os.path.isdir(path) or os.path.getsize(path) > self.checksum_limit
+        return True
 
     def content_stamp(self, path: str) -> str:
         """<results>/.cache/content/<name>.json: the sha256 of the local folder or large file `path`
@@ -283,6 +284,36 @@ class Study:
                 digests.save()
             self._model_digests[model] = digest
         return self._model_digests[model]
+
+
+@dataclass(frozen=True)
+class DatasetCount:
+    """What a probe's dataset will hold (ProbePlan.planned_counts): `n` items counted in `unit`
+    (triplets, questions, phrases, windows, texts; None: unknown before its build job), `bound` "="
+    (exact) or "<=" (at most: a cap of its config), how it was found, and the texts it will embed
+    where known (`texts`)."""
+    dataset: str
+    n: int | None
+    unit: str
+    bound: str
+    how: str
+    texts: int | None = None
+
+
+def report_json(path: str) -> dict | None:
+    """A dataset report (a build job's JSON), or None where it is not written yet."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def data_lines(path: str | None, header: int = 0) -> int | None:
+    """Non-empty lines of a local text file less `header`, or None where it is not here."""
+    if not path or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        return max(0, sum(1 for line in f if line.strip()) - header)
 
 
 class ProbePlan:
@@ -340,6 +371,29 @@ class ProbePlan:
 
     def pair_scope(self, pair) -> str:
         return self.scope(pair.dataset)
+
+    def planned_counts(self, planned: frozenset = frozenset()) -> list["DatasetCount"]:
+        """What each dataset some model scores will hold, for the plan summary: what its build job
+        counted (its report, `dataset_report`, unless `planned` outputs rebuild it), else the probe's
+        own count where it is known before the run (its word lists, a file's rows, a cap of its
+        config: `dataset_count`), else unknown."""
+        out = []
+        for d in self.datasets:
+            path = self.dataset_report(d)
+            report = report_json(path) if path and path not in planned else None
+            out.append(self.built_count(d, report) if report is not None else self.dataset_count(d))
+        return out
+
+    def dataset_report(self, dataset: str) -> str | None:
+        """The report JSON the dataset's build job writes, where it counts what the dataset holds."""
+        return None
+
+    def dataset_count(self, dataset: str) -> "DatasetCount":
+        return DatasetCount(dataset, None, "items", "?", "counted by its build job")
+
+    def built_count(self, dataset: str, report: dict) -> "DatasetCount":
+        """What a built dataset holds, from its report (dataset_report)."""
+        return self.dataset_count(dataset)
 
     def planned_generations(self, rule: str, wildcards: dict) -> dict | None:
         """What a planned job of this probe asks a generator for, for the plan summary

@@ -19,7 +19,8 @@ sys.path.insert(0, str(ROOT))
 from workflow_scripts import articles as art  # noqa: E402
 from workflow_scripts.common import setup_logging  # noqa: E402
 from workflow_scripts.generator import Generator  # noqa: E402
-from workflow_scripts.settheory.samples import DEFAULT_GENERATORS, DEFAULT_PROMPTS, echo_reason, prompt_trigrams  # noqa: E402
+from workflow_scripts.settheory.defaults import DEFAULT_GENERATORS, DEFAULT_PROMPTS  # noqa: E402
+from workflow_scripts.settheory.samples import echo_reason, prompt_trigrams  # noqa: E402
 
 
 def pairs(n: int) -> list[dict]:

@@ -41,7 +41,7 @@ def rule_modules() -> dict[str, list[str]]:
             found = re.match(r"^(?:local)?rule (\w+):", line)
             if found:
                 rule = found.group(1)
-            for module in re.findall(r'function="([\w.]+):\w+"', line):
+            for module in re.findall(r'job_params\("([\w.]+):\w+"\)', line):
                 module = f"workflow_scripts.{module}"
                 modules.setdefault(module, [])
                 if rule and rule not in modules[module]:

@@ -32,9 +32,9 @@ KEPT_MODEL_KEYS = ("threads", "mem_mb", "runtime", "store_dtype", "corpora", "pr
 
 
 def stand_in(spec: dict, seed: int, dim: int | None = None) -> dict:
-    """A model of the full study as the rehearsal runs it: TF-IDF as is, any other as `hashing` at
-    the model's width, or at `dim` for all."""
-    if spec["family"] == "tfidf":
+    """A model of the full study as the rehearsal runs it: TF-IDF and the surface-form yardstick as
+    they are (no model to load), any other as `hashing` at the model's width, or at `dim` for all."""
+    if spec["family"] in ("tfidf", "surface_form"):
         return copy.deepcopy(spec)
     out = {"family": "hashing", "dim": dim or STAND_IN_DIM[spec["family"]], "projection_seed": seed}
     out.update({k: spec[k] for k in KEPT_MODEL_KEYS if k in spec})

@@ -278,7 +278,7 @@ def test_undefined_curve_gives_nan_with_a_note_and_nan_counts(tmp_path, log):
     (row,), curves, _ = analyse(write_sims(tmp_path / "s.parquet", fuzz, neg), "c", "m", log, bootstrap_b=20)
     assert np.isnan(row["overlap"]) and np.isnan(row["overlap_ci_low"])
     assert row["note"] == "fuzzed: zero spread: all similarities are equal (up to float32 rounding)"
-    assert row["kde"] == "exact+undefined" and np.all(np.isnan(curves["fuzz"]))
+    assert row["kde"] == "exact+undefined" and np.all(np.isnan(curves["fuzz@negation"]))
     assert row["n_dropped"] == 10 and row["n_dropped_fuzzed"] == 0 and row["n_negated"] == 20
 
 
@@ -296,10 +296,10 @@ def test_finer_grid_step_is_used_and_reported(tmp_path, log):
 
 def test_aggregate_of_no_summaries_writes_header_only_tables(tmp_path):
     """Every model limited to other probes (`probes: [triplets]`): CSC's tables are empty, not an error."""
-    from workflow_scripts.csc.curves import run_csc_aggregate
+    from workflow_scripts.csc.tables import run_csc_aggregate
     from workflow_scripts.jobs import make_job
     run_csc_aggregate(make_job(input=[], output={"overlap": str(tmp_path / "o.csv"), "table3": str(tmp_path / "t.csv")},
-                               params={"corpora": ["c"], "models": ["m"]}))
+                               params={"corpora": ["c"], "models": ["m"], "margins": {"negation": 0.05}}))
     assert (tmp_path / "o.csv").read_text().startswith("corpus,model,condition,overlap")
     assert (tmp_path / "t.csv").read_text().strip() == "condition,model,c,model_settings"
 
@@ -319,7 +319,7 @@ def test_negated_variants_closer_than_fuzzed_ones_separate_the_wrong_way(tmp_pat
     path, fuzz, neg = two_curves(tmp_path, fuzz_mean=0.90, neg_mean=0.96)
     (row,), _, _ = analyse(path, "c", "m", log, bootstrap_b=50)
     assert row["overlap"] < 0.5  # the unsigned overlap alone would call this a good separation
-    assert row["direction_ok"] is False
+    assert row["within_auc"] < 0.45 and row["within_auc_ci_high"] < 0.5
     assert row["gap"] < 0 and row["gap_ci_high"] < 0
     assert row["auc"] < 0.5 and row["auc_ci_high"] < 0.5
     mean = lambda d: np.mean(np.concatenate(list(d.values())))  # noqa: E731
@@ -330,7 +330,7 @@ def test_negated_variants_closer_than_fuzzed_ones_separate_the_wrong_way(tmp_pat
 def test_negated_variants_pushed_away_separate_the_right_way(tmp_path, log):
     path, _, _ = two_curves(tmp_path, fuzz_mean=0.96, neg_mean=0.90)
     (row,), _, _ = analyse(path, "c", "m", log, bootstrap_b=50)
-    assert row["direction_ok"] is True
+    assert row["within_auc"] > 0.55 and row["within_auc_ci_low"] > 0.5
     assert row["gap"] > 0 and row["gap_ci_low"] > 0
     assert row["auc"] > 0.5 and row["auc_ci_low"] > 0.5
 
@@ -383,13 +383,15 @@ def test_auc_from_the_fine_grid_histograms_agrees_with_the_exact_one(tmp_path, l
 
 def test_overlap_table_has_the_sign_beside_the_overlap_and_table3_keeps_its_layout(tmp_path, log):
     import json
-    from workflow_scripts.csc.curves import aggregate
+    from workflow_scripts.csc.tables import aggregate
     path, _, _ = two_curves(tmp_path, fuzz_mean=0.90, neg_mean=0.96)
     rows, _, _ = analyse(path, "c", "m", log, bootstrap_b=20)
     (tmp_path / "summary.json").write_text(json.dumps({"rows": rows}))
-    table = aggregate([str(tmp_path / "summary.json")], str(tmp_path / "o.csv"), str(tmp_path / "t.csv"))
-    assert {"gap", "gap_ci_low", "gap_ci_high", "auc", "auc_ci_low", "auc_ci_high", "direction_ok"} <= set(table.columns)
-    assert table["direction_ok"].to_list() == [False]
+    table = aggregate([str(tmp_path / "summary.json")], str(tmp_path / "o.csv"), str(tmp_path / "t.csv"),
+                      margins={"negation": 0.05})
+    assert {"gap", "gap_ci_low", "gap_ci_high", "auc", "auc_ci_low", "auc_ci_high", "within_auc", "within_auc_ci_low",
+            "within_auc_ci_high", "within_gap", "separation", "within_margin"} <= set(table.columns)
+    assert table["separation"].to_list() == ["wrong"] and table["within_margin"].to_list() == [0.05]
     assert (tmp_path / "t.csv").read_text().splitlines()[0] == "condition,model,c,model_settings"
 
 
@@ -398,15 +400,16 @@ def test_n_counts_the_sentences_the_bootstrap_resamples_not_their_variants(tmp_p
     sentences (their variants with them), so the table's and the first screen's n is 3 sentences,
     not the 9 variants per curve; hashed into 2 groups, n counts the groups and says so."""
     import polars as pl
-    from workflow_scripts.csc.probe import overlap_headlines
+    from workflow_scripts.csc.probe import within_auc_headlines
 
     fuzz = {1: [0.99, 0.97, 0.95], 2: [0.98, 0.96, 0.94], 3: [0.97, 0.95, 0.93]}
     neg = {1: [0.80, 0.75, 0.70], 2: [0.85, 0.78, 0.72], 3: [0.82, 0.77, 0.74]}
     path = write_sims(tmp_path / "s.parquet", fuzz, neg)
     (row,), _, details = analyse(path, "c", "m", log, bootstrap_b=20)
     assert (row["n_fuzzed"], row["n_negated"]) == (9, 9)
-    assert (row["n_units"], row["unit"]) == (3, "sentences") and details["units"]["fuzz"] == 3
-    (screen_row,) = overlap_headlines(pl.DataFrame([row]), {})
+    assert (row["n_units"], row["unit"]) == (3, "sentences") and details["units"]["fuzz@negation"] == 3
+    assert row["n_within"] == 3
+    (screen_row,) = within_auc_headlines(pl.DataFrame([row]), {})
     assert (screen_row["n"], screen_row["unit"]) == (3, "sentences")
     # a sentence without a negated variant is not behind the negated curve: the smaller count
     (fewer,), _, _ = analyse(write_sims(tmp_path / "f.parquet", fuzz, {1: neg[1], 2: neg[2]}), "c", "m", log,

@@ -8,12 +8,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from workflow_scripts.bootstrap import bootstrap_rng, percentile_interval, resample_counts
+from workflow_scripts.bootstrap import bootstrap_rng, resample_counts
 from workflow_scripts.jobs import make_job
 from workflow_scripts.montague.phrases import build_word_lists, generate_phrases, run_montague_phrases, strings_to_embed
-from workflow_scripts.montague.scores import (aggregate, pair_cubes, pair_items, pair_shares, reference_padding_verdicts,
-                                              run_montague_aggregate, run_montague_score, score, shares,
-                                              single_verdicts, strict_less)
+from workflow_scripts.montague.scores import (pair_cubes, pair_items, pair_shares, reference_padding_verdicts,
+                                              run_montague_score, score, shares, single_verdicts, strict_less)
+from workflow_scripts.montague.tables import aggregate, run_montague_aggregate
 from workflow_scripts.texts import text_keys
 from workflow_scripts.vector_store import spec_digest, write_partition
 
@@ -135,10 +135,10 @@ def test_same_type_pair_keys_are_half_by_symmetry_and_ties_fail():
     assert len(items["passed"]) == 6 * 5 * 10
     res = shares(np.column_stack([items["n1"], items["n2"]]), np.column_stack([items["a1"], items["a2"]]),
                  np.zeros(len(items["a1"]), np.int64), items["passed"], items["defined"], 1, n_nouns, n_adj, 200, 5,
-                 ("t",))
+                 ("t",), replicates_out=(reps := {}))
     assert res[0]["consistency"] == 0.5 and res[0]["n"] == 300
-    # every replicate weighs (a1, a2) and (a2, a1) alike: the interval is the point
-    assert res[0]["ci_low"] == res[0]["ci_high"] == 0.5
+    # every replicate weighs (a1, a2) and (a2, a1) alike: every replicate is the point
+    assert set(reps["consistency"][:, 0]) == {0.5}
     d[1] = d[0]  # adjectives 0 and 1 tie on every noun pair: both orders fail
     items = pair_items(_pairs_frame(d, n_nouns), n_adj, *ok)
     res = shares(np.column_stack([items["n1"], items["n2"]]), np.column_stack([items["a1"], items["a2"]]),
@@ -172,7 +172,8 @@ def test_two_way_bootstrap_matches_an_explicit_loop():
     key = rng.integers(0, 2, items)
     passed, defined = rng.random(items) < 0.6, rng.random(items) < 0.9
     b, seed, names = 300, 11, ("montague", "d", "m", "single")
-    res = shares(nouns, adjs, key, passed, defined, 2, n_nouns, n_adjs, b, seed, names)
+    res = shares(nouns, adjs, key, passed, defined, 2, n_nouns, n_adjs, b, seed, names, replicates_out=(out := {}))
+    got = out["consistency"]
     gen = bootstrap_rng(seed, *names)
     cn, ca = resample_counts(gen, b, n_nouns), resample_counts(gen, b, n_adjs)
     for k in range(2):
@@ -186,17 +187,19 @@ def test_two_way_bootstrap_matches_an_explicit_loop():
                 num += w * passed[i]
                 den += w
             reps.append(num / den if den else np.nan)
-        low, high, _ = percentile_interval(np.array(reps))
         sel = (key == k) & defined
         assert res[k]["consistency"] == pytest.approx((passed & sel).sum() / sel.sum())
-        assert (res[k]["ci_low"], res[k]["ci_high"]) == pytest.approx((low, high))
+        assert got[:, k] == pytest.approx(np.array(reps), nan_ok=True)
         assert res[k]["ci_low"] <= res[k]["consistency"] <= res[k]["ci_high"]
     again = shares(nouns, adjs, key, passed, defined, 2, n_nouns, n_adjs, b, seed, names)
     assert again == res  # seeded: reruns are identical
-    nouns_only = shares(nouns, adjs, key, passed, defined, 2, n_nouns, n_adjs, b, seed, names, unit="nouns")
-    assert nouns_only[0]["consistency"] == res[0]["consistency"] and nouns_only[0]["ci_low"] != res[0]["ci_low"]
+    nouns_only = shares(nouns, adjs, key, passed, defined, 2, n_nouns, n_adjs, b, seed, names, unit="nouns",
+                        replicates_out=(only := {}))
+    assert nouns_only[0]["consistency"] == res[0]["consistency"]
+    assert not np.allclose(only["consistency"][:, 0], got[:, 0])  # other draws: nouns alone
+    # the interval is Wilson's over the units and needs no B
     none = shares(nouns, adjs, key, passed, defined, 2, n_nouns, n_adjs, 0, seed, names)
-    assert np.isnan(none[0]["ci_low"]) and none[0]["consistency"] == res[0]["consistency"]
+    assert (none[0]["ci_low"], none[0]["ci_high"]) == (res[0]["ci_low"], res[0]["ci_high"])
     with pytest.raises(ValueError, match="bootstrap unit"):
         shares(nouns, adjs, key, passed, defined, 2, n_nouns, n_adjs, b, seed, names, unit="phrases")
 
@@ -337,8 +340,7 @@ def test_identical_copies_of_a_model_get_identical_intervals_and_replicates(tmp_
     assert {"pair/pair/colour|fake", "single/AAN/colour|fake", "nonsubsective/AN/fake"} <= set(ra["statistic"])
     row = a.filter((pl.col("test") == "single") & (pl.col("kind") == "AN") & (pl.col("key") == "colour")).row(0, named=True)
     values = ra.filter(pl.col("statistic") == "single/AN/colour").sort("replicate")
-    assert values["point"][0] == row["consistency"]
-    assert percentile_interval(values["value"].to_numpy())[:2] == (row["ci_low"], row["ci_high"])
+    assert values["point"][0] == row["consistency"] and values["units"][0] == row["n_units"]
 
 
 # ---- shares at 0 or 1: the exact interval over a conservative effective n (issue 32, point 5) ------
@@ -349,51 +351,59 @@ def crossed_items(n_nouns=6, n_adjs=15):
     return nouns, adjs, np.zeros(len(nouns), np.int64)
 
 
-def test_a_share_of_1_over_6_nouns_and_15_adjectives_is_clopper_pearson_of_6_of_6():
-    """All 90 phrases pass: the bootstrap interval would be [1, 1]. The phrases cross 6 nouns and 15
-    adjectives, so n = min(6, 15) = 6 and the interval is Clopper-Pearson of 6 of 6:
-    [0.025^(1/6), 1] = [0.5407, 1]. None passing: [0, 1 - 0.025^(1/6)] = [0, 0.4593]. Resampling
-    adjectives only: n = 15, [0.025^(1/15), 1] = [0.7820, 1]. A share inside keeps the percentile
-    interval of its replicates."""
+def test_a_share_of_1_over_6_nouns_and_15_adjectives_is_wilson_over_6_units():
+    """All 90 phrases pass: the bootstrap's replicates are all 1. The phrases cross 6 nouns and 15
+    adjectives, so the independent units are n = min(6, 15) = 6 (a crossed share's variance is at
+    most p(1 - p)/6) and the interval is Wilson's at 1 over 6: [6/(6 + z^2), 1] = [0.6097, 1]. None
+    passing: [0, 0.3903]. Resampling adjectives only: n = 15. A share inside gets Wilson's too, over
+    the same n: one method, monotone in the share (issue 43, point 5)."""
+    from workflow_scripts.paired_statistics import wilson_interval
+    z2 = 1.959963984540054 ** 2
     nouns, adjs, key = crossed_items()
     names = ("montague", "d", "single")
     everything = np.ones(len(key), bool)
     [row] = shares(nouns, adjs, key, everything, everything, 1, 6, 15, 200, 3, names)
     assert row["consistency"] == 1.0 and row["n"] == 90
-    assert (round(row["ci_low"], 4), row["ci_high"]) == (0.5407, 1.0)
-    assert row["ci_low"] == pytest.approx(0.025 ** (1 / 6))
-    assert (row["ci_method"], row["ci_exact_n"]) == ("clopper_pearson_min_factor", 6)
+    assert row["ci_low"] == pytest.approx(6 / (6 + z2)) and row["ci_high"] == 1.0
+    assert (row["ci_method"], row["n_units"]) == ("wilson_min_factor", 6)
     [none] = shares(nouns, adjs, key, ~everything, everything, 1, 6, 15, 200, 3, names)
-    assert (none["ci_low"], round(none["ci_high"], 4), none["ci_exact_n"]) == (0.0, 0.4593, 6)
+    assert (none["ci_low"], none["ci_high"], none["n_units"]) == (0.0, pytest.approx(z2 / (6 + z2)), 6)
     [adjectives] = shares(nouns, adjs, key, everything, everything, 1, 6, 15, 200, 3, names, unit="adjectives")
-    assert adjectives["ci_low"] == pytest.approx(0.025 ** (1 / 15)) and adjectives["ci_exact_n"] == 15
+    assert adjectives["ci_low"] == pytest.approx(15 / (15 + z2)) and adjectives["n_units"] == 15
     # only the defined items count: with nouns 0-2 undefined, n = min(3, 15) = 3
     [fewer] = shares(nouns, adjs, key, everything, nouns >= 3, 1, 6, 15, 200, 3, names)
-    assert fewer["ci_low"] == pytest.approx(0.025 ** (1 / 3)) and fewer["ci_exact_n"] == 3
-    # the exact interval needs no B
-    [no_b] = shares(nouns, adjs, key, everything, everything, 1, 6, 15, 0, 3, names)
-    assert no_b["ci_low"] == pytest.approx(0.025 ** (1 / 6))
-    reps: dict = {}
-    [inside] = shares(nouns, adjs, key, adjs < 5, everything, 1, 6, 15, 200, 3, names, replicates_out=reps)
-    assert (inside["ci_method"], inside["ci_exact_n"]) == ("percentile", None)
-    assert (inside["ci_low"], inside["ci_high"]) == percentile_interval(reps["consistency"][:, 0])[:2]
+    assert fewer["n_units"] == 3
+    [inside] = shares(nouns, adjs, key, adjs < 14, everything, 1, 6, 15, 200, 3, names)
+    assert (inside["ci_low"], inside["ci_high"]) == pytest.approx(wilson_interval(14 / 15, 6))
+    assert inside["ci_low"] < row["ci_low"]  # monotone: a lower share never gets a narrower interval
 
 
-def test_pair_shares_at_the_bounds_count_the_keys_words():
-    """Test 2 with adjectives of types [0, 0, 1] and 4 nouns (6 noun pairs). Key (0, 1): a1 in {0, 1},
-    a2 = 2, every comparison passes: 3 adjectives, 4 nouns, Clopper-Pearson of 3 of 3 ([0.2924, 1]).
-    Key (0, 0): a1, a2 in {0, 1}, none passes: 2 adjectives, [0, 1 - 0.025^(1/2)] = [0, 0.8419]; the
-    mean of noun means takes the same interval. `shares` item by item says the same."""
+def test_an_aan_key_counts_its_adjective_roles_apart():
+    """Fails on e572c58: an AAN key (outer, inner) of 5 outer and 5 inner adjectives over 12 nouns
+    pooled the roles into 10 adjectives; each role is a factor of its own, so n = 5."""
+    rng = np.random.default_rng(0)
+    outer, inner = np.arange(5), np.arange(5, 10)
+    items = [(n, a, b) for n in range(12) for a in outer for b in inner]
+    nouns = np.array([i[0] for i in items])
+    adjs = np.array([[i[1], i[2]] for i in items])
+    passed = rng.random(len(items)) < 0.9
+    [row] = shares(nouns, adjs, np.zeros(len(items), np.int64), passed, np.ones(len(items), bool), 1, 12, 10,
+                   50, 1, ("montague", "d", "single"))
+    assert row["n_units"] == 5
+
+
+def test_pair_shares_count_each_roles_adjectives():
+    """Test 2 with adjectives of types [0, 0, 1] and 4 nouns (6 noun pairs). Key (0, 1): a1 in {0, 1}
+    (2 adjectives), a2 = 2 (1): n = min(2, 1, 4) = 1, not the 3 adjectives pooled; key (0, 0): 2 and
+    2, n = 2. `shares` item by item says the same."""
     adj_type = np.array([0, 0, 1])
     n1, n2 = (np.array(x) for x in zip(*[(i, j) for i in range(4) for j in range(i + 1, 4)]))
     defined = np.broadcast_to(~np.eye(3, dtype=bool)[:, :, None], (3, 3, len(n1))).copy()
     passed = defined & ((adj_type[:, None] == 0) & (adj_type[None, :] == 1))[:, :, None]
     rows = pair_shares(passed, defined, adj_type, 2, n1, n2, 4, 100, 2, ("montague", "d", "pair"))
     zero_one, zero_zero = rows[0 * 2 + 1], rows[0]
-    assert zero_one["consistency"] == 1.0 and zero_one["ci_exact_n"] == 3
-    assert zero_one["ci_low"] == pytest.approx(0.025 ** (1 / 3)) and zero_one["ci_high"] == 1.0
-    assert zero_zero["consistency"] == 0.0 and zero_zero["ci_exact_n"] == 2
-    assert zero_zero["ci_high"] == pytest.approx(1 - 0.025 ** 0.5) and zero_zero["ci_low"] == 0.0
+    assert zero_one["consistency"] == 1.0 and zero_one["n_units"] == 1
+    assert zero_zero["consistency"] == 0.0 and zero_zero["n_units"] == 2
     assert zero_zero["mean_of_noun_means_ci_high"] == zero_zero["ci_high"]
     a1, a2 = np.nonzero(~np.eye(3, dtype=bool))
     key = adj_type[np.repeat(a1, len(n1))] * 2 + adj_type[np.repeat(a2, len(n1))]
@@ -402,12 +412,12 @@ def test_pair_shares_at_the_bounds_count_the_keys_words():
                   passed[a1, a2].ravel(), defined[a1, a2].ravel(), 4, 4, 3, 100, 2, ("montague", "d", "pair"),
                   group=np.tile(n1, len(a1)))
     for fast, item in zip(rows, slow):
-        assert (fast["ci_method"], fast["ci_exact_n"]) == (item["ci_method"], item["ci_exact_n"])
+        assert (fast["ci_method"], fast["n_units"]) == (item["ci_method"], item["n_units"])
 
 
-def test_the_first_screen_names_the_exact_interval_and_marks_no_zero_width(tmp_path):
-    """A Montague share of 1 with its exact interval has width: the first screen marks C (at the
-    ceiling), not Z, and names the interval, as for triplets."""
+def test_the_first_screen_counts_the_independent_units_and_marks_n():
+    """Fails on e572c58, where n counted the phrases (90), so N never showed: a share over 6 nouns x
+    15 adjectives rests on 6 units, below report.min_n, and its interval has width (no Z)."""
     from workflow_scripts.report import overview as O
     from workflow_scripts.montague.probe import consistency_headlines
     nouns, adjs, key = crossed_items()
@@ -417,6 +427,6 @@ def test_the_first_screen_names_the_exact_interval_and_marks_no_zero_width(tmp_p
                            "type1": "privative", "type2": None, **row, "resampled": "nouns_and_adjectives",
                            "bootstrap_b": 200}])
     [headline] = consistency_headlines("nonsubsective", "privative", kind="AN")(frame, {})
-    assert "Clopper-Pearson" in headline["interval"]
-    marks = O.marks(headline["value"], headline["ci_low"], headline["ci_high"], headline["n"], (0.0, 1.0), 10)
-    assert marks == "C"
+    assert headline["n"] == 6
+    marks = O.marks(headline["value"], headline["ci_low"], headline["ci_high"], headline["n"], (0.0, 1.0), 100)
+    assert marks == "NC"

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from workflow_scripts.retrieval import metrics as M
+from workflow_scripts.retrieval import tables as T
 from workflow_scripts.retrieval.isotropy import Moments, fit_transform, i1_from_moments, isoscore_from_covariance, scores
 
 SETTINGS = {"ks": [1, 2, 3, 5], "top_k": 5, "bootstrap_b": 200,
@@ -195,7 +196,7 @@ def test_correlations_state_their_points():
                             "threshold": [0.5, 0.4, float("nan"), 0.2]})
     iso = pl.DataFrame({"set": ["s"] * 4, "model": ["a", "b", "c", "d"], "transform": ["none"] * 4,
                         "vectors": ["corpus"] * 4, "i1": [0.5, 0.5, 0.6, 0.5], "isoscore": [0.1, 0.3, 0.2, 0.4]})
-    corr = M.correlations(summary, iso, 5, 100, 1)
+    corr = T.correlations(summary, iso, 5, 100, 1)
     row = corr.filter((pl.col("scope") == "s") & (pl.col("correlation") == "acc_vs_coe")).row(0, named=True)
     assert row["pearson"] == pytest.approx(1.0) and row["n_points"] == 4
     assert row["points"] == "s/a; s/b; s/c; s/d"
@@ -322,25 +323,29 @@ def test_transforms_fit_and_renormalise():
     assert not fit_transform("whiten", m, {"whiten_epsilon": 1e-6, "pca_components": 3})[0](zero, np.array([False]))[1][0]
 
 
-def test_a_full_data_accuracy_of_1_gets_the_exact_interval():
+def test_a_full_data_accuracy_gets_wilsons_interval_over_the_questions():
     """445 questions, each answered at rank 1: accuracy@k is 1 at every k and in every bootstrap
-    resample, so the bootstrap interval is [1, 1]; the summary gives the exact Clopper-Pearson
-    interval [0.9917, 1] instead and says so. With 50 misses among 200 the share is inside (0, 1) and
-    keeps the bootstrap's percentile interval; the replicates stay the bootstrap's either way."""
+    resample, so a bootstrap interval would be [1, 1]; the summary gives Wilson's score interval
+    [445/(445 + z^2), 1] = [0.9914, 1] and says so. With 50 misses among 200 the share is inside
+    (0, 1) and gets Wilson's too (one method at every share, issue 43): 33 of 34 never narrower than
+    34 of 34. The replicates stay the bootstrap's either way."""
+    from workflow_scripts.paired_statistics import wilson_interval
     settings = {**SETTINGS, "draws": {"count": 10, "size": 100, "replace": False}}
     topk, sims = population(445)
     reps: list = []
     _, _, summary = M.evaluate(topk, sims, "s", "m", settings, 1, replicates_out=reps)
     for r in summary.iter_rows(named=True):
-        assert r["accuracy_full"] == 1.0 and r["accuracy_full_ci_method"] == "clopper_pearson"
-        assert (round(r["accuracy_full_ci_low"], 4), r["accuracy_full_ci_high"]) == (0.9917, 1.0)
+        assert r["accuracy_full"] == 1.0 and r["accuracy_full_ci_method"] == "wilson"
+        assert (round(r["accuracy_full_ci_low"], 4), r["accuracy_full_ci_high"]) == (0.9914, 1.0)
     accuracy = [p for p in reps if p["statistic"][0].startswith("accuracy@")]
     assert accuracy and all(v == 1.0 for p in accuracy for v in p["value"])
+    assert all(u == 445 for p in accuracy for u in p["units"])
     topk, sims = population(200, misses=50)
     _, _, summary = M.evaluate(topk, sims, "s", "m", settings, 1)
     for r in summary.iter_rows(named=True):
-        assert r["accuracy_full"] == 0.75 and r["accuracy_full_ci_method"] == "percentile"
-        assert r["accuracy_full_ci_low"] < 0.75 < r["accuracy_full_ci_high"]
+        assert r["accuracy_full"] == 0.75 and r["accuracy_full_ci_method"] == "wilson"
+        assert (r["accuracy_full_ci_low"], r["accuracy_full_ci_high"]) == pytest.approx(wilson_interval(0.75, 200))
+    assert wilson_interval(33 / 34, 34)[0] < wilson_interval(1.0, 34)[0]
 
 
 def test_each_questions_hit_is_written_for_mcnemar_and_compare_reads_one_k_of_it(tmp_path):

@@ -14,8 +14,9 @@ from workflow_scripts.encoders import ModelUnavailable
 from workflow_scripts.jobs import make_job
 from workflow_scripts.tfidf_fit import fit_tfidf
 from workflow_scripts.retrieval.isotropy import isotropy_job, run_retrieval_isotropy
-from workflow_scripts.retrieval.metrics import run_retrieval_aggregate, run_retrieval_metrics
+from workflow_scripts.retrieval.metrics import run_retrieval_metrics
 from workflow_scripts.retrieval.search import run_retrieval_search, search_job
+from workflow_scripts.retrieval.tables import run_retrieval_aggregate
 from workflow_scripts.texts import write_text_partitions
 
 DOCS = ["the base station sends the paging message", "the user equipment measures the reference signal",

@@ -35,7 +35,7 @@ def study(tmp_path_factory):
                                           "retries": 1, "backoff_s": 0.01}},
                 "datasets": {"news": {"articles": "news", "generator": "served", "max_articles": 3,
                                       "keep_echoes": True}},
-                "filter": {"encoders": ["tfidf"]}, "measures": ["cosine"], "bootstrap_b": 20},
+                "filter": {"encoders": []}, "measures": ["cosine"], "bootstrap_b": 20},
         }
         run = base / "run"
         run.mkdir()

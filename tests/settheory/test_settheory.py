@@ -16,6 +16,7 @@ from conftest import requires_shared, shared_data
 from workflow_scripts.settheory import criteria as C
 from workflow_scripts.settheory import operators as O
 from workflow_scripts.settheory import samples as S
+from workflow_scripts.settheory.defaults import DEFAULT_PROMPTS
 from workflow_scripts.settheory import tables as T
 
 
@@ -256,7 +257,7 @@ def test_echo_rule(fusion, reason):
 
 
 def test_prompt_copy():
-    prompt = S.DEFAULT_PROMPTS["fuse_fewshot"]
+    prompt = DEFAULT_PROMPTS["fuse_fewshot"]
     grams = S.prompt_trigrams(prompt)
     first, second = "Homes in the lower town were flooded twice.", "Insurers had stopped offering cover there."
     copied = "The city orchestra's lower town was flooded twice, so insurers stopped offering cover."
@@ -370,9 +371,10 @@ def test_fixed_bounds_replace_the_pooled_ones_and_say_so():
     f = frame("overlap", {"cosine_at": [0.8, 0.6], "cosine_bt": [0.7, 0.6], "cosine_ab": [0.5, 0.5]})
     settings = {**T.DEFAULT_SETTINGS, "fixed_bounds": {"c1": {"cosine": [[-1.0, 1.0], [-1.0, 1.0]]},
                                                        "c4": {"l2": [0.0, 2.0]}}}
-    assert T.bounds_for(settings, {"m": f}, "c1", "cosine") == ([(-1.0, 1.0), (-1.0, 1.0)], "fixed")
-    assert T.bounds_for(settings, {"m": f}, "c4", "l2") == ([(0.0, 2.0)], "fixed")
-    assert T.bounds_for(settings, {"m": f}, "c1", "l2")[1] == "pooled"
+    assert T.bounds_for(settings, {"m": f}, "c1", "cosine", "m") == ([(-1.0, 1.0), (-1.0, 1.0)], "fixed")
+    assert T.bounds_for(settings, {"m": f}, "c4", "l2", "m") == ([(0.0, 2.0)], "fixed")
+    assert T.bounds_for(settings, {"m": f}, "c1", "l2", "m")[1] == "own"
+    assert T.bounds_for({**settings, "bounds": "pooled"}, {"m": f}, "c1", "l2", "m")[1] == "pooled"
     base = {"sampleset": "s", "model": "m", "generator": "g", "prompt": "p", "filter": "f"}
     rows = T.epsilon_rows(base, f, "c1", "cosine", [(-1.0, 1.0), (-1.0, 1.0)], "fixed", 0, 1)
     tt = next(r for r in rows if r["case"] == "T,T")
@@ -523,3 +525,42 @@ def test_the_gate_survives_long_imported_sentences():
     first, second = "ferry " * 1500, "harbour " * 1500
     measures = S.gate_measures(first + second + "noon", first, second)
     assert measures["edit_share"] < 0.01 and measures["length_both"] > 1
+
+
+def test_a_models_c3_share_depends_on_no_other_model_with_its_own_bounds():
+    """Issue 43, point 6: with the reference's pooled bounds a model's C3 (T,T) share moves when
+    another model of another scale joins the study (here one whose differences span 10x the range);
+    with `bounds: own` (the default) it does not, and it is unchanged by an affine rescaling of the
+    model's own similarities (its ranks of the differences decide it)."""
+    rng = np.random.default_rng(0)
+    ad, bd, ab = rng.uniform(0.4, 0.9, 30), rng.uniform(0.1, 0.5, 30), rng.uniform(0.3, 0.8, 30)
+    a = frame("difference", {"cosine_at": ad, "cosine_bt": bd, "cosine_ab": ab})
+    wide = frame("difference", {"cosine_at": ad * 10, "cosine_bt": bd * 10, "cosine_ab": ab * 10})
+    scaled = frame("difference", {"cosine_at": 2 * ad + 1, "cosine_bt": 2 * bd + 1, "cosine_ab": 2 * ab + 1})
+    base = {"sampleset": "s", "model": "a", "generator": "g", "prompt": "p", "filter": "f"}
+
+    def share(frames, settings, model_frame=a):
+        bounds, kind = T.bounds_for({**T.DEFAULT_SETTINGS, **settings}, frames, "c3", "cosine", "a")
+        rows = T.epsilon_rows(base, model_frame, "c3", "cosine", bounds, kind, 0, 1)
+        return next(r["share"] for r in rows if r["case"] == "T,T"), kind
+    alone, kind = share({"a": a}, {})
+    assert kind == "own" and share({"a": a, "w": wide}, {}) == (alone, "own")
+    assert share({"a": scaled}, {}, scaled)[0] == pytest.approx(alone)
+    pooled_alone, _ = share({"a": a}, {"bounds": "pooled"})
+    pooled_with_wide, kind = share({"a": a, "w": wide}, {"bounds": "pooled"})
+    assert kind == "pooled" and pooled_alone == pytest.approx(alone) and abs(pooled_with_wide - alone) > 0.05
+
+
+def test_the_filter_refuses_a_compared_model_or_its_copy():
+    """Fails on e572c58, whose default filtered the samples by MiniLM's own cos(B, D) while comparing
+    MiniLM: a filter encoder must be outside the comparison."""
+    from workflow_scripts.settheory.probe import filter_problems
+    st = {"filter": {"encoders": ["minilm"]}}
+    models = {"minilm": {"family": "sentence_transformers", "name": "x"},
+              "copy": {"family": "sentence_transformers", "name": "x", "probes": ["csc"], "batch_size": 8},
+              "outside": {"family": "tfidf", "preset": "paper", "probes": ["csc"]}}
+    assert "'minilm' is compared on settheory" in filter_problems({"models": models, "settheory": st})[0]
+    copy = filter_problems({"models": models, "settheory": {"filter": {"encoders": ["copy"]}}})
+    assert "'copy' gives the vectors of 'minilm', which is compared" in copy[0]
+    assert filter_problems({"models": models, "settheory": {"filter": {"encoders": ["outside"]}}}) == []
+    assert filter_problems({"models": models, "settheory": {"filter": {"encoders": []}}}) == []

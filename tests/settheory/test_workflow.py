@@ -19,7 +19,7 @@ from conftest import shared_data
 from helpers import tiny_bert
 from workflow_runner import planned_jobs, snakemake, write_config
 from workflow_scripts.generator import SMOLLM2, GenerationCache, Generator, bundled_gguf
-from workflow_scripts.settheory.samples import DEFAULT_GENERATORS
+from workflow_scripts.settheory.defaults import DEFAULT_GENERATORS
 
 SMOLLM2_ENCODER = {"family": "transformers", **SMOLLM2, "device": "cpu", "batch_size": 8, "probes": ["settheory"]}
 RECORDING = "settheory_workflow_cnn"  # tests/data/generations/<RECORDING>.jsonl
@@ -66,12 +66,15 @@ def study(tmp_path_factory):
                    "minilm": {"family": "sentence_transformers", "name": "sentence-transformers/all-MiniLM-L6-v2",
                               "device": "cpu", "probes": ["settheory"]},
                    "tiny_bert": {"family": "transformers", "path": str(bert), "device": "cpu", "batch_size": 8,
-                                 "max_length": 128, "probes": ["settheory"]}},  # its 128 positions
+                                 "max_length": 128, "probes": ["settheory"]},  # its 128 positions
+                   # the sample filter's encoder: one the study does not compare on settheory (a filter
+                   # on a compared model would keep the samples that favour it)
+                   "filter_tfidf": {"family": "tfidf", "preset": "paper", "probes": ["csc"]}},
         "csc": {"bootstrap_b": 10},
         "articles": {"cnn_dm": {"format": "hf", "path": str(sample)}},
         "settheory": {"datasets": {"cnn": {"articles": "cnn_dm", "max_articles": 2, "windows_per_article": 1,
                                            "keep_echoes": True}},
-                      "filter": {"encoders": ["minilm"], "rule": "all", "threshold": 0.25},
+                      "filter": {"encoders": ["filter_tfidf"], "rule": "all", "threshold": 0.25},
                       "bootstrap_b": 100, "generation_cache": str(base / "cache")},
     }
     cache = recorded_generations.cache_file(base / "cache", GENERATOR, DEFAULT_GENERATORS[GENERATOR])
@@ -97,7 +100,7 @@ def test_outputs(study):
     assert operators.group_by("operator").len().sort("operator").rows() == [("difference", 12), ("overlap", 2),
                                                                            ("union", 4)]
     kept = operators.filter(pl.col("operator") == "difference")
-    assert ((kept["cos_bd_minilm"] < 0.25) == kept["kept"]).all()
+    assert ((kept["cos_bd_filter_tfidf"] < 0.25) == kept["kept"]).all()
     for model in ("tfidf", "minilm", "tiny_bert"):
         assert_measured(res, model, operators["kept"].sum())
     ratio = pl.read_parquet(res / "settheory" / "cnn" / "minilm" / "measures.parquet")["norm_ratio"]
@@ -107,7 +110,7 @@ def test_outputs(study):
         if crit in ("c1", "c3"):
             assert g.height == 4 and abs(g["share"].sum() - 1) < 1e-9
     c1 = pl.read_csv(res / "tables" / "settheory_c1.csv")
-    assert sorted(set(c1["model"])) == ["minilm", "tfidf", "tiny_bert"] and set(c1["bounds"]) == {"pooled"}
+    assert sorted(set(c1["model"])) == ["minilm", "tfidf", "tiny_bert"] and set(c1["bounds"]) == {"own"}
     assert c1.height == 3 * 5
     for i in range(2, 7):
         assert pl.read_csv(res / "tables" / f"settheory_c{i}.csv").height >= 3

@@ -402,3 +402,16 @@ def test_argument_sensitivity_records_subject_and_verb_of_each_template(log):
     assert (frame["subject"] == frame["s"].str.split(" ").list.first()).all()
     # present and past forms of one verb are one cluster
     assert set(frame["verb"]) == {"like", "admire", "ask"}
+
+
+def test_sick_triplets_are_clustered_by_the_pair_graph(built):
+    """Issue 43, point 4: on the full SICK release a pair's two near-identical sentences both become
+    originals, and sentences chain through pairs: Negation Variants' 516 triplets lie in 273
+    connected components of the pair graph, Fixed Point Reorder's 481 in 286 (its S+ is its S's
+    partner, so also another triplet's S). Every triplet from SICK carries its component; the WSJ
+    and MSRP-free ones none."""
+    frame, _ = built["negation_variants"]
+    assert frame.height == 516 and frame["cluster"].null_count() == 0 and frame["cluster"].n_unique() == 273
+    frame, _ = built["fixed_point_reorder"]
+    assert frame.height == 481 and frame["cluster"].n_unique() == 286
+    assert built["argument_sensitivity"][0]["cluster"].null_count() == 445  # templates: subjects x verbs instead

@@ -60,7 +60,7 @@ def test_sizes_ids_and_reports(run):
     for dataset, paper in PAPER_SIZES.items():
         frame = pl.read_parquet(run / "triplets" / dataset / "triplets.parquet")
         # subject and verb: argument sensitivity's clusters (its bootstrap unit), empty elsewhere
-        assert frame.columns == ["id", "s", "s_plus", "s_star", "source", "rule", "subject", "verb"]
+        assert frame.columns == ["id", "s", "s_plus", "s_star", "source", "rule", "subject", "verb", "cluster"]
         clustered = frame["subject"].is_not_null().all() and frame["verb"].is_not_null().all()
         assert clustered == (dataset == "argument_sensitivity"), dataset
         assert frame["id"].n_unique() == frame.height

@@ -80,10 +80,10 @@ def test_similarities_and_strict_verdicts_equal_hand_values(tmp_path, log, spars
     stores = make_store(tmp_path, sparse=sparse)
     out = ts.score(write_triplets(tmp_path / "t.parquet"), stores, "m", SPEC, "strict", log)
     assert out.columns == ["id", "sim_s_splus", "sim_s_sstar", "sim_splus_sstar", "correct", "subject", "verb",
-                           "original"]
+                           "cluster"]
     assert out.dtypes == [pl.UInt64, pl.Float64, pl.Float64, pl.Float64, pl.Boolean, pl.String, pl.String, pl.String]
     assert out["subject"].null_count() == out.height  # no clusters in these triplets
-    assert out["original"].to_list() == [t[1] for t in TRIPLETS]  # S: five triplets share "e1"
+    assert out["cluster"].to_list() == [t[1] for t in TRIPLETS]  # S: five triplets share "e1"
     assert out["id"].to_list() == [t[0] for t in TRIPLETS]
     want = np.array([t[4:7] for t in TRIPLETS], dtype=np.float64)
     got = out.select("sim_s_splus", "sim_s_sstar", "sim_splus_sstar").to_numpy()
@@ -210,7 +210,9 @@ def test_no_bootstrap_and_no_defined_triplets_give_nan_not_a_crash(tmp_path, log
     entry = {"dataset": "d", "model": "m", "scores": path, "scoring": "strict"}
     row = ts.aggregate([entry], 0, 1, log).row(0, named=True)
     assert math.isfinite(row["accuracy"]) and row["bootstrap_b"] == 0
-    assert all(math.isnan(row[f"{s}_ci_{e}"]) for s in ts.STATISTICS for e in ("low", "high"))
+    # no replicates, no percentile interval; the accuracy's score interval needs none
+    assert all(math.isnan(row[f"{s}_ci_{e}"]) for s in ts.MEANS for e in ("low", "high"))
+    assert math.isfinite(row["accuracy_ci_low"]) and row["accuracy_ci_method"] == "wilson"
     undefined = write_scores(tmp_path / "u.parquet", [[np.nan, np.nan, 0.5], [0.1, np.nan, np.nan]], [None, None])
     empty = write_scores(tmp_path / "e.parquet", np.empty((0, 3)), [])
     table = ts.aggregate([{"dataset": "d", "model": "u", "scores": undefined, "scoring": "strict"},
@@ -303,14 +305,16 @@ def test_plot_handles_undefined_rows(tmp_path, log):
         ts.write_outputs(table, str(tmp_path / "acc.csv"), str(tmp_path), str(tmp_path / "p"), ["d"], ["other"], log)
 
 
-def test_an_accuracy_of_0_or_1_gets_the_exact_interval(tmp_path, log):
-    """0 of 445 triplets right: every resample gives 0, so the bootstrap interval is [0, 0]; the table
-    reports the exact Clopper-Pearson interval [0, 0.0083] instead and says so; 445 of 445 gives
-    [0.9917, 1]. A share strictly inside keeps the bootstrap percentile interval of its replicates,
-    and the replicates stay the bootstrap's (the differences table subtracts them). On the first
-    screen the exact interval has width, so no Z mark (C stays: 0 is the floor), and the row names
-    the interval."""
+def test_an_accuracy_gets_wilsons_interval_at_every_share(tmp_path, log):
+    """0 of 445 triplets right: every resample gives 0, so a bootstrap interval would be [0, 0]; the
+    table reports Wilson's score interval [0, z^2/(445 + z^2)] = [0, 0.0086]; 445 of 445 gives
+    [0.9914, 1]; a share strictly inside gets Wilson's too, one method at every share (monotone in
+    it; issue 43, point 5), while the replicates stay the bootstrap's (the differences table
+    subtracts them). On the first screen the interval has width, so no Z mark (C stays: 0 is the
+    floor)."""
+    from workflow_scripts.paired_statistics import wilson_interval
     from workflow_scripts.report import overview as O
+    z2 = 1.959963984540054 ** 2
     wrong_sims = np.tile([0.2, 0.6, 0.1], (445, 1))  # cos(S, S+) < cos(S, S*): wrong under strict
     wrong = write_scores(tmp_path / "w.parquet", wrong_sims, [False] * 445)
     right = write_scores(tmp_path / "r.parquet", wrong_sims[:, [1, 0, 2]], [True] * 445)
@@ -322,14 +326,15 @@ def test_an_accuracy_of_0_or_1_gets_the_exact_interval(tmp_path, log):
     table = ts.aggregate(entries, 200, 1, log, reps)
     rows = {r["model"]: r for r in table.iter_rows(named=True)}
     low, high = rows["wrong"]["accuracy_ci_low"], rows["wrong"]["accuracy_ci_high"]
-    assert rows["wrong"]["accuracy"] == 0.0 and (round(low, 4), round(high, 4)) == (0.0, 0.0083)
-    assert rows["wrong"]["accuracy_ci_method"] == "clopper_pearson"
+    assert rows["wrong"]["accuracy"] == 0.0 and (low, high) == (0.0, pytest.approx(z2 / (445 + z2)))
+    assert rows["wrong"]["accuracy_ci_method"] == "wilson"
     low, high = rows["right"]["accuracy_ci_low"], rows["right"]["accuracy_ci_high"]
-    assert (round(low, 4), round(high, 4), rows["right"]["accuracy_ci_method"]) == (0.9917, 1.0, "clopper_pearson")
+    assert (low, high, rows["right"]["accuracy_ci_method"]) == (pytest.approx(445 / (445 + z2)), 1.0, "wilson")
     by = {(r["model"][0], r["statistic"][0]): np.array(r["value"]) for r in reps}
     inner = rows["inside"]
-    assert inner["accuracy_ci_method"] == "percentile" and 0 < inner["accuracy"] < 1
-    assert (inner["accuracy_ci_low"], inner["accuracy_ci_high"]) == percentile_interval(by[("inside", "accuracy")])[:2]
+    assert inner["accuracy_ci_method"] == "wilson" and 0 < inner["accuracy"] < 1
+    assert (inner["accuracy_ci_low"], inner["accuracy_ci_high"]) == pytest.approx(
+        wilson_interval(inner["accuracy"], inner["n"]))
     assert (by[("wrong", "accuracy")] == 0).all()
 
     ts.write_outputs(table, str(tmp_path / "triplets_accuracy.csv"), str(tmp_path), str(tmp_path / "plots"), ["d"],
@@ -340,8 +345,7 @@ def test_an_accuracy_of_0_or_1_gets_the_exact_interval(tmp_path, log):
     row = next(r for r in screen["rows"] if r["column"] == "triplets_d")
     assert row["cells"]["wrong"]["marks"] == "C" and row["cells"]["right"]["marks"] == "C"
     assert row["cells"]["inside"]["marks"] == ""
-    assert "Clopper-Pearson" in row["interval"]
-    assert pl.read_csv(tmp_path / "triplets_d.csv")["Accuracy"][0] == "0.00% [0.0, 0.8]"
+    assert pl.read_csv(tmp_path / "triplets_d.csv")["Accuracy"][0] == "0.00% [0.0, 0.9]"
 
 
 # ---- clusters and the argument-sensitivity scoring rule (issue 32) ------------------------------
@@ -376,17 +380,17 @@ def test_cluster_bootstrap_is_wider_than_item_bootstrap_when_subjects_decide(tmp
 
 
 def test_a_share_at_a_bound_over_crossed_subjects_and_verbs_counts_the_smaller_factor(tmp_path, log):
-    """0 of 60 template triplets right, from 4 subjects x 3 verbs: the exact interval counts 3
-    independent units (the smaller factor), Clopper-Pearson 0 of 3 = [0, 0.7076], not 0 of 60
-    ([0, 0.0596], as if the triplets were independent); with `items`, 0 of 60."""
+    """0 of 60 template triplets right, from 4 subjects x 3 verbs: the interval counts 3 independent
+    units (the smaller factor), Wilson at 0 over 3 = [0, z^2/(3 + z^2)] = [0, 0.5615], not over 60
+    ([0, 0.0602], as if the triplets were independent); with `items`, over 60."""
     path = clustered_scores(tmp_path / "s.parquet", right_subjects=set())
     entry = [{"dataset": "argument_sensitivity", "model": "m", "scores": path, "scoring": "strict"}]
     clusters = ts.aggregate(entry, 200, 3, log, bootstrap_unit="clusters").row(0, named=True)
     items = ts.aggregate(entry, 200, 3, log, bootstrap_unit="items").row(0, named=True)
     assert clusters["accuracy"] == items["accuracy"] == 0.0
-    assert (round(clusters["accuracy_ci_low"], 4), round(clusters["accuracy_ci_high"], 4)) == (0.0, 0.7076)
-    assert (round(items["accuracy_ci_low"], 4), round(items["accuracy_ci_high"], 4)) == (0.0, 0.0596)
-    assert clusters["accuracy_ci_method"] == items["accuracy_ci_method"] == "clopper_pearson"
+    assert (round(clusters["accuracy_ci_low"], 4), round(clusters["accuracy_ci_high"], 4)) == (0.0, 0.5615)
+    assert (round(items["accuracy_ci_low"], 4), round(items["accuracy_ci_high"], 4)) == (0.0, 0.0602)
+    assert clusters["accuracy_ci_method"] == items["accuracy_ci_method"] == "wilson"
 
 
 def test_first_screen_n_counts_the_resampled_subjects(tmp_path, log):
@@ -501,7 +505,9 @@ def test_triplets_sharing_an_original_resample_the_originals(tmp_path, log):
     want = (draws @ [2, 1, 0]) / (draws @ [3, 2, 1])
     got = next(np.array(r["value"]) for r in reps if r["statistic"][0] == "accuracy")
     assert np.allclose(got, want)
-    assert (row["accuracy_ci_low"], row["accuracy_ci_high"]) == percentile_interval(want)[:2]
+    # the share's interval: Wilson's over the 3 originals, the independent units
+    from workflow_scripts.paired_statistics import wilson_interval
+    assert (row["accuracy_ci_low"], row["accuracy_ci_high"]) == pytest.approx(wilson_interval(0.5, 3))
     # `items` keeps the triplet bootstrap
     items = ts.aggregate([{"dataset": "fixed_point_reorder", "model": "m", "scores": path, "scoring": "strict"}],
                          300, 4, log, bootstrap_unit="items").row(0, named=True)
@@ -523,14 +529,14 @@ def test_where_no_original_repeats_nothing_changes(tmp_path, log):
     assert runs[1][0]["unit"][0] == "triplets"
 
 
-def test_an_accuracy_of_1_over_shared_originals_takes_the_exact_interval_over_originals(tmp_path, log):
-    """All 6 triplets right, from 3 originals: Clopper-Pearson of 3 of 3, [0.025^(1/3), 1] =
-    [0.2924, 1], not 6 of 6 ([0.5407, 1]): the originals are the independent units."""
+def test_an_accuracy_of_1_over_shared_originals_takes_its_interval_over_originals(tmp_path, log):
+    """All 6 triplets right, from 3 originals: Wilson at 1 over 3, [3/(3 + z^2), 1] = [0.4385, 1],
+    not over 6 ([0.6097, 1]): the originals are the independent units."""
     path = shared_original_scores(tmp_path / "s.parquet", ["A", "A", "A", "B", "B", "C"], [True] * 6)
     row = ts.aggregate([{"dataset": "d", "model": "m", "scores": path, "scoring": "strict"}], 100, 4,
                        log).row(0, named=True)
-    assert row["accuracy_ci_method"] == "clopper_pearson"
-    assert row["accuracy_ci_low"] == pytest.approx(0.025 ** (1 / 3)) and row["accuracy_ci_high"] == 1.0
+    assert row["accuracy_ci_method"] == "wilson"
+    assert row["accuracy_ci_low"] == pytest.approx(3 / (3 + 1.959963984540054 ** 2)) and row["accuracy_ci_high"] == 1.0
 
 
 def test_the_first_screen_counts_originals(tmp_path, log):

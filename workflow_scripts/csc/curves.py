@@ -1,4 +1,7 @@
-"""Probe: Concept Separation Curves (methods.md §1; seed paper 000).
+"""Probe: Concept Separation Curves (methods.md §1; seed paper 000): the job of rule csc_score, one
+(corpus, model)'s similarities, curves, overlaps, directions and their bootstrap intervals
+(similarities.parquet, curves.parquet, summary.json, replicates.parquet). Its plot is the job of
+plots.py, the tables of every pair tables.py; what the three share is in conditions.py.
 
 Score: cos(original, variant) for every variant, from the vector stores (each original's vector is
 read once per shard); zero-norm vectors give NaN, which is dropped from the densities and counted.
@@ -41,6 +44,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -52,16 +56,15 @@ import pyarrow.parquet as pq
 from workflow_scripts.bootstrap import (bootstrap_interval, interval_method, jackknife_weights, paired_rng,
                                         percentile_interval, replicate_rows, resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging, write_json
+from workflow_scripts.csc.conditions import CURVE_NAMES, KINDS, NEGATIVE_CONDITIONS, fuzz_curve
 from workflow_scripts.csc.probe import PROBE
-from workflow_scripts.density import (PAPER_GRID_STEP, Moments, Window, bandwidth, exact_density, make_grid,
+from workflow_scripts.density import (COVARIANCE_FACTOR, PAPER_GRID_STEP, Moments, Window, bandwidth, exact_density, make_grid,
                                       normalise, overlap, undefined_reason)
 from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN, surface_form_tokenizer
 from workflow_scripts.shards import read_parquet
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
 GROUP_CELLS = 1 << 24  # per-group histogram cells per kind (128 MB): caps the groups for fine grids
-KINDS = ("fuzz", "negation", "grammatical_negation")
-NEGATIVE_CONDITIONS = KINDS[1:]
 SIM_SCHEMA = pa.schema([("original_id", pa.uint64()), ("variant_id", pa.uint64()),
                         ("kind", pa.string()), ("similarity", pa.float64())])
 READ_BATCH = 2_000_000
@@ -135,25 +138,24 @@ class Groups:
         return g % self.count if self.count != self.base else g
 
 
-def _curve_plan(moments: dict, weights: dict, conditions: list[str], grid_step: float) -> dict:
-    """Bandwidths of the full sample and of each replicate, per kind, and the smallest/largest
-    bandwidth a kind's fine grid must serve."""
+def _curve_plan(moments: dict, curves: dict, weights: dict, grid_step: float, factor: float) -> dict:
+    """Per curve: its bandwidth on the full sample and in each replicate of its condition (the
+    overlap's resamples and, behind a BCa interval, the jackknife rows), and the smallest and
+    largest bandwidth its fine grid must serve."""
     plan = {}
-    for kind, m in moments.items():
-        n, mean, m2 = m.total()
+    for name, (kind, cond) in curves.items():
+        m = moments[name]
+        n, _, m2 = m.total()
         entry = {"n": n, "m2": m2, "reason": undefined_reason(n, m2, grid_step, "csc.grid_step"),
-                 "bw": bandwidth(n, m2), "replicates": {}}
+                 "bw": bandwidth(n, m2, factor)}
         bws = [entry["bw"]] if entry["reason"] is None else []
-        for cond in conditions:
-            if kind != "fuzz" and kind != cond:
-                continue
-            rn, _, rm2 = m.weighted(weights[cond])
-            rbw = np.array([bandwidth(a, b) for a, b in zip(rn, rm2)])
-            ok = np.array([undefined_reason(a, b, grid_step) is None for a, b in zip(rn, rm2)], dtype=bool)
-            entry["replicates"][cond] = {"n": rn, "bw": rbw, "ok": ok}
-            bws += list(rbw[ok])
+        rn, _, rm2 = m.weighted(weights[cond])
+        rbw = np.array([bandwidth(a, b, factor) for a, b in zip(rn, rm2)])
+        ok = np.array([undefined_reason(a, b, grid_step) is None for a, b in zip(rn, rm2)], dtype=bool)
+        entry["replicates"] = {"n": rn, "bw": rbw, "ok": ok}
+        bws += list(rbw[ok])
         entry["bw_min"], entry["bw_max"] = (min(bws), max(bws)) if bws else (None, None)
-        plan[kind] = entry
+        plan[name] = entry
     return plan
 
 
@@ -213,50 +215,209 @@ def _kind_mask(batch, kind: str) -> np.ndarray:
     return pc.equal(batch.column("kind"), kind).to_numpy(zero_copy_only=False)
 
 
-def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: int = 20000,
-            grid_step: float = PAPER_GRID_STEP, bootstrap_b: int = 200, bootstrap_groups: int = 1000,
-            seed: int = 0, model_spec: dict | None = None,
-            replicates_out: dict | None = None) -> tuple[list[dict], dict, dict]:
-    """Curves, overlaps and bootstrap intervals from a similarities file (original_id, kind,
-    similarity). Returns (table rows, normalised curves per kind, details for the summary); with
-    `replicates_out`, also fills it with condition -> (overlap, the B replicate overlaps)."""
-    grid = make_grid(grid_step)
-    points = len(grid)
-    # pass 0: the bootstrap units (distinct originals, batch by batch: 8 bytes per original)
-    groups = Groups(distinct(np.concatenate([np.empty(0, np.uint64)] + [
-        distinct(b.column("original_id").to_numpy()) for b in _batches(sims_path, ["original_id"])])),
-        bootstrap_groups)
-    # pass 1: counts, extremes and moments per group; raw values while few enough for the exact KDE
-    moments = {k: Moments(groups.count) for k in KINDS}
-    raw: dict[str, list | None] = {k: [] for k in KINDS}
-    raw_groups: dict[str, list] = {k: [] for k in KINDS}  # each held similarity's group (resampled AUCs)
+def _member(ids: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """Whether each id is in the sorted array (searchsorted: no hash set of 64-bit ids)."""
+    if not len(sorted_ids):
+        return np.zeros(len(ids), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+    return sorted_ids[at] == ids
+
+
+def _units(sims_path, limit: int) -> tuple[Groups, dict, dict]:
+    """Pass 0: the bootstrap units (every original of the file, whatever its similarities: the same
+    for every model, so resamples are paired), per kind the sorted originals with a finite
+    similarity, and per kind the NaN similarities dropped."""
+    all_ids, finite_ids = [], {k: [] for k in KINDS}
     dropped = {k: 0 for k in KINDS}
-    low, high = {k: np.inf for k in KINDS}, {k: -np.inf for k in KINDS}
     for batch in _batches(sims_path, ["original_id", "kind", "similarity"]):
+        ids = batch.column("original_id").to_numpy()
         sims = batch.column("similarity").to_numpy()
-        group_col = groups.of(batch.column("original_id").to_numpy())
+        all_ids.append(distinct(ids))
         for k in KINDS:
             sel = _kind_mask(batch, k)
+            finite = np.isfinite(sims[sel])
+            dropped[k] += int(len(finite) - finite.sum())
+            finite_ids[k].append(distinct(ids[sel][finite]))
+    groups = Groups(distinct(np.concatenate([np.empty(0, np.uint64)] + all_ids)), limit)
+    return groups, {k: distinct(np.concatenate([np.empty(0, np.uint64)] + v)) for k, v in finite_ids.items()}, dropped
+
+
+def _moments(sims_path, groups: Groups, curves: dict, subsets: dict, exact_max_n: int) -> dict:
+    """Pass 1: per curve its moments per group, extremes, and its similarities (with their groups)
+    while few enough for the exact KDE."""
+    out = {name: {"moments": Moments(groups.count), "raw": [], "raw_groups": [], "low": np.inf, "high": -np.inf}
+           for name in curves}
+    for batch in _batches(sims_path, ["original_id", "kind", "similarity"]):
+        sims = batch.column("similarity").to_numpy()
+        ids = batch.column("original_id").to_numpy()
+        group_col = groups.of(ids)
+        for name, (kind, cond) in curves.items():
+            sel = _kind_mask(batch, kind) & np.isfinite(sims)
+            sel[sel] = _member(ids[sel], subsets[cond])
             v = sims[sel]
-            finite = np.isfinite(v)
-            dropped[k] += int(len(v) - finite.sum())
-            v = v[finite]
             if not len(v):
                 continue
-            moments[k].add(v, group_col[sel][finite])
-            low[k], high[k] = min(low[k], float(v.min())), max(high[k], float(v.max()))
-            if raw[k] is not None:
-                raw[k].append(v)
-                raw_groups[k].append(group_col[sel][finite])
-                if moments[k].n.sum() > exact_max_n:
-                    raw[k], raw_groups[k] = None, []  # too many for the exact KDE; stop holding them
+            c = out[name]
+            c["moments"].add(v, group_col[sel])
+            c["low"], c["high"] = min(c["low"], float(v.min())), max(c["high"], float(v.max()))
+            if c["raw"] is not None:
+                c["raw"].append(v)
+                c["raw_groups"].append(group_col[sel])
+                if c["moments"].n.sum() > exact_max_n:
+                    c["raw"], c["raw_groups"] = None, []  # too many for the exact KDE; stop holding them
+    return out
 
-    conditions = [c for c in NEGATIVE_CONDITIONS if moments[c].n.sum() or dropped[c]]  # e.g. no grammatical NL
-    # the independent units behind each kind (issue 32, point 6): variants are nested in their
-    # sentence and resampled with it, so n counts the resampling units that hold a similarity of the
-    # kind (sentences, or hashed groups of sentences at corpus scale), not the variants
-    units = {k: int(np.count_nonzero(moments[k].n)) for k in KINDS}
-    unit = "sentences" if groups.per_sentence else "sentence groups"
+
+def _histograms(sims_path, groups: Groups, curves: dict, subsets: dict, windows: dict, curve_weights: dict,
+                keep: list[str], block: int, with_replicates: bool) -> tuple[dict, dict]:
+    """Pass 2: per curve in `keep` its fine-grid histogram of the whole sample, and per replicate
+    (and jackknife row) of its condition the weighted sum of the groups' histograms; a block of
+    groups at a time, one more pass over the file per block (merging groups would depend on this
+    model's bandwidths and break the pairing)."""
+    totals = {k: np.zeros(windows[k].nodes) for k in keep}
+    replicate_hists = {k: np.zeros((len(curve_weights[curves[k][1]]), windows[k].nodes)) for k in keep
+                       if with_replicates}
+    buffers = {k: np.empty((min(block, groups.count), windows[k].nodes)) for k in keep}  # reused per block
+    for start in range(0, groups.count if keep else 0, block):
+        stop = min(groups.count, start + block)
+        hists = {k: buffers[k][:stop - start] for k in keep}
+        for h in hists.values():
+            h.fill(0.0)
+        for batch in _batches(sims_path, ["original_id", "kind", "similarity"]):
+            sims = batch.column("similarity").to_numpy()
+            ids = batch.column("original_id").to_numpy()
+            group_col = groups.of(ids)
+            in_block = (group_col >= start) & (group_col < stop)
+            for k in keep:
+                kind, cond = curves[k]
+                sel = _kind_mask(batch, kind) & np.isfinite(sims) & in_block
+                sel[sel] = _member(ids[sel], subsets[cond])
+                if sel.any():
+                    hists[k] += windows[k].histogram(sims[sel], group_col[sel] - start, stop - start)
+        for k in keep:
+            totals[k] += hists[k].sum(axis=0)
+            if with_replicates:
+                replicate_hists[k] += curve_weights[curves[k][1]][:, start:stop] @ hists[k]
+    return totals, replicate_hists
+
+
+def within_sentence(sims_path, cond: str, groups: Groups, weights: np.ndarray | None) -> dict:
+    """The direction within sentences (issue 43): per sentence with both a fuzzed and a `cond`
+    variant (finite similarities), AUC_s = P(a fuzzed variant's similarity > a negated one's), ties
+    1/2 (the Mann-Whitney U of the sentence's own variants, from average ranks), and gap_s = mean
+    fuzzed - mean negated similarity; the statistics are their means over those sentences, each
+    sentence weighing the same, and each replicate the same means over the resampled sentences (the
+    overlap's draws: `weights`, (replicates, groups) counts). A sentence's length then weighs
+    nothing: pooled over variants, the fuzzed curve holds 2n candidates of an n-word sentence and
+    the negated n, so short sentences (low similarities) weigh more in the fuzzed one, and a
+    surface-form model whose gap is 0 in every sentence shows a pooled gap."""
+    sims = (pl.scan_parquet(sims_path).select("original_id", "kind", "similarity")
+            .filter(pl.col("kind").is_in(["fuzz", cond]) & pl.col("similarity").is_finite())
+            .with_columns(fuzzed=pl.col("kind") == "fuzz",
+                          rank=pl.col("similarity").rank("average").over("original_id")))
+    per = (sims.group_by("original_id")
+           .agg(nf=pl.col("fuzzed").sum(), nn=(~pl.col("fuzzed")).sum(),
+                rf=pl.col("rank").filter(pl.col("fuzzed")).sum(),
+                sf=pl.col("similarity").filter(pl.col("fuzzed")).sum(),
+                sn=pl.col("similarity").filter(~pl.col("fuzzed")).sum())
+           .filter((pl.col("nf") > 0) & (pl.col("nn") > 0))
+           .with_columns(auc=(pl.col("rf") - pl.col("nf") * (pl.col("nf") + 1) / 2) / (pl.col("nf") * pl.col("nn")),
+                         gap=pl.col("sf") / pl.col("nf") - pl.col("sn") / pl.col("nn"))
+           .select("original_id", "auc", "gap").collect())
+    n = per.height
+    b = 0 if weights is None else len(weights)
+    out = {"n": n, "auc": float("nan"), "gap": float("nan"), "auc_replicates": np.full(b, np.nan),
+           "gap_replicates": np.full(b, np.nan)}
+    if not n:
+        return out
+    # summed in the order of the sentence ids: the same floats however the file's rows are ordered
+    per = per.sort("original_id")
+    auc, gap = per["auc"].to_numpy(), per["gap"].to_numpy()
+    out.update(auc=float(auc.mean()), gap=float(gap.mean()))
+    if b:
+        g = groups.of(per["original_id"].to_numpy())
+        count = np.bincount(g, minlength=groups.count).astype(np.float64)
+        drawn = weights.astype(np.float64) @ count
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for stat, values in (("auc", auc), ("gap", gap)):
+                sums = np.bincount(g, weights=values, minlength=groups.count)
+                out[f"{stat}_replicates"] = np.where(drawn > 0, (weights @ sums) / np.where(drawn > 0, drawn, 1), np.nan)
+    return out
+
+
+def _replicate_overlaps(plan: dict, windows: dict, hists: dict, fuzz: str, cond: str, rows: int,
+                        points: int) -> np.ndarray:
+    """The overlap of every replicate (and jackknife row) of a condition from its curves' histograms."""
+    out = np.full(rows, np.nan)
+    fz, ng = plan[fuzz]["replicates"], plan[cond]["replicates"]
+    for b in range(rows):
+        if fz["ok"][b] and ng["ok"][b]:
+            f = normalise(windows[fuzz].density(hists[fuzz][b], fz["n"][b], fz["bw"][b], points))
+            g = normalise(windows[cond].density(hists[cond][b], ng["n"][b], ng["bw"][b], points))
+            out[b] = overlap(f, g)
+    return out
+
+
+def _pooled_auc(cond: str, fuzz: str, data: dict, windows: dict, totals: dict, replicate_hists: dict,
+                weights: np.ndarray, bootstrap_b: int, defined: bool) -> tuple[float, np.ndarray, str]:
+    """AUC = P(fuzzed > negated) pooled over the two curves' variants, and its replicates: exact from
+    the held similarities, else from the fine-grid histograms."""
+    reps = np.full(bootstrap_b, np.nan)
+    if defined and data[fuzz]["raw"] is not None and data[cond]["raw"] is not None:
+        auc, exact = _exact_auc(np.concatenate(data[fuzz]["raw"]), np.concatenate(data[fuzz]["raw_groups"]),
+                                np.concatenate(data[cond]["raw"]), np.concatenate(data[cond]["raw_groups"]),
+                                weights if bootstrap_b else None)
+        reps[:len(exact)] = exact
+        return auc, reps, "exact"
+    if defined and fuzz in totals and cond in totals:
+        auc = float(_binned_auc(windows[fuzz], totals[fuzz], windows[cond], totals[cond])[0])
+        if bootstrap_b:
+            reps = _binned_auc(windows[fuzz], replicate_hists[fuzz][:bootstrap_b], windows[cond],
+                               replicate_hists[cond][:bootstrap_b])
+        return auc, reps, "binned"
+    return float("nan"), reps, "undefined"
+
+
+@dataclass
+class Passes:
+    """What the passes over a similarities file found, for analyse's steps: the bootstrap units, the
+    conditions and their curves (curve -> (kind, condition)), each curve's moments, held
+    similarities and extremes (`data`, _moments), resampling units (`units`), bandwidths (`plan`,
+    _curve_plan), fine grid (`windows`) and fine-grid histograms (`totals`: the whole sample;
+    `replicate_hists`: per row of `curve_weights`), and per condition the overlap's resample counts
+    (`weights`), whether its interval is BCa, and the rows its curves are drawn for (`curve_weights`:
+    the B resamples, then the jackknife rows behind a BCa interval)."""
+    groups: Groups
+    dropped: dict
+    conditions: list
+    curves: dict
+    data: dict
+    units: dict
+    weights: dict
+    bca: dict
+    jack: np.ndarray
+    curve_weights: dict
+    plan: dict
+    windows: dict
+    totals: dict
+    replicate_hists: dict
+    grid_step: float
+    points: int
+    bootstrap_b: int
+    covariance_factor: float
+
+    def moments(self, curve: str) -> Moments:
+        return self.data[curve]["moments"]
+
+    def full_density(self, curve: str) -> np.ndarray:
+        """The curve's normalised binned density of the whole sample."""
+        e = self.plan[curve]
+        return normalise(self.windows[curve].density(self.totals[curve], e["n"], e["bw"], self.points))
+
+
+def _resamples(conditions: list[str], groups: Groups, corpus: str, seed: int, bootstrap_b: int):
+    """Per condition: the overlap's resample counts (B x groups), whether its interval is BCa, and
+    the rows its curves are drawn for; and the jackknife rows."""
     # paired across models (issue 26): the counts come from a stream that names no model, over
     # groups in a model-independent order (sorted original ids, or id % groups), so replicate b
     # draws the same sentences for every model scored on this corpus
@@ -267,146 +428,193 @@ def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: in
     bca = {c: bootstrap_b > 0 and interval_method(PROBE.intervals, f"{c}/overlap") == "bca" for c in conditions}
     jack = jackknife_weights(groups.count)
     curve_weights = {c: np.vstack([weights[c], jack]) if bca[c] else weights[c] for c in conditions}
-    plan = _curve_plan(moments, curve_weights, conditions, grid_step)
-    windows = {k: Window.covering(grid_step, low[k], high[k], e["bw_min"], e["bw_max"])
+    return weights, bca, jack, curve_weights
+
+
+def _passes(sims_path, corpus: str, model: str, log, exact_max_n: int, grid_step: float, points: int,
+            bootstrap_b: int, bootstrap_groups: int, seed: int, covariance_factor: float) -> Passes:
+    """The passes over the file (_units, _moments, _histograms) and what they are planned with."""
+    groups, finite_ids, dropped = _units(sims_path, bootstrap_groups)
+    conditions = [c for c in NEGATIVE_CONDITIONS if len(finite_ids[c]) or dropped[c]]  # e.g. no grammatical NL
+    # both curves of a condition over the same sentences: those with a fuzzed and a negated variant
+    subsets = {c: np.intersect1d(finite_ids["fuzz"], finite_ids[c], assume_unique=True) for c in conditions}
+    curves = {name: spec for c in conditions for name, spec in ((fuzz_curve(c), ("fuzz", c)), (c, (c, c)))}
+    data = _moments(sims_path, groups, curves, subsets, exact_max_n)
+    moments = {k: d["moments"] for k, d in data.items()}
+    # the independent units behind each curve (issue 32): variants are nested in their sentence and
+    # resampled with it, so n counts the resampling units that hold a similarity of the curve
+    units = {k: int(np.count_nonzero(m.n)) for k, m in moments.items()}
+    weights, bca, jack, curve_weights = _resamples(conditions, groups, corpus, seed, bootstrap_b)
+    plan = _curve_plan(moments, curves, curve_weights, grid_step, covariance_factor)
+    windows = {k: Window.covering(grid_step, data[k]["low"], data[k]["high"], e["bw_min"], e["bw_max"])
                for k, e in plan.items() if e["bw_min"] is not None}
     widest = max((w.nodes for w in windows.values()), default=1)
-    # a fine grid too large for one histogram per group is built a block of groups at a time (one
-    # more pass over the file per block) instead of merging groups: merging would depend on this
-    # model's bandwidths and break the pairing
     block = max(1, GROUP_CELLS // widest)
     if block < groups.count:
         log.info("%s/%s: fine grid of %d nodes: %d groups in blocks of %d", corpus, model, widest, groups.count, block)
+    binned = [k for k in windows if bootstrap_b > 0 or data[k]["raw"] is None]
+    totals, replicate_hists = _histograms(sims_path, groups, curves, subsets, windows, curve_weights, binned, block,
+                                          bootstrap_b > 0)
+    return Passes(groups, dropped, conditions, curves, data, units, weights, bca, jack, curve_weights, plan, windows,
+                  totals, replicate_hists, grid_step, points, bootstrap_b, covariance_factor)
 
-    # pass 2: per-group histograms on each kind's fine grid, for binned curves and the replicates
-    binned_kinds = [k for k in windows if bootstrap_b > 0 or raw[k] is None]
-    totals = {k: np.zeros(windows[k].nodes) for k in binned_kinds}
-    replicate_hists = {(k, c): np.zeros((len(curve_weights[c]), windows[k].nodes)) for c in conditions
-                       for k in ("fuzz", c) if k in binned_kinds and bootstrap_b}
-    buffers = {k: np.empty((min(block, groups.count), windows[k].nodes)) for k in binned_kinds}  # reused per block
-    for start in range(0, groups.count if binned_kinds else 0, block):
-        stop = min(groups.count, start + block)
-        hists = {k: buffers[k][:stop - start] for k in binned_kinds}
-        for h in hists.values():
-            h.fill(0.0)
-        for batch in _batches(sims_path, ["original_id", "kind", "similarity"]):
-            sims = batch.column("similarity").to_numpy()
-            group_col = groups.of(batch.column("original_id").to_numpy())
-            in_block = (group_col >= start) & (group_col < stop)
-            for k in binned_kinds:
-                sel = _kind_mask(batch, k) & np.isfinite(sims) & in_block
-                if sel.any():
-                    hists[k] += windows[k].histogram(sims[sel], group_col[sel] - start, stop - start)
-        for k in binned_kinds:
-            totals[k] += hists[k].sum(axis=0)
-        for (k, c), rep in replicate_hists.items():
-            rep += curve_weights[c][:, start:stop] @ hists[k]
 
-    curves, methods = {}, {}
-    for k in KINDS:
-        e = plan[k]
-        if e["reason"] is not None:
-            curves[k], methods[k] = np.full(points, np.nan), "undefined"
-        elif raw[k] is not None:
-            curves[k], methods[k] = normalise(exact_density(np.concatenate(raw[k]), grid)), "exact"
+def _densities(p: Passes, grid: np.ndarray) -> tuple[dict, dict]:
+    """Each curve's normalised density on the grid, and its method: exact (scipy's KDE of the held
+    similarities), binned, or undefined (NaN)."""
+    densities, methods = {}, {}
+    for k in p.curves:
+        if p.plan[k]["reason"] is not None:
+            densities[k], methods[k] = np.full(p.points, np.nan), "undefined"
+        elif p.data[k]["raw"] is not None:
+            densities[k] = normalise(exact_density(np.concatenate(p.data[k]["raw"]), grid, p.covariance_factor))
+            methods[k] = "exact"
         else:
-            curves[k], methods[k] = normalise(windows[k].density(totals[k], e["n"], e["bw"], points)), "binned"
+            densities[k], methods[k] = p.full_density(k), "binned"
+    return densities, methods
 
-    rows = []
-    auc_methods = {}
-    for cond in conditions:
-        notes = [f"{'fuzzed' if k == 'fuzz' else 'negated'}: {plan[k]['reason']}"
-                 for k in ("fuzz", cond) if plan[k]["reason"]]
-        value = float("nan") if notes else overlap(curves["fuzz"], curves[cond])
-        curve_overlaps = np.full(len(curve_weights[cond]), np.nan)
-        binned_value = float("nan")  # the replicates' estimator on the full sample: BCa's reference
-        if not notes and bootstrap_b:
-            fz, ng = plan["fuzz"]["replicates"][cond], plan[cond]["replicates"][cond]
-            hf, hn = replicate_hists[("fuzz", cond)], replicate_hists[(cond, cond)]
-            for b in range(len(curve_overlaps)):
-                if fz["ok"][b] and ng["ok"][b]:
-                    f = normalise(windows["fuzz"].density(hf[b], fz["n"][b], fz["bw"][b], points))
-                    g = normalise(windows[cond].density(hn[b], ng["n"][b], ng["bw"][b], points))
-                    curve_overlaps[b] = overlap(f, g)
-            if bca[cond]:
-                binned_value = overlap(
-                    normalise(windows["fuzz"].density(totals["fuzz"], plan["fuzz"]["n"], plan["fuzz"]["bw"], points)),
-                    normalise(windows[cond].density(totals[cond], plan[cond]["n"], plan[cond]["bw"], points)))
-        replicate_overlaps, jack_overlaps = curve_overlaps[:bootstrap_b], curve_overlaps[bootstrap_b:]
-        if bootstrap_b:
-            ci_low, ci_high, valid, ci_method = bootstrap_interval(
-                "bca" if bca[cond] else "percentile", replicate_overlaps, binned_value, jack_overlaps)
-        else:
-            ci_low, ci_high, valid, ci_method = np.nan, np.nan, 0, None
-        # the sign of the separation: the gap from the group moments, the AUC from the held
-        # similarities or the fine-grid histograms; both over the overlap's resamples (paired)
-        _, mean_fuzz, _ = moments["fuzz"].total()
-        _, mean_neg, _ = moments[cond].total()
-        defined = plan["fuzz"]["n"] > 0 and plan[cond]["n"] > 0
-        gap = mean_fuzz - mean_neg if defined else float("nan")
-        replicate_gaps = np.full(bootstrap_b, np.nan)
-        if defined and bootstrap_b:
-            rf, mf, _ = moments["fuzz"].weighted(weights[cond])
-            rn, mn, _ = moments[cond].weighted(weights[cond])
-            replicate_gaps = np.where((rf > 0) & (rn > 0), mf - mn, np.nan)
-        auc, replicate_aucs, auc_methods[cond] = float("nan"), np.full(bootstrap_b, np.nan), "undefined"
-        if defined and raw["fuzz"] is not None and raw[cond] is not None:
-            auc, reps = _exact_auc(np.concatenate(raw["fuzz"]), np.concatenate(raw_groups["fuzz"]),
-                                   np.concatenate(raw[cond]), np.concatenate(raw_groups[cond]),
-                                   weights[cond] if bootstrap_b else None)
-            replicate_aucs[:len(reps)], auc_methods[cond] = reps, "exact"
-        elif defined and "fuzz" in binned_kinds and cond in binned_kinds:
-            auc = float(_binned_auc(windows["fuzz"], totals["fuzz"], windows[cond], totals[cond])[0])
-            if bootstrap_b:
-                replicate_aucs = _binned_auc(windows["fuzz"], replicate_hists[("fuzz", cond)][:bootstrap_b],
-                                             windows[cond], replicate_hists[(cond, cond)][:bootstrap_b])
-            auc_methods[cond] = "binned"
-        auc_note = ("auc undefined: above exact_kde_max_n it is read from the curves' histograms, and a curve is "
-                    "undefined" if defined and auc_methods[cond] == "undefined" else "")
-        gap_low, gap_high, _ = percentile_interval(replicate_gaps) if bootstrap_b else (np.nan, np.nan, 0)
-        auc_low, auc_high, _ = percentile_interval(replicate_aucs) if bootstrap_b else (np.nan, np.nan, 0)
-        if replicates_out is not None:
-            replicates_out[f"{cond}/overlap"] = (value, replicate_overlaps)
-            replicates_out[f"{cond}/gap"] = (gap, replicate_gaps)
-            replicates_out[f"{cond}/auc"] = (auc, replicate_aucs)
-        if bootstrap_b and not notes and valid < bootstrap_b:
-            notes.append(f"{bootstrap_b - valid} of {bootstrap_b} bootstrap replicates undefined")
-        notes += [auc_note] if auc_note else []
-        rows.append({"corpus": corpus, "model": model, "condition": cond, "overlap": value,
-                     "n_fuzzed": plan["fuzz"]["n"], "n_negated": plan[cond]["n"],
-                     "n_dropped": dropped[cond],
-                     # the smaller of the two curves' unit counts, as n_fuzzed/n_negated for variants
-                     "n_units": min(units["fuzz"], units[cond]), "unit": unit,
-                     "kde": "+".join(sorted({methods["fuzz"], methods[cond]})),
-                     "overlap_ci_low": ci_low, "overlap_ci_high": ci_high,
-                     # the overlap interval's method: bca, or percentile where BCa is undefined
-                     "interval_method": ci_method if np.isfinite(ci_low) else None,
-                     "mean_fuzzed": mean_fuzz if defined else float("nan"),
-                     "mean_negated": mean_neg if defined else float("nan"),
-                     "gap": gap, "gap_ci_low": gap_low, "gap_ci_high": gap_high,
-                     "auc": auc, "auc_ci_low": auc_low, "auc_ci_high": auc_high,
-                     # None where undefined: a table cell that is neither true nor false
-                     "direction_ok": bool(gap > 0) if np.isfinite(gap) else None, "bootstrap_b": bootstrap_b,
-                     "n_dropped_fuzzed": dropped["fuzz"], "grid_step": grid_step,
-                     "model_settings": model_settings(model_spec), "note": "; ".join(notes)})
-    details = {"kde_methods": methods, "bandwidths": {k: plan[k]["bw"] for k in KINDS},
-               "counts": {k: plan[k]["n"] for k in KINDS}, "units": {k: units[k] for k in KINDS},
-               "dropped_nan": dropped,
-               "auc_methods": auc_methods,
-               "grid": {"step": grid_step, "points": points},
-               "fine_grids": {k: {"lo": w.lo, "hi": w.hi, "refine": w.refine} for k, w in windows.items()},
-               "bootstrap": {"replicates": bootstrap_b, "seed": seed, "groups": groups.count,
-                             "unit": "sentence" if groups.per_sentence and groups.count == groups.base
-                             else "hashed group of sentences", "level": 0.95,
-                             "method": {"overlap": "bca" if any(bca.values()) else "percentile", "gap": "percentile",
-                                        "auc": "percentile"},
-                             "jackknife_blocks": len(jack) if any(bca.values()) else 0}}
-    return rows, {"grid": grid, **curves}, details
+
+def _overlap(p: Passes, cond: str, densities: dict) -> tuple[float, list[str], np.ndarray, tuple]:
+    """The condition's overlap, the notes that leave it undefined, its B replicates, and its 95%
+    interval (low, high, valid replicates, method: BCa, or percentile where BCa is undefined)."""
+    fuzz = fuzz_curve(cond)
+    notes = [f"{'fuzzed' if k == fuzz else 'negated'}: {p.plan[k]['reason']}" for k in (fuzz, cond)
+             if p.plan[k]["reason"]]
+    value = float("nan") if notes else overlap(densities[fuzz], densities[cond])
+    curve_overlaps = np.full(len(p.curve_weights[cond]), np.nan)
+    binned_value = float("nan")  # the replicates' estimator on the full sample: BCa's reference
+    if not notes and p.bootstrap_b:
+        curve_overlaps = _replicate_overlaps(p.plan, p.windows, p.replicate_hists, fuzz, cond, len(curve_overlaps),
+                                             p.points)
+        if p.bca[cond]:
+            binned_value = overlap(p.full_density(fuzz), p.full_density(cond))
+    replicate_overlaps, jack_overlaps = curve_overlaps[:p.bootstrap_b], curve_overlaps[p.bootstrap_b:]
+    if not p.bootstrap_b:
+        return value, notes, replicate_overlaps, (np.nan, np.nan, 0, None)
+    return value, notes, replicate_overlaps, bootstrap_interval(
+        "bca" if p.bca[cond] else "percentile", replicate_overlaps, binned_value, jack_overlaps)
+
+
+def _pooled_gap(p: Passes, cond: str) -> tuple[bool, float, float, float, np.ndarray]:
+    """Pooled over the variants, from the group moments: whether both curves hold a similarity,
+    their means, the gap and its replicates over the overlap's resamples (paired)."""
+    fuzz = fuzz_curve(cond)
+    _, mean_fuzz, _ = p.moments(fuzz).total()
+    _, mean_neg, _ = p.moments(cond).total()
+    defined = p.plan[fuzz]["n"] > 0 and p.plan[cond]["n"] > 0
+    gap = mean_fuzz - mean_neg if defined else float("nan")
+    replicate_gaps = np.full(p.bootstrap_b, np.nan)
+    if defined and p.bootstrap_b:
+        rf, mf, _ = p.moments(fuzz).weighted(p.weights[cond])
+        rn, mn, _ = p.moments(cond).weighted(p.weights[cond])
+        replicate_gaps = np.where((rf > 0) & (rn > 0), mf - mn, np.nan)
+    return defined, mean_fuzz, mean_neg, gap, replicate_gaps
+
+
+def _statistics(p: Passes, cond: str, densities: dict, sims_path, replicates_out: dict | None) -> dict:
+    """A condition's statistics, each with its 95% interval: the overlap, the pooled gap and AUC,
+    the within-sentence AUC and gap; the notes of what is undefined; with `replicates_out`, each
+    statistic's point, B replicates and units are added to it."""
+    fuzz, b = fuzz_curve(cond), p.bootstrap_b
+    value, notes, replicate_overlaps, (ci_low, ci_high, valid, ci_method) = _overlap(p, cond, densities)
+    defined, mean_fuzz, mean_neg, gap, replicate_gaps = _pooled_gap(p, cond)
+    # pooled over the variants, the AUC from the held similarities or the fine-grid histograms
+    auc, replicate_aucs, auc_method = _pooled_auc(cond, fuzz, p.data, p.windows, p.totals, p.replicate_hists,
+                                                  p.weights[cond], b, defined)
+    within = within_sentence(sims_path, cond, p.groups, p.weights[cond] if b else None)
+
+    def interval(reps):
+        return percentile_interval(reps)[:2] if b else (np.nan, np.nan)
+    if replicates_out is not None:
+        pair_units = min(p.units[fuzz], p.units[cond])
+        replicates_out[f"{cond}/overlap"] = (value, replicate_overlaps, pair_units)
+        replicates_out[f"{cond}/gap"] = (gap, replicate_gaps, pair_units)
+        replicates_out[f"{cond}/auc"] = (auc, replicate_aucs, pair_units)
+        replicates_out[f"{cond}/within_auc"] = (within["auc"], within["auc_replicates"], within["n"])
+        replicates_out[f"{cond}/within_gap"] = (within["gap"], within["gap_replicates"], within["n"])
+    if b and not notes and valid < b:
+        notes.append(f"{b - valid} of {b} bootstrap replicates undefined")
+    if defined and auc_method == "undefined":
+        notes.append("auc undefined: above exact_kde_max_n it is read from the curves' histograms, and a curve is "
+                     "undefined")
+    return {"overlap": value, "overlap_ci": (ci_low, ci_high), "interval_method": ci_method, "defined": defined,
+            "mean_fuzzed": mean_fuzz, "mean_negated": mean_neg, "gap": gap, "gap_ci": interval(replicate_gaps),
+            "auc": auc, "auc_ci": interval(replicate_aucs), "auc_method": auc_method, "within": within,
+            "within_auc_ci": interval(within["auc_replicates"]), "within_gap_ci": interval(within["gap_replicates"]),
+            "notes": notes}
+
+
+def _row(p: Passes, cond: str, s: dict, methods: dict, corpus: str, model: str, model_spec: dict | None) -> dict:
+    """A condition's row of the overlap table (csc/tables.py: OVERLAP_SCHEMA)."""
+    fuzz, within = fuzz_curve(cond), s["within"]
+    (ci_low, ci_high), (gap_low, gap_high), (auc_low, auc_high) = s["overlap_ci"], s["gap_ci"], s["auc_ci"]
+    (w_auc_low, w_auc_high), (w_gap_low, w_gap_high) = s["within_auc_ci"], s["within_gap_ci"]
+    return {"corpus": corpus, "model": model, "condition": cond, "overlap": s["overlap"],
+            "n_fuzzed": p.plan[fuzz]["n"], "n_negated": p.plan[cond]["n"],
+            "n_dropped": p.dropped[cond],
+            # the smaller of the two curves' unit counts, as n_fuzzed/n_negated for variants
+            "n_units": min(p.units[fuzz], p.units[cond]),
+            "unit": "sentences" if p.groups.per_sentence else "sentence groups",
+            "kde": "+".join(sorted({methods[fuzz], methods[cond]})),
+            "overlap_ci_low": ci_low, "overlap_ci_high": ci_high,
+            # the overlap interval's method: bca, or percentile where BCa is undefined
+            "interval_method": s["interval_method"] if np.isfinite(ci_low) else None,
+            # what the overlap rides on: the kernel sd = factor x each curve's sample sd
+            "kde_covariance_factor": p.covariance_factor,
+            "bandwidth_fuzzed": p.plan[fuzz]["bw"] if p.plan[fuzz]["reason"] is None else float("nan"),
+            "bandwidth_negated": p.plan[cond]["bw"] if p.plan[cond]["reason"] is None else float("nan"),
+            "mean_fuzzed": s["mean_fuzzed"] if s["defined"] else float("nan"),
+            "mean_negated": s["mean_negated"] if s["defined"] else float("nan"),
+            "gap": s["gap"], "gap_ci_low": gap_low, "gap_ci_high": gap_high,
+            "auc": s["auc"], "auc_ci_low": auc_low, "auc_ci_high": auc_high,
+            "n_within": within["n"], "within_gap": within["gap"], "within_gap_ci_low": w_gap_low,
+            "within_gap_ci_high": w_gap_high, "within_auc": within["auc"],
+            "within_auc_ci_low": w_auc_low, "within_auc_ci_high": w_auc_high,
+            "bootstrap_b": p.bootstrap_b,
+            "n_dropped_fuzzed": p.dropped["fuzz"], "grid_step": p.grid_step,
+            "model_settings": model_settings(model_spec), "note": "; ".join(s["notes"])}
+
+
+def _details(p: Passes, methods: dict, auc_methods: dict, seed: int) -> dict:
+    """What the summary says beside the rows: methods, bandwidths, counts, grids, the bootstrap."""
+    bca = any(p.bca.values())
+    return {"kde_methods": methods, "bandwidths": {k: p.plan[k]["bw"] for k in p.curves},
+            "counts": {k: p.plan[k]["n"] for k in p.curves}, "units": p.units,
+            "dropped_nan": p.dropped, "auc_methods": auc_methods, "kde_covariance_factor": p.covariance_factor,
+            "grid": {"step": p.grid_step, "points": p.points},
+            "fine_grids": {k: {"lo": w.lo, "hi": w.hi, "refine": w.refine} for k, w in p.windows.items()},
+            "bootstrap": {"replicates": p.bootstrap_b, "seed": seed, "groups": p.groups.count,
+                          "unit": "sentence" if p.groups.per_sentence and p.groups.count == p.groups.base
+                          else "hashed group of sentences", "level": 0.95,
+                          "method": {"overlap": "bca" if bca else "percentile", "gap": "percentile",
+                                     "auc": "percentile", "within_auc": "percentile",
+                                     "within_gap": "percentile"},
+                          "jackknife_blocks": len(p.jack) if bca else 0}}
+
+
+def analyse(sims_path: str | Path, corpus: str, model: str, log, exact_max_n: int = 20000,
+            grid_step: float = PAPER_GRID_STEP, bootstrap_b: int = 200, bootstrap_groups: int = 1000,
+            seed: int = 0, model_spec: dict | None = None, replicates_out: dict | None = None,
+            covariance_factor: float = COVARIANCE_FACTOR) -> tuple[list[dict], dict, dict]:
+    """Curves, overlaps, the within-sentence direction and bootstrap intervals from a similarities
+    file (original_id, kind, similarity). Returns (table rows, normalised curves, details for the
+    summary); with `replicates_out`, also fills it with statistic -> (point, the B replicates)."""
+    grid = make_grid(grid_step)
+    p = _passes(sims_path, corpus, model, log, exact_max_n, grid_step, len(grid), bootstrap_b, bootstrap_groups, seed,
+                covariance_factor)
+    densities, methods = _densities(p, grid)
+    rows, auc_methods = [], {}
+    for cond in p.conditions:
+        s = _statistics(p, cond, densities, sims_path, replicates_out)
+        auc_methods[cond] = s["auc_method"]
+        rows.append(_row(p, cond, s, methods, corpus, model, model_spec))
+    return rows, {"grid": grid, **densities}, _details(p, methods, auc_methods, seed)
 
 
 def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exact_max_n: int,
           out_dir: str, log, model_spec: dict | None = None, grid_step: float = PAPER_GRID_STEP,
-          bootstrap_b: int = 200, bootstrap_groups: int = 1000, seed: int = 0) -> dict:
+          bootstrap_b: int = 200, bootstrap_groups: int = 1000, seed: int = 0,
+          covariance_factor: float = COVARIANCE_FACTOR) -> dict:
     store = VectorStore(store_dirs, model=model, spec_digest=spec_digest(model_spec) if model_spec else None)
     manifest = read_json(Path(variants_dir) / "manifest.json")
     shard_paths = [Path(variants_dir) / shard["file"] for shard in manifest["shards"]]
@@ -427,13 +635,15 @@ def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exa
         scored = time.perf_counter()
         replicates: dict = {}
         rows, curves, details = analyse(tmp_sims, corpus, model, log, exact_max_n, grid_step, bootstrap_b,
-                                        bootstrap_groups, seed, model_spec, replicates)
-    # the paired replicates behind the overlap intervals, for the differences table (differences.py)
+                                        bootstrap_groups, seed, model_spec, replicates, covariance_factor)
+    # the paired replicates behind the intervals, for the differences table (differences.py)
     write_replicates(out / "replicates.parquet",
-                     [replicate_rows("csc", corpus, statistic, model, value, reps)
-                      for statistic, (value, reps) in replicates.items()])
+                     [replicate_rows("csc", corpus, statistic, model, value, reps, units)
+                      for statistic, (value, reps, units) in replicates.items()])
+    missing = np.full(len(curves["grid"]), np.nan)
     with atomic_path(out / "curves.parquet") as tmp:
-        pl.DataFrame({"similarity": curves["grid"], **{f"density_{k}": curves[k] for k in KINDS}}).write_parquet(tmp)
+        pl.DataFrame({"similarity": curves["grid"],
+                      **{f"density_{k}": curves.get(k, missing) for k in CURVE_NAMES}}).write_parquet(tmp)
     summary = {"corpus": corpus, "model": model, "rows": rows, **details,
                "store": {k: store.manifest.get(k) for k in ("family", "origin", "dim", "dtype", "format", "device",
                                                             "precision")},
@@ -442,122 +652,13 @@ def score(variants_dir: str, store_dirs: list[str], model: str, corpus: str, exa
     log.info("%s/%s: scored in %.1f s; densities and %d bootstrap replicates in %.1f s", corpus, model,
              scored - started, bootstrap_b, time.perf_counter() - scored)
     for r in rows:
-        log.info("%s/%s %s: overlap %.4f [%.4f, %.4f], gap %.4f, AUC %.4f%s (fuzzed %d, negated %d, dropped %d+%d, "
-                 "%s KDE)%s", corpus, model, r["condition"], r["overlap"], r["overlap_ci_low"], r["overlap_ci_high"],
-                 r["gap"], r["auc"], "" if r["direction_ok"] is not False else " WRONG DIRECTION", r["n_fuzzed"],
-                 r["n_negated"], r["n_dropped_fuzzed"], r["n_dropped"], r["kde"],
+        log.info("%s/%s %s: overlap %.4f [%.4f, %.4f]; within sentences (%d) AUC %.4f [%.4f, %.4f], gap %.4f; "
+                 "pooled gap %.4f, AUC %.4f (fuzzed %d, negated %d, dropped %d+%d, %s KDE)%s", corpus, model,
+                 r["condition"], r["overlap"], r["overlap_ci_low"], r["overlap_ci_high"], r["n_within"],
+                 r["within_auc"], r["within_auc_ci_low"], r["within_auc_ci_high"], r["within_gap"], r["gap"],
+                 r["auc"], r["n_fuzzed"], r["n_negated"], r["n_dropped_fuzzed"], r["n_dropped"], r["kde"],
                  f" note: {r['note']}" if r["note"] else "")
     return summary
-
-
-# ---- plots and tables ------------------------------------------------------------------------
-
-def _fmt_overlap(row: dict) -> str:
-    if row["overlap"] is None or not np.isfinite(row["overlap"]):
-        return "undefined"
-    text = f"{row['overlap']:.4f}"
-    if row.get("overlap_ci_low") is not None and np.isfinite(row["overlap_ci_low"]):
-        text += f" [{row['overlap_ci_low']:.4f}, {row['overlap_ci_high']:.4f}]"
-    return text
-
-
-def _data_range(curves: pl.DataFrame, kinds: list[str]) -> tuple[float, float]:
-    """Where 99% of every curve's mass lies, with a margin: the zoomed panel's x range."""
-    x = curves["similarity"].to_numpy()
-    lows, highs = [], []
-    for k in kinds:
-        cdf = np.cumsum(np.nan_to_num(curves[f"density_{k}"].to_numpy()))
-        if cdf[-1] > 0:
-            lows.append(x[np.searchsorted(cdf, 0.005 * cdf[-1])])
-            highs.append(x[min(len(x) - 1, np.searchsorted(cdf, 0.995 * cdf[-1]))])
-    if not lows:
-        return -1.0, 1.0
-    lo, hi = min(lows), max(highs)
-    margin = max(0.1 * (hi - lo), 0.005)
-    return max(-1.0, lo - margin), min(1.0, hi + margin)
-
-
-def plot(curves_path: str, summary_path: str, out_png: str, out_svg: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    # SVG element ids are random per process unless salted: fixed, so reruns give identical files
-    matplotlib.rcParams["svg.hashsalt"] = "csc-plot"
-    import matplotlib.pyplot as plt
-    curves = pl.read_parquet(curves_path)
-    summary = read_json(summary_path)
-    x = curves["similarity"].to_numpy()
-    labels = {"fuzz": "fuzzed", "negation": "negated (inserted)", "grammatical_negation": "negated (grammatical)"}
-    styles = {"fuzz": ("-", "C0"), "negation": ("-", "C1"), "grammatical_negation": ("--", "C2")}
-    drawn = [k for k in labels if not np.all(np.isnan(curves[f"density_{k}"].to_numpy()))]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 1.3]})
-    zoom = _data_range(curves, drawn)
-    for ax, xlim in zip(axes, [(-1.0, 1.0), zoom]):
-        for kind in drawn:
-            style, colour = styles[kind]
-            ax.plot(x, curves[f"density_{kind}"].to_numpy(), style, color=colour, lw=1.2,
-                    label=f"{labels[kind]} (n={summary['counts'][kind]})")
-        for kind in drawn:
-            if kind != "fuzz" and "fuzz" in drawn:  # the overlap is the shared area under both curves
-                shared = np.minimum(curves["density_fuzz"].to_numpy(), curves[f"density_{kind}"].to_numpy())
-                ax.fill_between(x, shared, color=styles[kind][1], alpha=0.25, lw=0,
-                                label=f"shared area {labels[kind].split(' ', 1)[1]}" if ax is axes[1] else None)
-        ax.set_xlim(*xlim)
-        ax.set_xlabel("cosine similarity to the original sentence")
-    axes[0].set_ylabel("normalised density")
-    axes[0].set_title("whole range", fontsize=9)
-    axes[1].set_title(f"zoomed on 99% of each curve's mass: {zoom[0]:.3f} to {zoom[1]:.3f}", fontsize=9)
-    axes[1].legend(fontsize=8, loc="upper left")
-    overlaps = "; ".join(f"{r['condition'].replace('_', ' ')} {_fmt_overlap(r)}" for r in summary["rows"])
-    fig.suptitle(f"{summary['corpus']} · {summary['model']} — overlap (95% CI): {overlaps}", fontsize=10)
-    fig.tight_layout()
-    for path in (out_png, out_svg):
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=Path(path).suffix[1:], dpi=120, metadata={"Date": None} if path.endswith(".svg") else None)
-    plt.close(fig)
-
-
-OVERLAP_SCHEMA = {"corpus": pl.String, "model": pl.String, "condition": pl.String, "overlap": pl.Float64,
-                  "n_fuzzed": pl.Int64, "n_negated": pl.Int64, "n_dropped": pl.Int64,
-                  "n_units": pl.Int64, "unit": pl.String, "kde": pl.String,
-                  "overlap_ci_low": pl.Float64, "overlap_ci_high": pl.Float64, "interval_method": pl.String,
-                  "mean_fuzzed": pl.Float64, "mean_negated": pl.Float64,
-                  "gap": pl.Float64, "gap_ci_low": pl.Float64, "gap_ci_high": pl.Float64,
-                  "auc": pl.Float64, "auc_ci_low": pl.Float64, "auc_ci_high": pl.Float64,
-                  "direction_ok": pl.Boolean, "bootstrap_b": pl.Int64,
-                  "n_dropped_fuzzed": pl.Int64, "grid_step": pl.Float64, "model_settings": pl.String,
-                  "note": pl.String}
-
-
-def table3(table: pl.DataFrame, corpora: list[str] | None = None, models: list[str] | None = None) -> pl.DataFrame:
-    """The seed's Table 3 layout: one block per condition, models as rows, corpora as columns,
-    each cell the overlap with its 95% interval."""
-    corpora = corpora or sorted(set(table["corpus"]))
-    models = models or sorted(set(table["model"]))
-    cells = {(r["condition"], r["model"], r["corpus"]): _fmt_overlap(r) for r in table.iter_rows(named=True)}
-    settings = {r["model"]: r["model_settings"] for r in table.iter_rows(named=True)}
-    rows = []
-    for cond in [c for c in NEGATIVE_CONDITIONS if c in set(table["condition"])]:
-        for m in models:
-            if not any((cond, m, c) in cells for c in corpora):
-                continue
-            rows.append({"condition": cond, "model": m, **{c: cells.get((cond, m, c), "") for c in corpora},
-                         "model_settings": settings.get(m, "")})
-    return pl.DataFrame(rows, schema={"condition": pl.String, "model": pl.String, **{c: pl.String for c in corpora},
-                                      "model_settings": pl.String})
-
-
-def aggregate(summary_paths: list[str], out_csv: str, out_table3: str | None = None,
-              corpora: list[str] | None = None, models: list[str] | None = None) -> pl.DataFrame:
-    rows = [r for p in summary_paths for r in read_json(p)["rows"]]
-    table = pl.DataFrame(rows, schema=OVERLAP_SCHEMA).sort("corpus", "model", "condition")
-    table = table.with_columns(pl.col("overlap", "overlap_ci_low", "overlap_ci_high", "mean_fuzzed", "mean_negated",
-                                      "gap", "gap_ci_low", "gap_ci_high", "auc", "auc_ci_low", "auc_ci_high").round(6))
-    with atomic_path(out_csv) as tmp:
-        table.write_csv(tmp)
-    if out_table3:
-        with atomic_path(out_table3) as tmp:
-            table3(table, corpora, models).write_csv(tmp)
-    return table
 
 
 # ---- the jobs of rules/csc.smk (workflow_scripts/jobs.py) ----
@@ -565,14 +666,4 @@ def run_csc_score(job) -> None:
     p = job.params
     score(job.input.variants, list(job.input.stores), job.wildcards.model, job.wildcards.corpus, p.exact_max_n,
           os.path.dirname(job.output.summary), setup_logging(name="csc"), p.spec, p.grid_step, p.bootstrap_b,
-          p.bootstrap_groups, p.seed)
-
-
-def run_csc_plot(job) -> None:
-    plot(job.input.curves, job.input.summary, job.output.png, job.output.svg)
-
-
-def run_csc_aggregate(job) -> None:
-    """No summaries (no model runs CSC): header-only tables."""
-    table = aggregate(list(job.input), job.output.overlap, job.output.table3, job.params.corpora, job.params.models)
-    setup_logging(name="csc").info("%d overlap rows -> %s", table.height, job.output.overlap)
+          p.bootstrap_groups, p.seed, p.kde_covariance_factor)

@@ -1,6 +1,7 @@
 """Planning of the CSC probe: (corpus, model) pairs and the input functions of rules/csc.smk."""
 from __future__ import annotations
 
+from workflow_scripts.csc.conditions import NEGATIVE_CONDITIONS
 from workflow_scripts.study import Pair, ProbePlan
 
 
@@ -43,6 +44,14 @@ class CscPlan(ProbePlan):
 
     def stores(self, wildcards) -> list[str]:
         return self.study.stores(wildcards.model, wildcards.corpus)
+
+    def within_margins(self, wildcards=None) -> dict[str, float]:
+        """Param of the aggregate: condition -> the margin of its within-sentence AUC (the probe's
+        declaration or the study's `compare.margins.csc`), which decides each row's separation."""
+        from workflow_scripts.verdicts import margin_of
+
+        overrides = ((self.config.get("compare") or {}).get("margins") or {}).get("csc")
+        return {c: margin_of(self.probe.margins, f"{c}/within_auc", overrides)[0] for c in NEGATIVE_CONDITIONS}
 
     def summaries(self) -> list[str]:
         return [f"{self.R}/csc/{p.corpus}/{p.model}/summary.json" for p in self.pairs]

@@ -1,7 +1,7 @@
 """Planning of the domain-shift probe: the input functions and params of rules/domain_shift.smk."""
 from __future__ import annotations
 
-from workflow_scripts.study import DatasetPair, ProbePlan
+from workflow_scripts.study import DatasetCount, DatasetPair, ProbePlan
 
 
 class DomainShiftPlan(ProbePlan):
@@ -27,6 +27,22 @@ class DomainShiftPlan(ProbePlan):
             else:
                 paths[source_label(src)] = src["file"]
         return paths
+
+    # ---- what a dataset will hold, for the plan summary (ProbePlan.planned_counts) ----
+    def dataset_count(self, dataset: str) -> DatasetCount:
+        """At most max_texts texts of each group (specific, agnostic): what the sources hold is known
+        once the sets and corpora they read are built."""
+        cap = self.config["domain_shift"]["datasets"][dataset].get("max_texts")
+        if cap is None:
+            return super().dataset_count(dataset)
+        return DatasetCount(dataset, 2 * cap, "texts", "<=", "max_texts per group, two groups", 2 * cap)
+
+    def dataset_report(self, dataset: str) -> str:
+        return f"{self.R}/reports/domain_shift/{dataset}.json"
+
+    def built_count(self, dataset: str, report: dict) -> DatasetCount:
+        texts = sum((report.get("texts") or {}).values())
+        return DatasetCount(dataset, texts, "texts", "=", "built", (report.get("partitions") or {}).get("unique_texts"))
 
     def build_inputs(self, wildcards) -> list[str]:
         return sorted(set(self.source_paths(wildcards.dataset).values()))

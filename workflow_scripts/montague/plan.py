@@ -1,7 +1,7 @@
 """Planning of the Montague modifier probe: the input functions and params of rules/montague.smk."""
 from __future__ import annotations
 
-from workflow_scripts.study import ProbePlan
+from workflow_scripts.study import DatasetCount, ProbePlan
 
 
 class MontaguePlan(ProbePlan):
@@ -14,6 +14,28 @@ class MontaguePlan(ProbePlan):
     def word_lists(self, wildcards) -> dict:
         """A word list's config entry (its adjective types in config order: the tables' columns)."""
         return self.config["montague"]["datasets"][wildcards.dataset]
+
+    # ---- what a dataset will hold, for the plan summary (ProbePlan.planned_counts) ----
+    def dataset_count(self, dataset: str) -> DatasetCount:
+        """Exact from the word lists (phrases.py): N x A AN and N x A x (A - 1) AAN phrases; the
+        texts add every word and the A x (A - 1) adjective pairs."""
+        from workflow_scripts.montague.phrases import word_lists
+
+        try:
+            words = word_lists(self.config["montague"]["datasets"][dataset])
+        except OSError:  # a word-list file not here yet
+            return super().dataset_count(dataset)
+        a, n = len(words.adjectives), len(words.nouns)
+        phrases = n * a + n * a * (a - 1)
+        return DatasetCount(dataset, phrases, "phrases", "=", f"{a} adjectives x {n} nouns",
+                            phrases + a + n + a * (a - 1))
+
+    def dataset_report(self, dataset: str) -> str:
+        return f"{self.R}/reports/montague/{dataset}.json"
+
+    def built_count(self, dataset: str, report: dict) -> DatasetCount:
+        return DatasetCount(dataset, report["phrases"]["total"], "phrases", "=", "built",
+                            (report.get("texts") or {}).get("unique_texts"))
 
     def shares(self) -> list[str]:
         return [f"{self.R}/montague/{p.dataset}/{p.model}/shares.parquet" for p in self.pairs]

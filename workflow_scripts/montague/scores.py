@@ -1,5 +1,5 @@
-"""Montague modifier probe: distances, the three consistency tests, shares with intervals, tables
-and heat maps (methods.md §5; seed paper 004, Tables 2-5).
+"""Montague modifier probe, the job of rule montague_score: one (dataset, model)'s distances, the
+three consistency tests and their shares with intervals (methods.md §5; seed paper 004).
 
 Distance d(x, y) = 1 - cos(x, y) between the vectors of two strings, read from one model's vector
 store (keys: common.text_key of the strings phrases.py wrote). Tests, per phrase:
@@ -30,27 +30,25 @@ What the reference code does wrong and this module does not (methods.md §5):
   the reference's mean of per-noun means (a comparison belongs to the noun that comes first in the
   list) is reported beside it for test 2, as `mean_of_noun_means`. (For tests 1 and 3 every noun has
   the same number of phrases per key, so the two agree unless some are undefined.)
-- It gives no interval. Every share here has a 95% percentile bootstrap interval. Nouns and
-  adjectives are crossed factors, so the default resamples both (`nouns_and_adjectives`: the
-  two-way "pigeonhole" bootstrap; each replicate draws the nouns and the adjectives with
-  replacement, and an item weighs the product of its words' draw counts); `nouns` or `adjectives`
-  resample one factor only. The `resampled` column says which. Streams are paired across models
-  (issue 26): seeded by the config seed and (dataset, test/kind) -- never the model -- over the
-  dataset's word lists (model-independent positions), so replicate b draws the same nouns and
-  adjectives for every model, an identical copy of a model gets identical intervals, and the
-  replicates written to replicates.parquet subtract replicate by replicate (differences.py). All keys
-  of a test share a replicate's draws (the intervals are marginal, one per key). Test 2's 241,560 comparisons are summed type by type
-  (`pair_shares`: same draws, same numbers as item by item, ~100x less work). B = 0 gives NaN bounds; a replicate in which a key has
-  no defined item is NaN, and fewer than half defined replicates give NaN bounds.
-- A share of exactly 0 or 1 is the same in every replicate, so its bootstrap interval is [0, 0] or
-  [1, 1] and says nothing. There the exact Clopper-Pearson interval is given instead, over the
-  number of independent units: phrases cross adjectives and nouns, so they are not independent, and
-  a conservative effective n for the crossed design is the smaller number of distinct levels of
-  the resampled factors among the key's defined items, n = min(distinct adjectives, distinct nouns)
-  (one factor where only it is resampled). All 6 nouns x 15 adjectives passing: Clopper-Pearson of
-  6 of 6, [0.5407, 1] (`bounded_interval`). `ci_method` says which interval a row has (percentile |
-  clopper_pearson_min_factor), `ci_exact_n` the n behind an exact one; the mean of noun means, 0 or
-  1 exactly when the pooled share is, takes the same interval. The replicates stay the bootstrap's.
+- It gives no interval. Every share here has a 95% interval, and the paired replicates behind the
+  model comparisons come from a bootstrap. Nouns and adjectives are crossed factors, so the default
+  resamples both (`nouns_and_adjectives`: the two-way "pigeonhole" bootstrap; each replicate draws
+  the nouns and the adjectives with replacement, and an item weighs the product of its words' draw
+  counts); `nouns` or `adjectives` resample one factor only. The `resampled` column says which.
+  Streams are paired across models (issue 26): seeded by the config seed and (dataset, test/kind)
+  -- never the model -- over the dataset's word lists (model-independent positions), so replicate b
+  draws the same nouns and adjectives for every model, an identical copy of a model gets identical
+  replicates, and the replicates written to replicates.parquet subtract replicate by replicate
+  (differences.py). All keys of a test share a replicate's draws. Test 2's 241,560 comparisons are
+  summed type by type (`pair_shares`: same draws, same numbers as item by item, ~100x less work). A
+  replicate in which a key has no defined item is NaN.
+- Independent units (issue 43): the phrases of a key cross adjectives and nouns, so n is not the
+  phrases but the fewest levels of a resampled factor among the key's defined items, per role
+  (`n_units`; an AAN key's outer and inner adjectives, a pair key's two adjectives, counted apart),
+  and a share's interval is Wilson's score interval over that n (`unit_interval`; `ci_method`
+  wilson_min_factor): one method at every share, monotone in it, conservative for a crossed design
+  (its variance is at most p(1 - p) / n_units). All 6 nouns x 15 adjectives passing: Wilson at 1 of
+  n = 6, [0.610, 1]. The mean of noun means takes the same n.
 
 Outputs of `score` (one job per dataset and model):
 - distances.parquet, per phrase: phrase_id, phrase, kind, key, noun_idx, adj1_idx, adj2_idx,
@@ -61,9 +59,7 @@ Outputs of `score` (one job per dataset and model):
   distance = d(adj noun_1, adj noun_2): the distances test 2 compares.
 - shares.parquet: a row per (test, key) (columns SHARE_SCHEMA); summary.json: counts, unknown
   words, zero-norm strings, bootstrap settings, store provenance.
-`aggregate` writes results/tables/montague_{single,pair,nonsubsective}.csv, montague_tables.md
-(the seed's Tables 2-5 layout: models as rows, types as columns; the k x k grids per model) and a
-heat map per (dataset, model) of the two k x k grids.
+The tables and heat maps of every (dataset, model) are the aggregate job's (tables.py).
 """
 from __future__ import annotations
 
@@ -76,11 +72,12 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from workflow_scripts.bootstrap import (LEVEL, bootstrap_rng, percentile_interval, replicate_rows, resample_counts,
+from workflow_scripts.bootstrap import (LEVEL, bootstrap_rng, replicate_rows, resample_counts,
                                         write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging, text_key, write_json
-from workflow_scripts.paired_statistics import clopper_pearson
+from workflow_scripts.montague.columns import SHARE_SCHEMA
 from workflow_scripts.montague.phrases import aan_key, join_words
+from workflow_scripts.paired_statistics import wilson_interval
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
 TESTS = ("single", "pair", "nonsubsective")
@@ -93,15 +90,6 @@ DIST_SCHEMA = {"phrase_id": pl.UInt64, "phrase": pl.String, "kind": pl.String, "
                **{c: pl.Float64 for c in DIST_COLUMNS}, "single_pass": pl.Boolean, "nonsubsective_pass": pl.Boolean}
 PAIR_SCHEMA = {"adj_idx": pl.Int32, "adjective": pl.String, "type": pl.String, "noun_idx_1": pl.Int32,
                "noun_idx_2": pl.Int32, "noun_1": pl.String, "noun_2": pl.String, "distance": pl.Float64}
-SHARE_SCHEMA = {"dataset": pl.String, "model": pl.String, "test": pl.String, "kind": pl.String, "key": pl.String,
-                "type1": pl.String, "type2": pl.String, "n": pl.Int64, "n_undefined": pl.Int64,
-                "consistency": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-                "mean_of_noun_means": pl.Float64, "mean_of_noun_means_ci_low": pl.Float64,
-                "mean_of_noun_means_ci_high": pl.Float64, "resampled": pl.String, "bootstrap_b": pl.Int64,
-                # percentile | clopper_pearson_min_factor (a share at 0 or 1), and the n of the exact one
-                "ci_method": pl.String, "ci_exact_n": pl.Int64}
-TABLE_FILES = {"single": "montague_single.csv", "pair": "montague_pair.csv",
-               "nonsubsective": "montague_nonsubsective.csv"}
 
 
 # ---- the tests, on distances ---------------------------------------------------------------------
@@ -153,28 +141,28 @@ def reference_padding_verdicts(d_phrase: np.ndarray, d_split: np.ndarray, n_word
 
 # ---- shares with two-way bootstrap intervals ---------------------------------------------------
 
-EXACT_METHOD = "clopper_pearson_min_factor"
+INTERVAL_METHOD = "wilson_min_factor"
 
 
-def bounded_interval(row: dict, n_nouns: int, n_adjs: int, unit: str) -> dict:
-    """The row's interval method (`ci_method`, `ci_exact_n`), and at a share of exactly 0 or 1 its
-    exact interval: every replicate gives the same share there, so the bootstrap's percentile
-    interval has zero width. The exact (Clopper-Pearson) interval needs the number of independent
-    units; the phrases of a key cross adjectives and nouns and are not independent, so n is a
-    conservative effective n for a crossed design: the fewest distinct levels among the factors the
-    bootstrap resamples (`unit`), counted over the key's defined items -- min(distinct nouns,
-    distinct adjectives) for the two-way default. Every item passing with 6 nouns and 15 adjectives:
-    Clopper-Pearson of 6 of 6, [0.5407, 1]. The mean of noun means (where the row has one) is 0 or
-    1 exactly when the pooled share is, and takes the same interval."""
-    factors = {"nouns_and_adjectives": (n_nouns, n_adjs), "nouns": (n_nouns,), "adjectives": (n_adjs,)}[unit]
-    share = row["consistency"]
-    if not (row["n"] > 0 and share in (0.0, 1.0) and min(factors) > 0):
-        return {**row, "ci_method": "percentile", "ci_exact_n": None}
-    n = int(min(factors))
-    low, high = clopper_pearson(0 if share == 0.0 else n, n)
-    out = {**row, "ci_low": low, "ci_high": high, "ci_method": EXACT_METHOD, "ci_exact_n": n}
+def unit_interval(row: dict, levels: dict[str, int], unit: str) -> dict:
+    """The row's independent units and its interval (issue 43, points 4-5). A key's phrases cross
+    adjectives and nouns, so they are not independent; for a crossed design the variance of a share
+    is at most p(1 - p) / (the fewest levels of a factor), so n counts the levels of the smallest
+    factor the bootstrap resamples (`unit`), per role: an AAN key counts its outer and its inner
+    adjectives apart (5 + 5 of one type pooled would be 10, not conservative), a pair key its first
+    and its second adjective's type. `n_units` is that n and the interval Wilson's score interval
+    of the share over it -- one method at every share, monotone in the share (0.992 never gets a
+    narrower interval than 1.000). The mean of noun means (where the row has one) takes the same n.
+    `levels`: distinct nouns and distinct adjectives per role ("adjectives_1", "adjectives_2")."""
+    adjectives = [levels[k] for k in ("adjectives_1", "adjectives_2") if k in levels]
+    factors = {"nouns_and_adjectives": [levels["nouns"], *adjectives], "nouns": [levels["nouns"]],
+               "adjectives": adjectives}[unit]
+    n = int(min(factors)) if factors and row["n"] > 0 else 0
+    low, high = wilson_interval(row["consistency"], n) if n else (math.nan, math.nan)
+    out = {**row, "n_units": n, "ci_low": low, "ci_high": high, "ci_method": INTERVAL_METHOD}
     if row.get("mean_of_noun_means") is not None:
-        out.update(mean_of_noun_means_ci_low=low, mean_of_noun_means_ci_high=high)
+        g_low, g_high = wilson_interval(row["mean_of_noun_means"], n) if n else (math.nan, math.nan)
+        out.update(mean_of_noun_means_ci_low=g_low, mean_of_noun_means_ci_high=g_high)
     return out
 
 
@@ -244,16 +232,14 @@ def shares(noun_idx: np.ndarray, adj_idx: np.ndarray, key: np.ndarray, passed: n
         if group is not None:
             replicates_out["mean_of_noun_means"] = g_reps
     rows = []
-    for k in range(n_keys):
-        low, high, _ = percentile_interval(reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
-        row = {"n": int(n_def[k]), "n_undefined": int(n_all[k] - n_def[k]), "consistency": float(point[k]),
-               "ci_low": low, "ci_high": high}
+    for k in range(n_keys):  # the intervals: Wilson's over the independent units (unit_interval)
+        row = {"n": int(n_def[k]), "n_undefined": int(n_all[k] - n_def[k]), "consistency": float(point[k])}
         if group is not None:
-            g_low, g_high, _ = percentile_interval(g_reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
-            row.update(mean_of_noun_means=float(g_point[k]), mean_of_noun_means_ci_low=g_low,
-                       mean_of_noun_means_ci_high=g_high)
+            row.update(mean_of_noun_means=float(g_point[k]))
         used = defined & (key == k)
-        rows.append(bounded_interval(row, _levels(noun_idx[used]), _levels(adj_idx[used]), unit))
+        levels = {"nouns": _levels(noun_idx[used]),
+                  **{f"adjectives_{j + 1}": _levels(adj_idx[used][:, j]) for j in range(adj_idx.shape[1])}}
+        rows.append(unit_interval(row, levels, unit))
     return rows
 
 
@@ -316,20 +302,15 @@ def pair_shares(passed: np.ndarray, defined: np.ndarray, adj_type: np.ndarray, n
     if replicates_out is not None:
         replicates_out.update(consistency=reps, mean_of_noun_means=g_reps)
     rows = []
-    for k in range(n_keys):
-        low, high, _ = percentile_interval(reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
-        g_low, g_high, _ = percentile_interval(g_reps[:, k]) if bootstrap_b else (math.nan, math.nan, 0)
+    for k in range(n_keys):  # the intervals: Wilson's over the independent units (unit_interval)
         row = {"n": int(round(den[0, k])), "n_undefined": int(round(n_all[k] - den[0, k])),
-               "consistency": float(point[k]), "ci_low": low, "ci_high": high,
-               "mean_of_noun_means": float(g_point[k]), "mean_of_noun_means_ci_low": g_low,
-               "mean_of_noun_means_ci_high": g_high}
+               "consistency": float(point[k]), "mean_of_noun_means": float(g_point[k])}
         # the words of the key's defined comparisons: a1 of type t1, a2 of type t2, both nouns of a pair
         used = defined[masks[k // n_types]][:, masks[k % n_types]]
-        adjs = np.union1d(np.flatnonzero(masks[k // n_types])[used.any((1, 2))],
-                          np.flatnonzero(masks[k % n_types])[used.any((0, 2))])
+        first, second = int(used.any((1, 2)).sum()), int(used.any((0, 2)).sum())  # a1's and a2's adjectives
         pairs = used.any((0, 1))
         nouns = np.union1d(np.asarray(noun_1)[pairs], np.asarray(noun_2)[pairs])
-        rows.append(bounded_interval(row, len(nouns), len(adjs), unit))
+        rows.append(unit_interval(row, {"nouns": len(nouns), "adjectives_1": first, "adjectives_2": second}, unit))
     return rows
 
 
@@ -488,7 +469,7 @@ def share_rows(distances: pl.DataFrame, pairs: pl.DataFrame, phrases: pl.DataFra
             # that Holm's correction of the differences table counts, for a secondary estimate
             if replicates_out is not None:
                 replicates_out.append(replicate_rows("montague", dataset, f"{test}/{kind}/{key}", model,
-                                                     r["consistency"], reps["consistency"][:, k]))
+                                                     r["consistency"], reps["consistency"][:, k], r["n_units"]))
 
     def names(test, kind):
         # the paired stream, paired_rng(seed, "montague", dataset, f"{test}/{kind}"): no model in
@@ -579,176 +560,9 @@ def score(phrases_path: str, store_dirs: list[str], dataset: str, model: str, sp
     return summary
 
 
-# ---- tables and heat maps ------------------------------------------------------------------------
-
-def fmt_share(value, low, high) -> str:
-    """'0.93 [0.90, 0.95]'; no interval where undefined; 'undefined' without a value."""
-    if value is None or not math.isfinite(value):
-        return "undefined"
-    text = f"{value:.2f}"
-    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
-        text += f" [{low:.2f}, {high:.2f}]"
-    return text
-
-
-def long_table(table: pl.DataFrame, test: str) -> pl.DataFrame:
-    cols = ["dataset", "model", "key", "n", "consistency", "ci_low", "ci_high"]
-    cols += ["kind"] if test == "single" else []
-    cols += ["type1", "type2", "n_undefined"]
-    if test == "pair":
-        cols += ["mean_of_noun_means", "mean_of_noun_means_ci_low", "mean_of_noun_means_ci_high"]
-    cols += ["ci_method", "ci_exact_n", "resampled", "bootstrap_b"]
-    return table.filter(pl.col("test") == test).select(cols)
-
-
-def _grid(rows: pl.DataFrame, types: list[str], column: str = "consistency") -> np.ndarray:
-    cell = {(r["type1"], r["type2"]): r[column] for r in rows.iter_rows(named=True)}
-    return np.array([[cell.get((a, b), np.nan) if cell.get((a, b)) is not None else np.nan for b in types]
-                     for a in types], dtype=np.float64)
-
-
-def markdown_tables(table: pl.DataFrame, datasets: list[str], models: list[str]) -> str:
-    """The seed's Tables 2-5: models as rows, types as columns; the k x k grids once per model."""
-    lines = ["# Montague modifier consistency (seed 004, Tables 2-5)", "",
-             "Share of phrases (comparisons) that pass, pooled per key, with its bootstrapped 95% interval.",
-             "Single-phrase test: a tie passes (<=); pair and non-subsectivity tests: a tie fails (<).", ""]
-    for d in datasets:
-        part = table.filter(pl.col("dataset") == d)
-        if not part.height:
-            continue
-        types = list(dict.fromkeys(part.filter(pl.col("test") == "nonsubsective")["type1"].to_list()))
-        shown = [m for m in models if m in set(part["model"].to_list())]
-        r0 = part.row(0, named=True)
-        lines += [f"## {d}", "", f"Intervals: B = {r0['bootstrap_b']}, resampled: {r0['resampled']}.", ""]
-
-        def by_type(title, test, kind):
-            out = [f"### {title}", "", "| model | " + " | ".join(types) + " |",
-                   "|---|" + "---|" * len(types)]
-            for m in shown:
-                rows = {r["key"]: r for r in part.filter((pl.col("model") == m) & (pl.col("test") == test)
-                                                         & (pl.col("kind") == kind)).iter_rows(named=True)}
-                out.append(f"| {m} | " + " | ".join(fmt_share(rows[t]["consistency"], rows[t]["ci_low"],
-                                                               rows[t]["ci_high"]) if t in rows else ""
-                                                     for t in types) + " |")
-            return out + [""]
-
-        def grids(title, test, kind, rows_are):
-            out = [f"### {title}", "", f"Rows: {rows_are[0]} type; columns: {rows_are[1]} type.", ""]
-            for m in shown:
-                rows = {r["key"]: r for r in part.filter((pl.col("model") == m) & (pl.col("test") == test)
-                                                         & (pl.col("kind") == kind)).iter_rows(named=True)}
-                out += [f"**{m}**", "", f"| {rows_are[0]} \\ {rows_are[1]} | " + " | ".join(types) + " |",
-                        "|---|" + "---|" * len(types)]
-                for a in types:
-                    cells = []
-                    for b in types:
-                        r = rows.get(aan_key(a, b))
-                        cells.append(fmt_share(r["consistency"], r["ci_low"], r["ci_high"]) if r else "")
-                    out.append(f"| {a} | " + " | ".join(cells) + " |")
-                out.append("")
-            return out
-
-        lines += by_type("Table 2: single-phrase intersectivity, AN", "single", "AN")
-        lines += grids("Table 3: single-phrase intersectivity, AAN (outer a1 x inner a2)", "single", "AAN",
-                       ("outer (a1)", "inner (a2)"))
-        lines += grids("Table 4: phrase-pair intersectivity, d(a1 n, a1 n') < d(a2 n, a2 n')", "pair", "pair",
-                       ("a1", "a2"))
-        lines += by_type("Table 5: non-subsectivity, d(AN, A) < d(AN, N)", "nonsubsective", "AN")
-        lines += ["The reference code's aggregation of Table 4 (mean of per-noun means, a comparison counted "
-                  "under the noun that comes first) is the `mean_of_noun_means` column of montague_pair.csv.", ""]
-        undefined = part.group_by("model", maintain_order=True).agg(pl.col("n_undefined").sum())
-        undefined = undefined.filter(pl.col("n_undefined") > 0)
-        if undefined.height:
-            lines += ["Undefined comparisons (a zero-norm vector, e.g. a word the model does not know), counted "
-                      "and left out: " + ", ".join(f"{m} {n}" for m, n in undefined.iter_rows()) + ".", ""]
-    return "\n".join(lines) + "\n"
-
-
-def plot_heatmaps(table: pl.DataFrame, dataset: str, model: str, out_png: str, out_svg: str) -> None:
-    """The two k x k grids of one model: single-phrase AAN (outer x inner) and phrase pairs (a1 x a2)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.hashsalt"] = "montague-heatmap"  # reruns give identical files
-    import matplotlib.pyplot as plt
-    part = table.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
-    types = list(dict.fromkeys(part.filter(pl.col("test") == "nonsubsective")["type1"].to_list()))
-    panels = [("single-phrase intersectivity (AAN)", part.filter((pl.col("test") == "single")
-                                                                  & (pl.col("kind") == "AAN")), "outer a1", "inner a2"),
-              ("phrase-pair intersectivity", part.filter(pl.col("test") == "pair"), "a1", "a2")]
-    k = len(types)
-    fig, axes = plt.subplots(1, 2, figsize=(4.0 + 2.2 * k, 1.6 + 0.95 * k))
-    for ax, (title, rows, ylab, xlab) in zip(axes, panels):
-        grid, low, high = (_grid(rows, types, c) for c in ("consistency", "ci_low", "ci_high"))
-        im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis")
-        for i in range(k):
-            for j in range(k):
-                v = grid[i, j]
-                text = "n/a" if not np.isfinite(v) else f"{v:.2f}"
-                if np.isfinite(low[i, j]) and np.isfinite(high[i, j]):
-                    text += f"\n[{low[i, j]:.2f}, {high[i, j]:.2f}]"
-                ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                        color="black" if np.isfinite(v) and v > 0.6 else "white")
-        ax.set_xticks(range(k))
-        ax.set_xticklabels(types, rotation=30, ha="right", fontsize=8)
-        ax.set_yticks(range(k))
-        ax.set_yticklabels(types, fontsize=8)
-        ax.set_xlabel(xlab)
-        ax.set_ylabel(ylab)
-        ax.set_title(title, fontsize=9)
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    r0 = part.row(0, named=True) if part.height else {"bootstrap_b": 0, "resampled": "?"}
-    fig.suptitle(f"{dataset} / {model}: consistency, {int(100 * LEVEL)}% bootstrap CI (B={r0['bootstrap_b']}, "
-                 f"resampled: {r0['resampled']})", fontsize=10)
-    fig.tight_layout()
-    for path in (out_png, out_svg):
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=Path(path).suffix[1:], dpi=110,
-                        metadata={"Date": None} if str(path).endswith(".svg") else None)
-    plt.close(fig)
-
-
-def aggregate(entries: list[dict], tables_dir: str, plots_dir: str, datasets: list[str], models: list[str],
-              log) -> pl.DataFrame:
-    frames = []
-    seen = set()
-    for e in entries:
-        if (e["dataset"], e["model"]) in seen:
-            raise ValueError(f"two share files for dataset {e['dataset']!r} and model {e['model']!r}")
-        seen.add((e["dataset"], e["model"]))
-        frame = pl.read_parquet(e["shares"])
-        if set(frame["dataset"].unique()) != {e["dataset"]} or set(frame["model"].unique()) != {e["model"]}:
-            raise ValueError(f"{e['shares']}: holds another dataset or model than {e['dataset']}/{e['model']}")
-        frames.append(frame)
-    table = pl.concat(frames) if frames else pl.DataFrame(schema=SHARE_SCHEMA)
-    rank_d = {d: i for i, d in enumerate(datasets)}
-    rank_m = {m: i for i, m in enumerate(models)}
-    table = table.with_row_index("_i").with_columns(
-        pl.col("dataset").replace_strict(rank_d, return_dtype=pl.Int64).alias("_d"),
-        pl.col("model").replace_strict(rank_m, return_dtype=pl.Int64).alias("_m")).sort("_d", "_m", "_i").drop(
-        "_d", "_m", "_i")
-    for test, name in TABLE_FILES.items():
-        with atomic_path(Path(tables_dir) / name) as tmp:
-            long_table(table, test).write_csv(tmp)
-    with atomic_path(Path(tables_dir) / "montague_tables.md") as tmp:
-        tmp.write_text(markdown_tables(table, datasets, models), encoding="utf-8")
-    for e in entries:
-        base = Path(plots_dir) / e["dataset"] / e["model"]
-        plot_heatmaps(table, e["dataset"], e["model"], f"{base}.png", f"{base}.svg")
-    log.info("%d (dataset, model) pairs -> tables in %s, heat maps in %s", len(entries), tables_dir, plots_dir)
-    return table
-
-
 # ---- the jobs of rules/montague.smk (workflow_scripts/jobs.py) ----
 def run_montague_score(job) -> None:
     """Writes the five outputs, all in one folder (montague/<dataset>/<model>/)."""
     score(job.input.phrases, list(job.input.stores), job.wildcards.dataset, job.wildcards.model, job.params.spec,
           job.params.bootstrap_b, job.params.seed, job.params.unit, os.path.dirname(job.output.shares),
           setup_logging(name="montague"))
-
-
-def run_montague_aggregate(job) -> None:
-    """params.entries: {dataset, model, shares} per share file, in the input's order."""
-    # plots/montague/<dataset>/<model>.png: two levels up from any of them
-    plots_dir = os.path.dirname(os.path.dirname(job.output.plots[0]))
-    aggregate(job.params.entries, os.path.dirname(job.output.layout), plots_dir, job.params.datasets,
-              job.params.models, setup_logging(name="montague"))

@@ -28,6 +28,7 @@ def run_report(job) -> None:
     pages.table_pages([out.overview, *job.input.page_tables], os.path.dirname(out.pages[0]))
     pages.inputs_page(list(job.input.reports), lengths, out.inputs_page)
     provenance.provenance([os.path.join(store, "manifest.json") for store in job.input.stores], params.models,
-                          params.data, params.run, list(job.input.generator_reports), out.provenance)
+                          params.data, params.run, list(job.input.generator_reports), out.provenance,
+                          code=params.table_code)
     jobs = pages.runtimes(os.path.dirname(out.runtimes), out.runtimes, out.runtimes_csv)
     log.info("%d jobs with a benchmark file", jobs.height)

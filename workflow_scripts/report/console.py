@@ -16,9 +16,10 @@ import os
 import sys
 import textwrap
 
-from workflow_scripts.report.overview import VERDICT_COLUMN, VERDICT_HEAD, verdict_rows
+from workflow_scripts.report.overview import VERDICT_HEAD, shown_legend, verdict_rows
 
-WIDTH = 132  # a wide terminal line: the legend and notes wrap at it
+WIDTH = 132  # a wide terminal line: the summaries, the legend and notes wrap at it
+TABLE_WIDTH = 160  # the verdict tables' rows, ten short columns, are not wrapped: at most this wide
 
 
 def table_lines(head: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
@@ -28,28 +29,30 @@ def table_lines(head: list[str], rows: list[list[str]], indent: str = "  ") -> l
 
 
 def summary(screen: dict, results: str, width: int = WIDTH) -> str:
-    """The console text of the first screen (overview.first_screen) of the run in `results`:
-    per probe and headline figure, a row per model with its value, n, verdict against the
-    surface-form baseline (the words of report.md and the HTML report), difference and marks. Long,
-    not wide: every model is readable however many there are."""
-    lines = ["", "=== Overview: headline figure per probe and model, [95% interval], verdict vs the surface-form "
-                 "baseline, marks ==="]
+    """The console text of the first screen (overview.first_screen) of the run in `results`: the
+    answer in one line per model, the legend of the words and marks shown, then per probe and
+    headline figure a row per model with its value, n, rank, verdict against the surface-form
+    baseline (the words of report.md and the HTML report), difference, margin and marks. Long, not
+    wide: every model is readable however many there are."""
+    lines = ["", "=== Overview: every model against the surface-form baseline ==="]
     if screen["demo"]:
         lines += textwrap.wrap("!! " + screen["banner"], width)
+    lines.append("")
+    for line in screen.get("summaries", []):
+        lines += textwrap.wrap(line, width, initial_indent="  ", subsequent_indent="      ")
     rows = screen["rows"]
-    for probe, group in verdict_rows(screen).items():
+    groups = verdict_rows(screen)
+    # the meaning of the verdicts and marks shown, above the tables: a short screen stays short
+    words, marks = shown_legend(screen)
+    lines.append("")
+    for key, meaning in {**words, **marks}.items():
+        lines += textwrap.wrap(f"{key}: {meaning}", width, subsequent_indent="   ")
+    for probe, group in groups.items():
         lines += ["", f"{probe}:"]
         for figure in dict.fromkeys(row[0] for row in group):
             lines += [f"  {figure}"]
             lines += table_lines(list(VERDICT_HEAD[1:]), [row[1:] for row in group if row[0] == figure], "    ")
     lines.append("")
-    # the meaning of the verdicts shown, as the marks: a short screen stays short
-    shown = {row[VERDICT_COLUMN].split(" (")[0] for group in verdict_rows(screen).values() for row in group}
-    for verdict, meaning in screen.get("verdict_legend", {}).items():
-        if verdict in shown:
-            lines += textwrap.wrap(f"{verdict}: {meaning}", width, subsequent_indent="   ")
-    for mark in screen["marks_used"]:
-        lines += textwrap.wrap(f"{mark}: {screen['legend'][mark]}", width, subsequent_indent="   ")
     notes: dict[str, list[str]] = {}
     for r in rows:
         if r.get("interval"):

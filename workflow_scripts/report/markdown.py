@@ -11,7 +11,7 @@ import polars as pl
 from workflow_scripts import published
 from workflow_scripts.common import atomic_path, read_json
 from workflow_scripts.probes import declarations
-from workflow_scripts.report.overview import VERDICT_HEAD, arrow, cell_text, n_text, verdict_rows
+from workflow_scripts.report.overview import VERDICT_HEAD, arrow, cell_text, n_text, shown_legend, verdict_rows
 
 
 def markdown_table(frame: pl.DataFrame) -> str:
@@ -37,21 +37,25 @@ def overview_section(overview: str) -> list[str]:
                          else f"{v:.3f}")
         rows.append([c, *cells])
     table = pl.DataFrame(rows, schema=["figure", *models], orient="row")
-    return ["# Overview: every model, every probe", "",
-            "The headline figure of each probe per model with its bootstrapped 95% interval (from the "
-            "probes' tables; `csc_*` are overlaps, lower = better; the others higher = better). "
+    return ["# Overview: every model against the surface-form baseline", "",
+            "The headline figure of each probe per model with its 95% interval (from the probes' tables; "
+            "higher = better, but domain shift's overlaps, which have no better side). "
             "The same as `tables/overview.csv`; the heat map is `plots/overview.png`.", "",
             markdown_table(table), ""]
 
 
+def legend_lines(screen: dict) -> list[str]:
+    """The verdict words and the marks this screen shows, one line each (above the tables)."""
+    words, marks = shown_legend(screen)
+    return [f"- **{k}**: {v}" for k, v in {**words, **marks}.items()] + [""]
+
+
 def verdict_section(screen: dict) -> list[str]:
-    """The first screen's verdicts (overview.verdict_rows): per probe, a row per headline
-    figure and model with its value, n, verdict against the surface-form baseline, the paired
-    difference and Holm's adjusted p; long rather than wide, so no model is off-screen."""
-    parts = ["Verdict per model and headline figure against the surface-form baseline: "
-             + "; ".join(f"**{k}** {v}" for k, v in screen.get("verdict_legend", {}).items())
-             + ". The difference is model - baseline with its paired 95% interval (unadjusted); `p adjusted`: "
-               "Holm within the probe's confirmatory family.", ""]
+    """The first screen's verdicts (overview.verdict_rows): per probe, a row per headline figure and
+    model with its value, n, rank, verdict against the surface-form baseline, the difference with
+    its family-adjusted interval, the margin and Holm's adjusted p; long rather than wide, so no
+    model is off-screen."""
+    parts = []
     for probe, rows in verdict_rows(screen).items():
         parts += [f"## {probe}", "", "| " + " | ".join(VERDICT_HEAD) + " |", "|" + "---|" * len(VERDICT_HEAD),
                   *("| " + " | ".join(row) + " |" for row in rows), ""]
@@ -71,16 +75,18 @@ def first_screen_section(screen: dict) -> list[str]:
              *(cell_text(r["cells"].get(m)) for m in models)] for r in screen["rows"]]
     table = "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
                        *("| " + " | ".join(row) + " |" for row in rows)])
-    parts = ["# Overview: every model, every probe", ""]
+    parts = ["# Overview: every model against the surface-form baseline", ""]
     if screen["demo"]:
         parts += [f"> **{screen['banner']}**", ""]
-    parts += ["The headline figure of each probe per model with its bootstrapped 95% interval (from the probes' "
-              "tables; the same as `tables/overview.csv`, the heat map is `plots/overview.png`). `better`: which "
-              "direction is better (`no direction`: the probe claims none, so the figure gets no verdict); `n`: the "
-              f"independent units behind the figure, the ones its bootstrap resamples, named beside it ({units}). "
-              "How to read a verdict: `docs/verdicts.md` in the workflow's repository.", "", *verdict_section(screen),
-              "Marks: " + "; ".join(f"**{k}** {v}" for k, v in screen["legend"].items()) + ".", "",
-              "## Every model side by side", "", table, ""]
+    parts += [f"- {line}" for line in screen.get("summaries", [])] + [""]
+    parts += ["Per headline figure and model: the figure with its 95% interval, `n` the independent units behind "
+              f"it, named beside it ({units}), its rank among all models (a simultaneous rank confidence set), "
+              "its verdict against the surface-form baseline, the difference model - baseline with its "
+              "family-adjusted interval, the margin (the smallest difference that matters) and Holm's adjusted p. "
+              "How to read a verdict: `docs/verdicts.md` in the workflow's repository.", "", *legend_lines(screen),
+              *verdict_section(screen), "## Every model side by side", "",
+              "The headline figures with their 95% intervals (the same as `tables/overview.csv`; the heat map is "
+              "`plots/overview.png`).", "", table, ""]
     notes = [f"`{r['column']}`: {r['interval']}" for r in screen["rows"] if r.get("interval")]
     if notes:
         parts += ["Intervals other than the probe's usual one: " + "; ".join(notes) + ".", ""]
@@ -89,9 +95,10 @@ def first_screen_section(screen: dict) -> list[str]:
 
 def differences_block(path: str, figures: list[dict]) -> list[str]:
     """The paired differences behind the probe's headline figures (the first screen's rows): one
-    line per compared pair, A - B with its paired 95% interval (unadjusted), its family, the
-    adjusted p (Holm within the confirmatory family, BH q for exploratory rows) and, for
-    confirmatory rows, Holm's verdict (tables/<probe>_differences.csv holds every statistic)."""
+    line per compared pair, A - B with its paired 95% interval (unadjusted), its test and p, its
+    family, the adjusted p (Holm within the confirmatory family, BH q for exploratory rows) and, for
+    confirmatory rows, the verdict word with its margin and family-adjusted interval, the word the
+    first screen shows (tables/<probe>_differences.csv holds every statistic)."""
     keys = {(f["dataset"], f["statistic"]) for f in figures if f.get("statistic")}
     if not keys or not Path(path).exists():
         return []
@@ -105,25 +112,22 @@ def differences_block(path: str, figures: list[dict]) -> list[str]:
     significant = sum(1 for r in confirmatory if str(r["significant"]).lower() == "true")
     lines = ["## Paired differences of the headline figures", "",
              f"A - B on the same bootstrap resamples for both models. *Confirmatory*: each model against the "
-             f"surface-form baseline on a headline figure, the family behind the mark B: {len(confirmatory)} "
-             f"comparisons, Holm's correction of their p-values, alpha 0.05 ({significant} "
-             f"significant). *Exploratory*: every other comparison of `{Path(path).name}` ({frame.height} in "
-             f"all), with the Benjamini-Hochberg q and no verdict. Only the p-values are adjusted: the 95% "
-             f"interval beside each difference is the unadjusted paired interval, so an interval that "
-             f"excludes 0 is not by itself a significant difference after the correction (read `p adjusted` "
-             f"and `significant`)."
+             f"surface-form baseline on a headline figure (or against chance or the ceiling where the baseline's "
+             f"figure is fixed by its construction): {len(confirmatory)} comparisons, Holm's correction of their "
+             f"p-values, alpha 0.05 ({significant} significant), and the verdict word from the family-adjusted "
+             f"interval of the difference (its level 1 - 0.05/{len(confirmatory) or 1}) and the margin. "
+             f"*Exploratory*: every other comparison of `{Path(path).name}` ({frame.height} in all), with the "
+             f"Benjamini-Hochberg q and no verdict. The 95% interval beside each difference is the unadjusted "
+             f"paired interval. A bootstrap p is the normal approximation of the paired replicates (its smallest "
+             f"value does not depend on B)."
              + (" Where each item is right or wrong, p is McNemar's exact test on the items one model gets "
                 "right and the other wrong (b: A right, c: B right), not the bootstrap's."
                 if any(r.get("test") == "mcnemar" for r in rows) else "")
-             + (" Where right/wrong items share a source (items built from one original sentence), p is the exact "
+             + (" Where right/wrong items share a source (items built from one pair of sentences), p is the exact "
                 "cluster sign-flip test over the sources instead (sign flip), McNemar's test with the source as "
                 "the unit." if any(r.get("test") == "sign_flip_exact" for r in rows) else ""), ""]
-    if any(str(r.get("b_too_small")).lower() == "true" for r in confirmatory):
-        lines += ["**B too small for this family**: the smallest bootstrap p, 2/(B+1), is above alpha/m "
-                  f"(m = {sum(1 for r in confirmatory if r['p_value'] is not None and r['p_value'] == r['p_value'])}), so no comparison can be "
-                  "significant; raise the probe's `bootstrap_b`.", ""]
-    lines += ["| dataset | statistic | A | B | A - B [95% interval, unadjusted] | p | family | p adjusted | significant | better |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["| dataset | statistic | A | B | A - B [95% interval, unadjusted] | p | family | p adjusted | verdict | "
+              "margin | better |", "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def num(v, digits=3):
         return "" if v is None or v != v else f"{float(v):.{digits}f}"
@@ -131,17 +135,21 @@ def differences_block(path: str, figures: list[dict]) -> list[str]:
     def p_text(v):  # an exact p can be tiny: never shown as 0.000
         return "" if v is None or v != v else f"{float(v):.3f}" if float(v) >= 0.001 else f"{float(v):.1e}"
     for r in rows:
-        verdict = ("" if r.get("family") != "confirmatory"
-                   else "yes" if str(r["significant"]).lower() == "true" else "no")
+        verdict = r.get("verdict") or ""
+        if verdict and r.get("reason"):
+            verdict += f" ({r['reason']})"
         adjusted = f"{p_text(r['p_adjusted'])} ({r['method']})" if p_text(r["p_adjusted"]) else ""
         p = p_text(r["p_value"])
         if r.get("test") == "mcnemar":
             p += f" (McNemar, b = {r['discordant_b']}, c = {r['discordant_c']})"
         elif r.get("test") == "sign_flip_exact":
             p += f" (sign flip, b = {r['discordant_b']}, c = {r['discordant_c']})"
+        elif r.get("reason") == "baseline degenerate":
+            verdict = "none: baseline degenerate"
         lines.append(f"| {r['dataset']} | {r['statistic']} | {r['model_a']} | {r['model_b']} | "
                      f"{num(r['difference'])} [{num(r['ci_low'])}, {num(r['ci_high'])}] | {p} | "
-                     f"{r.get('family') or ''} | {adjusted} | {verdict} | {r.get('better') or ''} |")
+                     f"{r.get('family') or ''} | {adjusted} | {verdict} | {num(r.get('margin'), 2)} | "
+                     f"{r.get('better') or ''} |")
     return lines + [""]
 
 

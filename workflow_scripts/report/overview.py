@@ -35,15 +35,17 @@ MARKS = {
     "Z": "interval of zero width: the resamples never differ, so it says nothing about uncertainty",
     "N": "n below report.min_n ({min_n}): too few independent units behind the figure for a conclusion",
     "C": "at the ceiling or floor of the statistic's range: the probe cannot tell models apart there",
-    "W": "separates in the wrong direction (CSC): the negated variants are on average no farther from the original "
-         "than the fuzzed ones (gap = mean fuzzed - mean negated similarity <= 0, AUC <= 0.5 or near it; "
-         "tables/csc_overlap.csv), so a low overlap is no credit; never counted better than the baseline",
-    "B": "not significantly better than the surface-form baseline (paired difference; its p-value adjusted with Holm "
-         "within the probe's confirmatory family, each model vs the baseline on the headline figures, the interval "
-         "not adjusted; tables/<probe>_differences.csv). A figure whose probe declares no better side (no direction) "
-         "gets no verdict and no B",
+    "W": "separates the wrong way (CSC): the within-sentence AUC is below 1/2 by the margin (its 95% interval below "
+         "1/2 and the estimate at least the margin below it: the negated variants closer to the original than the "
+         "fuzzed ones; tables/csc_overlap.csv `separation`); never counted better than the baseline",
+    "B": "not shown better than the surface-form baseline: its verdict is neither `better` nor `better, size unclear` "
+         "(tables/<probe>_differences.csv). Cells without a verdict (the baseline, no direction, a degenerate "
+         "baseline) get no B",
+    "D": "the surface-form baseline's figure is fixed by its construction (the same in every resample: Montague's "
+         "ties, an Ochiai cosine equal for every variant): nothing is compared with it, and a model's verdict is "
+         "against the statistic's chance level or ceiling instead (`vs chance`, `vs ceiling`)",
 }
-MARK_ORDER = "ZNCWB"
+MARK_ORDER = "ZNCWBD"
 DEMO_BANNER = ("Demo inputs: every input of this run is a small sample shipped in the workflow's resources/ "
                "folder. These numbers check that the workflow runs end to end; they are not for conclusions "
                "about the models. Run your own data (README, 'Your own corpus') for figures to report.")
@@ -91,7 +93,7 @@ def marks(value, ci_low, ci_high, n, bounds, min_n: int) -> str:
 
 def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min_n: int, demo: bool,
                  baseline_marked: set[tuple[str, str]] = frozenset(),
-                 verdicts: dict[tuple[str, str], dict] | None = None) -> dict:
+                 verdicts: dict[tuple[str, str], dict] | None = None, ranks: dict[tuple, str] | None = None) -> dict:
     """The first screen's content: models (config order, stand-ins flagged), a row per headline figure
     (label, direction, n range, interval notes) with a cell per model (value, interval, n, marks, and
     its verdict against the surface-form baseline: baseline_verdicts), the legends and whether the run
@@ -109,11 +111,15 @@ def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min
             row_cells[m] = {k: r.get(k) for k in ("value", "ci_low", "ci_high", "n")}
             row_cells[m]["unit"] = r.get("unit")
             row_cells[m]["verdict"] = verdicts.get((m, c["column"]), {"verdict": NO_VERDICT, "reason": ""})
+            row_cells[m]["rank"] = (ranks or {}).get((c["probe"], c.get("dataset"), c.get("statistic"), m))
             row_cells[m]["marks"] = marks(r["value"], r["ci_low"], r["ci_high"], r.get("n"), r["bounds"], min_n)
             if r.get("wrong_direction"):
                 row_cells[m]["marks"] += "W"
             if (m, c["column"]) in baseline_marked:
                 row_cells[m]["marks"] += "B"
+            verdict = row_cells[m]["verdict"]
+            if verdict.get("reference") or verdict.get("reason") == "baseline, degenerate":
+                row_cells[m]["marks"] += "D"
             if r.get("n") is not None:
                 ns.append(r["n"])
                 if r.get("unit") and r["unit"] not in units:
@@ -129,9 +135,26 @@ def first_screen(rows: list[dict], frame: pl.DataFrame, columns: list[dict], min
                          "unit": " or ".join(units),
                          "interval": "; ".join(notes), "cells": row_cells})
     used = sorted({ch for r in out_rows for cell in r["cells"].values() for ch in cell["marks"]}, key=MARK_ORDER.index)
-    return {"demo": demo, "banner": DEMO_BANNER if demo else "", "min_n": min_n, "models": models, "rows": out_rows,
-            "legend": {k: v.format(min_n=min_n) for k, v in MARKS.items()}, "marks_used": used,
-            "verdict_legend": dict(VERDICT_MEANINGS)}
+    titles = {p.name: p.title for p in declarations(stages=False)}
+    screen = {"demo": demo, "banner": DEMO_BANNER if demo else "", "min_n": min_n, "models": models, "rows": out_rows,
+              "legend": {k: v.format(min_n=min_n) for k, v in MARKS.items()}, "marks_used": used,
+              "verdict_legend": verdict_meanings(),
+              "probe_titles": {r["probe"]: titles.get(r["probe"], r["probe"]) for r in out_rows}}
+    screen["summaries"] = model_summaries(screen)
+    return screen
+
+
+def rank_map(differences: pl.DataFrame) -> dict[tuple, str]:
+    """(probe, dataset, statistic, model) -> its rank confidence set (`1-2 of 5`), from the
+    differences tables' rank columns (every model of a figure is on one of its rows)."""
+    out: dict[tuple, str] = {}
+    if not differences.height or "rank_a" not in differences.columns:
+        return out
+    for d in differences.iter_rows(named=True):
+        for model, rank in ((d["model_a"], d["rank_a"]), (d["model_b"], d["rank_b"])):
+            if rank:
+                out.setdefault((d["probe"], d["dataset"], d["statistic"], model), rank)
+    return out
 
 
 def better_side(lower_is_better: bool | None) -> str:
@@ -165,33 +188,63 @@ def cell_text(cell: dict | None, digits: int = 3) -> str:
     return text + (f" {cell['marks']}" if cell.get("marks") else "")
 
 
-VERDICT_HEAD = ("figure", "model", "value [95% interval]", "n", "verdict vs baseline",
-                "difference vs baseline [95% interval]", "p adjusted", "marks")
+VERDICT_HEAD = ("figure", "model", "value [95% interval]", "n", "rank", "verdict vs baseline",
+                "difference [adj. interval]", "margin \u03b4", "p adjusted", "marks")
 VERDICT_COLUMN = VERDICT_HEAD.index("verdict vs baseline")
 
 
+def _word_with_power(word: str, verdict: dict) -> str:
+    """An inconclusive word with what the comparison could detect: the MDE at 80% power and about how
+    many units would detect the margin."""
+    from workflow_scripts.verdicts import INCONCLUSIVE
+    if word != INCONCLUSIVE or verdict.get("mde") is None:
+        return word
+    if verdict["mde"] == 0:  # no spread: nothing to detect with, and nothing certified
+        return f"{word} (no spread)"
+    needed = f", n\u2248{verdict['units_needed']:,} for \u03b4" if verdict.get("units_needed") else ""
+    return f"{word} (MDE {verdict['mde']:.3f}{needed})"
+
+
 def verdict_text(verdict: dict | None) -> str:
-    """`better`, `no difference`, ..., `no verdict (baseline)`: the same words on every screen."""
+    """`better`, `equivalent`, ..., `no verdict (baseline)`: the same words on every screen; where the
+    baseline is degenerate, the comparison with the statistic's reference beside it."""
     verdict = verdict or {"verdict": NO_VERDICT}
-    return verdict["verdict"] + (f" ({verdict['reason']})" if verdict.get("reason") else "")
+    ref = verdict.get("reference")
+    if ref:  # the baseline is degenerate (mark D): the comparison with chance or the ceiling instead
+        return f"vs {ref['name']}: {_word_with_power(ref['verdict'], ref)}"
+    return _word_with_power(verdict["verdict"], verdict) + (f" ({verdict['reason']})" if verdict.get("reason") else "")
 
 
 def difference_text(verdict: dict | None, digits: int = 3) -> str:
-    """`+0.300 [+0.200, +0.400]`: model - baseline with its paired (unadjusted) interval."""
-    if not verdict or verdict.get("difference") is None:
+    """`+0.300 [+0.200, +0.400]`: model - baseline with its family-adjusted interval (or model -
+    the reference, where the baseline is degenerate: the verdict beside it says so)."""
+    if not verdict:
         return ""
-    return estimate_text(verdict["difference"], verdict.get("ci_low"), verdict.get("ci_high"), digits, signed=True)
+    ref = verdict.get("reference")
+    shown = ref or verdict
+    if shown.get("difference") is None:
+        return ""
+    return estimate_text(shown["difference"], shown.get("ci_low"), shown.get("ci_high"), digits, signed=True)
+
+
+def margin_text(verdict: dict | None) -> str:
+    shown = (verdict or {}).get("reference") or verdict or {}
+    return "" if shown.get("margin") is None else f"{shown['margin']:g}"
 
 
 def p_text(p: float | None) -> str:
-    """An adjusted p; an exact p can be tiny, so never shown as 0.000."""
-    return "" if p is None else f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+    """An adjusted p; an exact p can be tiny, so never shown as 0.000 (below 1e-300, where a normal
+    tail underflows to the smallest float, as a bound)."""
+    if p is None:
+        return ""
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}" if p >= 1e-300 else "<1e-300"
 
 
 def verdict_rows(screen: dict) -> dict[str, list[list[str]]]:
-    """The first screen's long table, grouped by probe: a row (VERDICT_HEAD) per headline figure and
-    model that has it, so every model is readable without scrolling sideways."""
+    """The first screen's long table, grouped by probe title: a row (VERDICT_HEAD) per headline
+    figure and model that has it, so every model is readable without scrolling sideways."""
     names = {m["model"]: m["model"] + (" (stand-in)" if m["stand_in"] else "") for m in screen["models"]}
+    titles = screen.get("probe_titles") or {}
     groups: dict[str, list[list[str]]] = {}
     for r in screen["rows"]:
         label = r["label"] + ("*" if r.get("interval") else "") + f" ({arrow(r['lower_is_better'])})"
@@ -199,12 +252,44 @@ def verdict_rows(screen: dict) -> dict[str, list[list[str]]]:
             cell = r["cells"].get(model)
             if not cell or cell.get("value") is None:
                 continue
-            verdict = cell.get("verdict")
+            verdict = cell.get("verdict") or {}
             n = n_text({"n": cell.get("n"), "unit": cell.get("unit") or r.get("unit")})
-            groups.setdefault(r["probe"], []).append([
-                label, name, cell_text({**cell, "marks": ""}), n, verdict_text(verdict), difference_text(verdict),
-                p_text((verdict or {}).get("p_adjusted")), cell.get("marks", "")])
+            p = (verdict.get("reference") or verdict).get("p_adjusted")
+            groups.setdefault(titles.get(r["probe"], r["probe"]), []).append([
+                label, name, cell_text({**cell, "marks": ""}), n, cell.get("rank") or "", verdict_text(verdict),
+                difference_text(verdict), margin_text(verdict), p_text(p), cell.get("marks", "")])
     return groups
+
+
+def model_summaries(screen: dict) -> list[str]:
+    """The answer in one line per model: how its figures split over the verdict words against the
+    surface-form baseline (better counting `better, size unclear` too, with how many by at least
+    the margin), then those compared with chance or the ceiling where the baseline is degenerate."""
+    from workflow_scripts.verdicts import BETTER, GROUPS
+    reasons = {(c.get("verdict") or {}).get("reason") for r in screen["rows"] for c in r["cells"].values()}
+    if reasons == {"no baseline"}:
+        return ["No surface-form baseline in the run, so no verdicts: add one to `models` (e.g. "
+                "`form_only: {family: surface_form}`) to learn which figures beat word overlap."]
+    lines = []
+    for m in screen["models"]:
+        cells = [r["cells"][m["model"]] for r in screen["rows"] if m["model"] in r["cells"]
+                 and r["cells"][m["model"]].get("value") is not None]
+        verdicts = [c.get("verdict") or {} for c in cells]
+        if not cells or all(v.get("reason", "").startswith("baseline") and not v.get("reference") for v in verdicts):
+            continue
+        against = [v for v in verdicts if not v.get("reference")]
+        counts = {group: sum(1 for v in against if v.get("verdict") in words) for group, words in GROUPS.items()}
+        by_margin = sum(1 for v in against if v.get("verdict") == BETTER)
+        parts = [f"{counts['better']} better" + (f" ({by_margin} by at least the margin)" if counts["better"] else "")]
+        parts += [f"{counts[g]} {g}" for g in ("negligible", "equivalent", "inconclusive", "worse", "no verdict")
+                  if counts[g]]
+        refs = [v["reference"]["verdict"] for v in verdicts if v.get("reference")]
+        if refs:
+            ref_counts = {g: sum(1 for w in refs if w in words) for g, words in GROUPS.items()}
+            parts.append(f"{len(refs)} vs chance or ceiling, the baseline degenerate: "
+                         + ", ".join(f"{n} {g}" for g, n in ref_counts.items() if n))
+        lines.append(f"{m['model']} vs the baseline: " + " \u00b7 ".join(parts) + f", of {len(cells)} figures")
+    return lines
 
 
 def overview_frame(rows: list[dict], models: dict[str, dict]) -> tuple[pl.DataFrame, list[dict]]:
@@ -231,62 +316,65 @@ def overview_frame(rows: list[dict], models: dict[str, dict]) -> tuple[pl.DataFr
     return pl.DataFrame(data, schema=schema), list(columns.values())
 
 
-def not_better_than_baseline(rows: list[dict], differences: pl.DataFrame, models: dict[str, dict]) -> set[tuple[str, str]]:
-    """(model, column) of the headline cells that are not significantly better than a surface-form
-    baseline (family paired_statistics.SURFACE_FAMILY) they were compared with in the differences tables
-    (rules/differences.smk): no comparison with that baseline on the cell's (probe, dataset, statistic)
-    is significant (Holm within the probe's confirmatory family) with this model the better one.
-    Only confirmatory rows decide (issue 32): a comparison the table files as exploratory is never a
-    verdict, so a cell compared with the baseline only in exploratory rows is marked (not shown to
-    be better). A headline row links to the tables through its `dataset` and `statistic` (the
-    probes' extractors add them); cells without them, cells of the baselines themselves and cells
-    never compared with a baseline are not marked, except a cell that separates in the wrong
-    direction (`wrong_direction`, mark W), which is always marked when the run has a baseline."""
-    from workflow_scripts.paired_statistics import CONFIRMATORY, SURFACE_FAMILY
+def not_better_than_baseline(rows: list[dict], verdicts: dict[tuple[str, str], dict],
+                             models: dict[str, dict]) -> set[tuple[str, str]]:
+    """(model, column) of the headline cells not shown better than the surface-form baseline (mark
+    B): the cells whose confirmatory comparison with it (the differences tables' verdict, computed
+    once there) is neither `better` nor `better, size unclear`, and every cell that separates in the
+    wrong direction (mark W) when the run has a baseline. Cells without a verdict (the baselines
+    themselves, no direction, not compared, a degenerate baseline) are not marked."""
+    from workflow_scripts.paired_statistics import SURFACE_FAMILY
+    from workflow_scripts.verdicts import NO_VERDICT, SHOWN_BETTER
 
     baselines = {m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY}
     if not baselines:
         return set()
-    # a figure whose probe declares no better side has no verdict: never marked, whatever its
-    # (exploratory) comparisons say
-    rows = [r for r in rows if r.get("lower_is_better", False) is not None]
-    # a figure that separates in the wrong direction (W) is never better than the baseline, whatever
-    # the paired difference of its unsigned statistic says
-    wrong_way = {(r["model"], r["column"]) for r in rows if r.get("wrong_direction") and r["model"] not in baselines}
-    if not differences.height:
-        return wrong_way
-    verdicts: dict[tuple, list[bool]] = {}
-    for d in differences.iter_rows(named=True):
-        # a table written before families (no `family` column): every row was in Holm's family
-        confirmatory = d.get("family", CONFIRMATORY) == CONFIRMATORY
-        for model, base in ((d["model_a"], d["model_b"]), (d["model_b"], d["model_a"])):
-            if base in baselines and model not in baselines:
-                key = (d["probe"], d["dataset"], d["statistic"], model)
-                verdicts.setdefault(key, []).append(confirmatory and bool(d["significant"]) and d["better"] == model)
-    marked = set(wrong_way)
+    marked = set()
     for r in rows:
-        if r.get("statistic") is None:
+        key = (r["model"], r["column"])
+        verdict = (verdicts.get(key) or {}).get("verdict", NO_VERDICT)
+        if r["model"] in baselines or r.get("lower_is_better", False) is None:
             continue
-        verdict = verdicts.get((r["probe"], r["dataset"], r["statistic"], r["model"]))
-        if verdict is not None and not all(verdict):
-            marked.add((r["model"], r["column"]))
+        if r.get("wrong_direction") or verdict not in (NO_VERDICT, *SHOWN_BETTER):
+            marked.add(key)
     return marked
 
 
-# The verdict of one headline cell against the surface-form baseline (issue 32, point 8): the first
-# screen says it in words, so "not better" (mark B) is no longer the only signal
-BETTER, WORSE, NO_DIFFERENCE, WRONG_DIRECTION, NO_VERDICT = (
-    "better", "worse", "no difference", "wrong direction", "no verdict")
-VERDICT_MEANINGS = {
-    BETTER: "significantly better than the surface-form baseline (Holm within the probe's confirmatory family)",
-    NO_DIFFERENCE: "not significantly different from the baseline: not shown better, not shown worse",
-    WORSE: "significantly worse than the baseline",
-    WRONG_DIRECTION: "CSC: separates the wrong way (mark W), so never better, whatever the difference says",
-    NO_VERDICT: "none is possible, the reason beside it: baseline (the baseline itself), no baseline (none in "
-                "the run), no direction (the probe claims no better side), not compared (no confirmatory "
-                "comparison with the baseline), no p (the comparison has no p-value), tie (significant, neither "
-                "side better)",
+# The verdict of one headline cell against the surface-form baseline, as the differences table wrote
+# it (issues 32, 43, 44: one verdict, computed once in differences.py, the same on every screen)
+NO_VERDICT = "no verdict"
+REASONS = {
+    "baseline": "the baseline's own cell",
+    "no baseline": "no surface-form model in the run",
+    "no direction": "the probe claims no better side",
+    "not compared": "no confirmatory comparison with the baseline",
+    "no p": "a difference without spread has no p-value",
+    "tie": "significant, neither side better",
+    "baseline degenerate": "the baseline's figure is fixed by its construction, the same in every resample; the "
+                           "comparison with the statistic's chance level or ceiling is shown instead",
 }
+
+
+def shown_legend(screen: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """(words, marks) of the legend with only the verdict words and marks this screen shows: a short
+    screen keeps a short legend."""
+    shown = {(c.get("verdict") or {}).get("verdict") for r in screen["rows"] for c in r["cells"].values()}
+    shown |= {((c.get("verdict") or {}).get("reference") or {}).get("verdict") for r in screen["rows"]
+              for c in r["cells"].values()}
+    words = {k: v for k, v in screen.get("verdict_legend", {}).items() if k in shown}
+    reasons = {(c.get("verdict") or {}).get("reason") for r in screen["rows"] for c in r["cells"].values()}
+    if NO_VERDICT in words:  # only the reasons this screen gives
+        words[NO_VERDICT] = "none is possible, the reason beside it: " + "; ".join(
+            f"{k}: {v}" for k, v in REASONS.items() if k in reasons or (k == "baseline" and "baseline, degenerate" in reasons))
+    return words, {k: screen["legend"][k] for k in screen.get("marks_used", [])}
+
+
+def verdict_meanings() -> dict[str, str]:
+    """Each verdict word with its one-line meaning (the legend), the reasons of `no verdict` in one line."""
+    from workflow_scripts.verdicts import WORDS
+    out = dict(WORDS)
+    out[NO_VERDICT] = "none is possible, the reason beside it: " + "; ".join(f"{k}: {v}" for k, v in REASONS.items())
+    return out
 
 
 def _finite(value) -> float | None:
@@ -294,63 +382,79 @@ def _finite(value) -> float | None:
     return None if value is None or value != value else float(value)
 
 
-def _against_baseline(d: dict, model: str) -> dict:
-    """The difference model - baseline of one differences row, whichever side the model is on."""
-    sign = 1.0 if d["model_a"] == model else -1.0
-    low, high = _finite(d["ci_low"]), _finite(d["ci_high"])
-    if sign < 0:
-        low, high = (None if high is None else -high), (None if low is None else -low)
-    difference = _finite(d["difference"])
-    return {"baseline": d["model_b"] if sign > 0 else d["model_a"],
-            "difference": None if difference is None else sign * difference, "ci_low": low, "ci_high": high,
-            # a table written before families holds Holm's p as p_holm
-            "p_adjusted": _finite(d.get("p_adjusted", d.get("p_holm"))), "test": d.get("test")}
+def _adjusted(d: dict, lower_is_better: bool | None) -> tuple[float | None, float | None]:
+    """The family-adjusted interval of model - baseline (the table holds it for the direction-signed d)."""
+    low, high = _finite(d.get("adjusted_low")), _finite(d.get("adjusted_high"))
+    if lower_is_better and low is not None and high is not None:
+        return -high, -low
+    return low, high
 
 
 def confirmatory_rows(differences: pl.DataFrame, baselines: list[str]) -> dict[tuple, dict]:
-    """(probe, dataset, statistic, model) -> its confirmatory row against the first baseline (config
-    order) it was compared with: the rows the B mark reads; exploratory rows decide nothing."""
+    """(probe, dataset, statistic, model) -> its confirmatory row: against the first baseline (config
+    order) it was compared with, or against the statistic's reference where that baseline is
+    degenerate; exploratory rows decide nothing."""
+    from workflow_scripts.differences import REFERENCE_NAMES
     from workflow_scripts.paired_statistics import CONFIRMATORY
 
     found: dict[tuple, tuple[int, dict]] = {}
     if not differences.height:
         return {}
+    against = list(baselines) + list(REFERENCE_NAMES)
     for d in differences.iter_rows(named=True):
-        if d.get("family", CONFIRMATORY) != CONFIRMATORY:
+        if d.get("family") != CONFIRMATORY or d["model_b"] not in against or d["model_a"] in baselines:
             continue
-        for model, base in ((d["model_a"], d["model_b"]), (d["model_b"], d["model_a"])):
-            if base in baselines and model not in baselines:
-                key, rank = (d["probe"], d["dataset"], d["statistic"], model), baselines.index(base)
-                if key not in found or rank < found[key][0]:
-                    found[key] = (rank, d)
+        key, rank = (d["probe"], d["dataset"], d["statistic"], d["model_a"]), against.index(d["model_b"])
+        if key not in found or rank < found[key][0]:
+            found[key] = (rank, d)
     return {key: row for key, (_, row) in found.items()}
 
 
+def degenerate_baselines(differences: pl.DataFrame) -> set[tuple]:
+    """(probe, dataset, statistic, baseline) of the figures whose baseline is degenerate (the table's
+    `baseline_degenerate` rows)."""
+    if not differences.height or "baseline_degenerate" not in differences.columns:
+        return set()
+    return {(d["probe"], d["dataset"], d["statistic"], d["model_b"])
+            for d in differences.filter(pl.col("baseline_degenerate").fill_null(False)).iter_rows(named=True)}
+
+
 def verdict_of(row: dict, compared: dict | None, baselines: list[str]) -> dict:
-    """The verdict of one headline cell (VERDICT_MEANINGS) with the paired difference model -
-    baseline, its unadjusted 95% interval and Holm's adjusted p; `reason` says why there is none."""
+    """The verdict of one headline cell: the word the differences table wrote (verdicts.WORDS), the
+    difference model - baseline with its family-adjusted interval, Holm's adjusted p, the margin
+    delta, the MDE and units needed, the ranks; `reason` says why there is none; `reference` holds
+    the comparison with chance or the ceiling where the baseline is degenerate."""
+    from workflow_scripts.differences import REFERENCE_NAMES
+    from workflow_scripts.verdicts import WRONG_DIRECTION
     out = {"verdict": NO_VERDICT, "reason": "", "baseline": None, "difference": None, "ci_low": None,
-           "ci_high": None, "p_adjusted": None, "test": None}
+           "ci_high": None, "p_adjusted": None, "test": None, "margin": None, "mde": None, "units_needed": None,
+           "rank": None, "reference": None}
     if not baselines:
         return {**out, "reason": "no baseline"}
     if row["model"] in baselines:
         return {**out, "reason": "baseline"}
     if row.get("lower_is_better", False) is None:
         return {**out, "reason": "no direction"}
-    if compared is not None:
-        out.update(_against_baseline(compared, row["model"]))
-    if row.get("wrong_direction"):  # W outranks any difference of the unsigned overlap
-        return {**out, "verdict": WRONG_DIRECTION}
+    if row.get("wrong_direction"):  # W outranks any difference (the table says the same where compared)
+        out["verdict"] = WRONG_DIRECTION
     if compared is None:
-        return {**out, "reason": "not compared"}
-    if out["p_adjusted"] is None or compared.get("significant") is None:
-        return {**out, "reason": "no p"}
-    if not bool(compared["significant"]):
-        return {**out, "verdict": NO_DIFFERENCE}
-    winner = compared.get("better")
-    if winner not in (row["model"], out["baseline"]):  # significant, yet neither side better: a tie
-        return {**out, "reason": "tie"}
-    return {**out, "verdict": BETTER if winner == row["model"] else WORSE}
+        return {**out, "reason": "" if row.get("wrong_direction") else "not compared"}
+    low, high = _adjusted(compared, row.get("lower_is_better"))
+    found = {"difference": _finite(compared["difference"]), "ci_low": low, "ci_high": high,
+             "p_adjusted": _finite(compared.get("p_adjusted")), "test": compared.get("test"),
+             "margin": _finite(compared.get("margin")), "mde": _finite(compared.get("mde")),
+             "units_needed": None if _finite(compared.get("units_needed")) is None else int(compared["units_needed"]),
+             "rank": compared.get("rank_a") or None}
+    if compared["model_b"] in REFERENCE_NAMES:
+        if out["verdict"] == WRONG_DIRECTION:
+            return {**out, "rank": found["rank"]}
+        return {**out, "verdict": NO_VERDICT, "reason": "baseline degenerate", "rank": found["rank"],
+                "reference": {"name": compared["model_b"], "level": _finite(compared["value_b"]),
+                              "verdict": compared.get("verdict") or NO_VERDICT, **found}}
+    if out["verdict"] == WRONG_DIRECTION:
+        return {**out, "baseline": compared["model_b"], **found}
+    return {**out, "baseline": compared["model_b"], **found, "verdict": compared.get("verdict") or NO_VERDICT,
+            "reason": compared.get("reason") or ""}
 
 
 def baseline_verdicts(rows: list[dict], differences: pl.DataFrame, models: dict[str, dict]) -> dict[tuple[str, str], dict]:
@@ -360,9 +464,15 @@ def baseline_verdicts(rows: list[dict], differences: pl.DataFrame, models: dict[
 
     baselines = [m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY]
     compared = confirmatory_rows(differences, baselines)
-    return {(r["model"], r["column"]): verdict_of(r, compared.get((r["probe"], r.get("dataset"), r.get("statistic"),
-                                                                   r["model"])), baselines)
-            for r in rows}
+    degenerate = degenerate_baselines(differences)
+    out = {}
+    for r in rows:
+        key = (r["probe"], r.get("dataset"), r.get("statistic"), r["model"])
+        verdict = verdict_of(r, compared.get(key), baselines)
+        if verdict["reason"] == "baseline" and key in degenerate:
+            verdict["reason"] = "baseline, degenerate"
+        out[(r["model"], r["column"])] = verdict
+    return out
 
 
 def _as_boolean(column: pl.Expr) -> pl.Expr:
@@ -380,7 +490,11 @@ def read_differences(paths: list[str]) -> pl.DataFrame:
               for f in frames if f.height]
     # a table with no confirmatory row (a probe without directions) has an empty `significant` column,
     # read as text or null; concatenated with a boolean one it would turn "false" into a true string
-    frames = [f.with_columns(_as_boolean(pl.col(c)) for c in ("significant", "b_too_small") if c in f.columns)
+    frames = [f.with_columns(_as_boolean(pl.col(c)) for c in ("significant", "baseline_degenerate") if c in f.columns)
+              for f in frames]
+    # text columns a table may hold only empty cells of (read as null of another type)
+    frames = [f.with_columns(pl.col(c).cast(pl.String) for c in ("verdict", "reason", "separation_a", "rank_a",
+                                                                "rank_b", "better") if c in f.columns)
               for f in frames]
     return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
 
@@ -426,7 +540,7 @@ def plot(frame: pl.DataFrame, columns: list[dict], path: str, marked: set[tuple[
             ax.axhline(i - 0.5, color="white", linewidth=2)
     ax.set_title("Headline figure per probe and model\n\u2193 lower = better, \u2191 higher = better;\n"
                  "yellow = best (no direction: yellow = highest); grey: not run or undefined"
-                 + ("\n\u00b0 not significantly better than the surface-form baseline (tables/*_differences.csv)"
+                 + ("\n\u00b0 not shown better than the surface-form baseline (tables/*_differences.csv)"
                     if marked else ""), fontsize=8, pad=24)
     fig.tight_layout()
     with atomic_path(path) as tmp:
@@ -440,14 +554,14 @@ def build(tables: list[str], models: dict[str, dict], options: dict, out: str, p
     rows = long_rows({Path(t).name: t for t in tables}, options)
     frame, columns = overview_frame(rows, models)
     compared = read_differences(list(differences))
-    baseline_marked = not_better_than_baseline(rows, compared, models)
     verdicts = baseline_verdicts(rows, compared, models)
+    baseline_marked = not_better_than_baseline(rows, verdicts, models)
     with atomic_path(out) as tmp:
         frame.write_csv(tmp, float_precision=6)
     if plot_path:
         plot(frame, columns, plot_path, baseline_marked)
     if screen_path:
         with atomic_path(screen_path) as tmp:
-            tmp.write_text(json.dumps(first_screen(rows, frame, columns, min_n, demo, baseline_marked, verdicts), indent=1)
-                           + "\n", encoding="utf-8")
+            screen = first_screen(rows, frame, columns, min_n, demo, baseline_marked, verdicts, rank_map(compared))
+            tmp.write_text(json.dumps(screen, indent=1) + "\n", encoding="utf-8")
     return frame

@@ -22,7 +22,7 @@ from workflow_scripts import published
 from workflow_scripts.common import atomic_path, read_json
 from workflow_scripts.probes import categories
 from workflow_scripts.report.overview import (VERDICT_COLUMN, VERDICT_HEAD, arrow, cell_text, n_text,
-                                              verdict_rows)
+                                              shown_legend, verdict_rows)
 
 # Report categories: the overview, one per probe (its declaration's title), Inputs and Runtime.
 CATEGORIES = categories()
@@ -192,8 +192,10 @@ MARK_STYLE = {"Z": "background:#fde68a", "N": "background:#fde68a", "C": "backgr
               "B": "background:#e5e7eb"}
 
 
-# the verdict column's tint: better green, worse and wrong direction red, the rest plain
-VERDICT_STYLE = {"better": "background:#bbf7d0", "worse": "background:#fecaca", "wrong direction": "background:#fecaca"}
+# the verdict column's tint: better green, worse and wrong direction red, equivalent blue, the rest plain
+VERDICT_STYLE = {"better": "background:#bbf7d0", "better, size unclear": "background:#dcfce7",
+                 "worse": "background:#fecaca", "worse, size unclear": "background:#fee2e2",
+                 "wrong direction": "background:#fecaca", "equivalent": "background:#dbeafe"}
 
 
 def verdict_html(screen: dict) -> str:
@@ -202,7 +204,7 @@ def verdict_html(screen: dict) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in VERDICT_HEAD)
 
     def cell(i: int, text: str) -> str:
-        tint = VERDICT_STYLE.get(text.split(" (")[0]) if i == VERDICT_COLUMN else None
+        tint = VERDICT_STYLE.get(text.split(" (")[0].split(";")[0]) if i == VERDICT_COLUMN else None
         return f'<td style="{tint}">' if tint else "<td>"
 
     parts = []
@@ -211,12 +213,19 @@ def verdict_html(screen: dict) -> str:
                 for row in rows]
         parts.append(f"<h3>{html.escape(probe)}</h3><table class=\"verdicts\" style=\"font-size:12px\"><thead><tr>"
                      + head + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
-    legend = " &middot; ".join(f"<b>{html.escape(k)}</b> {html.escape(v)}"
-                               for k, v in screen.get("verdict_legend", {}).items())
-    parts.append(f'<p style="font-size:12px">Verdict against the surface-form baseline: {legend}. The difference '
-                 f"is model - baseline with its paired 95% interval (unadjusted); <i>p adjusted</i>: Holm within "
-                 f"the probe's confirmatory family.</p>")
     return "".join(parts)
+
+
+def legend_html(screen: dict) -> str:
+    """The verdict words and the marks this screen shows, one line each: above the tables."""
+    shown_words, shown_marks = shown_legend(screen)
+    words = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in shown_words.items())
+    marks = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in shown_marks.items())
+    return (f'<ul style="font-size:12px;margin:4px 0">{words}{marks}</ul>'
+            '<p style="font-size:12px">Per figure and model: the figure [its 95% interval], n (the independent '
+            "units behind it), its rank among all models, the verdict against the surface-form baseline, the "
+            "difference model - baseline with its family-adjusted interval, the margin and Holm's adjusted p. "
+            "How to read a verdict: docs/verdicts.md.</p>")
 
 
 def first_screen_html(screen: dict) -> str:
@@ -245,18 +254,20 @@ def first_screen_html(screen: dict) -> str:
     if screen["demo"]:
         parts.append('<p style="border-left:4px solid #d97706;background:#fffbeb;padding:6px 10px;font-weight:600">'
                      f"{html.escape(screen['banner'])}</p>")
+    if screen.get("summaries"):
+        parts.append('<ul class="summaries" style="font-weight:600">'
+                     + "".join(f"<li>{html.escape(line)}</li>" for line in screen["summaries"]) + "</ul>")
+    parts.append(legend_html(screen))
     parts.append(verdict_html(screen))
     # many models make the wide table wider than the text column: it scrolls within it instead of
     # running under the report's workflow graph; the verdicts above need no scrolling
     parts.append("<h3>Every model side by side</h3>")
     parts.append('<div style="max-width:100%;overflow-x:auto"><table class="overview" style="font-size:12px">'
                  "<thead><tr>" + head + "</tr></thead><tbody>" + "".join(body) + "</tbody></table></div>")
-    legend = " &middot; ".join(f"<b>{k}</b> {html.escape(v)}" for k, v in screen["legend"].items())
-    parts.append(f'<p style="font-size:12px">Each cell: the figure [its bootstrapped 95% interval] and its marks. '
-                 f"<i>better</i>: which direction is better (<i>no direction</i>: the probe claims none, so the "
-                 f"figure gets no verdict); <i>n</i>: the independent units behind the figure, the ones its "
-                 f"bootstrap resamples, named beside it. How to read a verdict: docs/verdicts.md. Marks (tinted "
-                 f"cells): {legend}.</p>")
+    parts.append('<p style="font-size:12px">Each cell: the figure [its 95% interval] and its marks (tinted; '
+                 "the legend above). <i>better</i>: which direction is better (<i>no direction</i>: the probe "
+                 "claims none, so the figure gets no verdict); <i>n</i>: the independent units behind the figure, "
+                 "named beside it.</p>")
     notes = [f"{html.escape(r['label'])}: {html.escape(r['interval'])}" for r in screen["rows"] if r.get("interval")]
     if notes:
         parts.append('<p style="font-size:12px"><sup>*</sup> Interval: ' + "; ".join(notes) + ".</p>")

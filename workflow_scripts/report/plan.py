@@ -14,6 +14,7 @@ from workflow_scripts.study import ProbePlan, Study
 
 OVERVIEW_TABLE = ("overview.csv", "Overview", "overview_table.rst")
 DIFFERENCES_CAPTION = "differences.rst"
+RANKS_CAPTION = "ranks.rst"
 PUBLISHED_CAPTION = "published.rst"
 RESOURCES = str(RESOURCES_DIR)
 CHECKOUT = os.path.dirname(RESOURCES)
@@ -79,9 +80,23 @@ class ReportPlan:
     def differences_table(self, plan: ProbePlan) -> str:
         return f"{self.R}/tables/{plan.name}_differences.csv"
 
+    def ranks_table(self, plan: ProbePlan) -> str:
+        return f"{self.R}/tables/{plan.name}_ranks.csv"
+
     def difference_pages(self, plan: ProbePlan) -> list[tuple[str, str, str]]:
-        """(table, subcategory, caption file) of the probe's differences page, where it has one."""
-        return [(self.differences_table(plan), "Differences", DIFFERENCES_CAPTION)] if plan.replicate_files() else []
+        """(table, subcategory, caption file) of the probe's differences page and its leaderboard (the
+        rank table), where it has them."""
+        if not plan.replicate_files():
+            return []
+        return [(self.differences_table(plan), "Differences", DIFFERENCES_CAPTION),
+                (self.ranks_table(plan), "Leaderboard", RANKS_CAPTION)]
+
+    def written_tables(self) -> list[str]:
+        """Every table the report shows that a job of the study writes (the overview, the probes'
+        tables, the differences; not the published figures shipped under resources/): the
+        provenance names the code digest of each."""
+        shown = [table for _, table, _, _, _ in self.pages]
+        return [t for t in dict.fromkeys(shown + self.tables) if t.startswith(f"{self.R}/")]
 
     def data_sources(self, wildcards=None) -> dict[str, str]:
         """Name -> local file or folder of every input the probes that ran read (provenance: sha256)."""

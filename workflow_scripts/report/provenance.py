@@ -120,9 +120,10 @@ def generators_of(reports: list[str]) -> list[dict]:
 
 
 def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, str], config: dict,
-               reports: list[str], out: str, overview_plot: str | None = None) -> None:
+               reports: list[str], out: str, overview_plot: str | None = None, code: dict | None = None) -> None:
     """An RST fragment: models with their origin, generators and prompts, data sources (by name) with sha256,
-    the seed, key package versions, and a warning naming stand-in models."""
+    the code digest of each table's job (`code`: table -> {rule, code}, code_digest.writers), the seed, key
+    package versions, and a warning naming stand-in models."""
     by_model: dict[str, dict] = {}
     mteb_prompts: dict[str, dict] = {}  # family mteb: the prompt of each role, from its stores
     for path in manifests:
@@ -158,6 +159,10 @@ def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, st
         lines += ["**Generators and prompts**", ""] + rst_table(["used for", "generator", "origin", "prompt"], rows)
     rows = [[name, path, sha256_of(path) if os.path.exists(path) else "missing"] for name, path in sorted(data.items())]
     lines += ["**Data sources** (sha256; of a folder: over its files)", ""] + rst_table(["source", "path", "sha256"], rows)
+    if code:
+        rows = [[table, entry["rule"], entry["code"]] for table, entry in sorted(code.items())]
+        lines += ["**Code** (sha256 of the code of the job that wrote each table: its module and the workflow's "
+                  "modules they import, comments and docstrings aside)", ""] + rst_table(["table", "rule", "code"], rows)
     versions = package_versions()
     lines += ["**Packages** " + " · ".join(f"{k} {v}" for k, v in versions.items()), ""]
     if overview_plot:

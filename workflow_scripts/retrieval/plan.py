@@ -1,7 +1,7 @@
 """Planning of the retrieval probe: the input functions and params of rules/retrieval.smk."""
 from __future__ import annotations
 
-from workflow_scripts.study import ProbePlan
+from workflow_scripts.study import DatasetCount, ProbePlan, data_lines
 
 
 def local_paths(value) -> list[str]:
@@ -23,6 +23,34 @@ class RetrievalPlan(ProbePlan):
     def build_spec(self, wildcards) -> dict:
         """The set's config entry as the builder reads it (the evaluation split is the probe's)."""
         return {k: v for k, v in self.set_spec(wildcards.dataset).items() if k != "eval_split"}
+
+    # ---- what a set will hold, for the plan summary (ProbePlan.planned_counts) ----
+    def dataset_count(self, dataset: str) -> DatasetCount:
+        """A local BEIR folder: its questions (queries.jsonl) and documents (corpus.jsonl), the texts
+        their sum; a local tatoeba bitext: at most its pairs; the rest are counted once built."""
+        import os
+
+        spec = self.set_spec(dataset)
+        path = spec.get("path")
+        if spec["kind"] == "beir" and path and os.path.isdir(path):
+            queries, documents = data_lines(f"{path}/queries.jsonl"), data_lines(f"{path}/corpus.jsonl")
+            if queries is not None and documents is not None:
+                return DatasetCount(dataset, queries, "questions", "<=", f"queries.jsonl, beside {documents:,} documents",
+                                    queries + documents)
+        if spec["kind"] == "tatoeba" and path:
+            pairs = data_lines(path, header=1)
+            if pairs is not None:
+                return DatasetCount(dataset, pairs, "questions", "<=", f"pairs of {path}", 2 * pairs)
+        return DatasetCount(dataset, None, "questions", "?", f"{spec['kind']} set: counted by its build job")
+
+    def dataset_report(self, dataset: str) -> str:
+        return f"{self.R}/reports/retrieval/{dataset}.json"
+
+    def built_count(self, dataset: str, report: dict) -> DatasetCount:
+        sizes = report.get("sizes") or {}
+        return DatasetCount(dataset, sizes.get("queries"), "questions", "=",
+                            f"built, beside {sizes.get('documents', 0):,} documents",
+                            (report.get("texts") or {}).get("unique_texts"))
 
     def build_settings(self, wildcards) -> dict:
         return {"build": self.config["retrieval"]["build"]}

@@ -1,6 +1,8 @@
 """Set-theoretic compositionality (seed 001; methods.md §2): TextOverlap, TextDifference and TextUnion
 samples from news articles, and the six criteria C1-C6 on any encoder.
 
+- defaults.py   the built-in generator, prompt and sample-set settings (the config check reads them
+                without the job's imports)
 - samples.py    windows of three consecutive sentences (previous, S0, next) per article, fusions
                 S1 = fuse(previous, S0) and S2 = fuse(S0, next) by a generator (or an imported table),
                 echo detection; the sample set's texts for the embedding stage

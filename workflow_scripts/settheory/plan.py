@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from workflow_scripts.study import ProbePlan
+from workflow_scripts.study import DatasetCount, ProbePlan, data_lines
 
 # results/settheory/samples/ holds every sample set's table: never a sample set's folder
 SET_NAME = r"(?!samples$)[A-Za-z0-9][A-Za-z0-9_.-]*"
@@ -16,13 +16,13 @@ class SettheoryPlan(ProbePlan):
 
     def generator(self, dataset: str) -> tuple[str, dict]:
         """(name, entry) of a built sample set's generator: settheory.generators over the built-in ones."""
-        from workflow_scripts.settheory.samples import DEFAULT_GENERATORS, DEFAULT_SET
+        from workflow_scripts.settheory.defaults import DEFAULT_GENERATORS, DEFAULT_SET
 
         name = self.set_spec(dataset).get("generator", DEFAULT_SET["generator"])
         return name, {**DEFAULT_GENERATORS, **self.config["settheory"]["generators"]}[name]
 
     def prompt(self, dataset: str) -> dict:
-        from workflow_scripts.settheory.samples import DEFAULT_PROMPTS, DEFAULT_SET
+        from workflow_scripts.settheory.defaults import DEFAULT_PROMPTS, DEFAULT_SET
 
         name = self.set_spec(dataset).get("prompt", DEFAULT_SET["prompt"])
         return {**DEFAULT_PROMPTS, **self.config["settheory"]["prompts"]}[name]
@@ -34,6 +34,28 @@ class SettheoryPlan(ProbePlan):
             return "cpu"
         device = self.generator(dataset)[1].get("device", "cpu")
         return self.study.auto_device() if device == "auto" else device
+
+    # ---- what a sample set will hold, for the plan summary (ProbePlan.planned_counts) ----
+    def dataset_count(self, dataset: str) -> DatasetCount:
+        """An imported table: at most its rows; built from articles: at most max_articles x
+        windows_per_article windows (unknown without max_articles: every article's)."""
+        from workflow_scripts.settheory.samples import DEFAULT_SET
+
+        spec = {**DEFAULT_SET, **self.set_spec(dataset)}
+        if "file" in spec:
+            rows = data_lines(spec["file"], header=1 if spec["file"].endswith((".tsv", ".tab", ".csv")) else 0)
+            return DatasetCount(dataset, rows, "windows", "<=" if rows is not None else "?", f"rows of {spec['file']}")
+        if spec.get("max_articles"):
+            return DatasetCount(dataset, spec["max_articles"] * spec["windows_per_article"], "windows", "<=",
+                                "max_articles x windows_per_article")
+        return DatasetCount(dataset, None, "windows", "?", "every article's windows: counted by its build job")
+
+    def dataset_report(self, dataset: str) -> str:
+        return f"{self.R}/reports/settheory/{dataset}.json"
+
+    def built_count(self, dataset: str, report: dict) -> DatasetCount:
+        return DatasetCount(dataset, (report.get("counts") or {}).get("samples"), "windows", "=", "built",
+                            (report.get("texts") or {}).get("unique_texts"))
 
     def samples_inputs(self, wildcards) -> dict:
         spec = self.set_spec(wildcards.dataset)
@@ -65,7 +87,7 @@ class SettheoryPlan(ProbePlan):
         when max_articles is not set: unknown here)."""
         if rule != "settheory_samples" or "file" in self.set_spec(wildcards["dataset"]):
             return None
-        from workflow_scripts.settheory.samples import DEFAULT_SET
+        from workflow_scripts.settheory.defaults import DEFAULT_SET
 
         spec = {**DEFAULT_SET, **self.set_spec(wildcards["dataset"])}
         windows = spec["max_articles"] * spec["windows_per_article"] if spec.get("max_articles") else None
@@ -96,7 +118,7 @@ class SettheoryPlan(ProbePlan):
         return [{"sampleset": p.dataset, "model": p.model} for p in self.pairs]
 
     def criterion_settings(self, wildcards=None) -> dict:
-        keys = ("measures", "fixed_bounds", "middle_tolerance", "c5", "c6", "histogram_bins", "bootstrap_b")
+        keys = ("measures", "fixed_bounds", "bounds", "middle_tolerance", "c5", "c6", "histogram_bins", "bootstrap_b")
         return {k: self.config["settheory"][k] for k in keys}
 
     def replicate_files(self) -> list[str]:

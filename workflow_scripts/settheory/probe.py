@@ -13,7 +13,7 @@ def check(config: dict) -> list[str]:
     if not st:
         return problems
     articles = config.get("articles") or {}
-    from workflow_scripts.settheory.samples import DEFAULT_GENERATORS, DEFAULT_PROMPTS
+    from workflow_scripts.settheory.defaults import DEFAULT_GENERATORS, DEFAULT_PROMPTS
     generators = {**DEFAULT_GENERATORS, **st.get("generators", {})}
     prompts = {**DEFAULT_PROMPTS, **st.get("prompts", {})}
     from workflow_scripts.generator import template_problems
@@ -59,15 +59,37 @@ def check(config: dict) -> list[str]:
                 problems.append(f"{where}: {problem}")
         if d["min_words"] > d["max_words"]:
             problems.append(f"config key `{key}`: min_words {d['min_words']} > max_words {d['max_words']}")
-    for encoder in st["filter"]["encoders"]:
-        if encoder not in config["models"]:
-            problems.append(f"config key `settheory.filter.encoders`: no model {encoder!r} under `models`")
+    problems += filter_problems(config)
     for criterion, per_measure in st["fixed_bounds"].items():
         for measure, bounds in per_measure.items():
             for pair in ([bounds] if criterion == "c4" else bounds):
                 if not pair[0] < pair[1]:
                     problems.append(f"config key `settheory.fixed_bounds.{criterion}.{measure}`: {pair} is not "
                                     "[low, high] with low < high")
+    return problems
+
+
+def filter_problems(config: dict) -> list[str]:
+    """The sample filter must not select on a compared model (issue 43, point 6): samples kept by one
+    model's own cos(B, D) < threshold favour that model. A filter encoder is refused where it runs
+    this probe, or where its vectors are those of a model that does (the same entry under another
+    name)."""
+    from workflow_scripts.common import vector_settings
+
+    models = config["models"]
+    compared = {m: vector_settings(spec) for m, spec in models.items()
+                if "settheory" in spec.get("probes", ["settheory"])}
+    problems = []
+    for encoder in config["settheory"]["filter"]["encoders"]:
+        if encoder not in models:
+            problems.append(f"config key `settheory.filter.encoders`: no model {encoder!r} under `models`")
+            continue
+        copy = next((m for m, v in compared.items() if v == vector_settings(models[encoder])), None)
+        if encoder in compared or copy is not None:
+            what = "is compared on settheory" if encoder in compared else f"gives the vectors of {copy!r}, which is compared"
+            problems.append(f"config key `settheory.filter.encoders`: {encoder!r} {what}: a filter on a compared "
+                            "model keeps the samples that favour it; expected an encoder the study does not compare "
+                            "on settheory (a model whose `probes` leave settheory out), or `[]` (no filter)")
     return problems
 
 
@@ -115,4 +137,8 @@ PROBE = Probe(
     headlines=(Headline("settheory_shares.csv", share_headlines, statistics=share_statistics, unit="samples"),),
     # the (T,T) shares: fusions whose embedding satisfies the criterion; the other cases describe
     directions=(("c1/*/T,T", "higher"), ("c3/*/T,T", "higher")),
+    margins=(("*", 0.05,
+              "5 share points: no value of the seed's tables survives extraction, so the margin is the accuracy "
+              "margin of the triplet probe in the same units (a share of samples); the default run's spread of "
+              "C1/C3 shares between models is 0.04-0.12"),),
 )

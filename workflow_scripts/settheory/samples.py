@@ -90,7 +90,8 @@ import polars as pl
 
 from workflow_scripts import articles as art
 from workflow_scripts.common import atomic_path, setup_logging, stable_id
-from workflow_scripts.generator import SMOLLM2, Generator, make_generator, spec_digest
+from workflow_scripts.generator import Generator, make_generator, spec_digest
+from workflow_scripts.settheory.defaults import DEFAULT_SET
 from workflow_scripts.texts import write_dataset
 
 SENTENCES = ("previous", "S0", "next", "S1", "S2")
@@ -100,36 +101,10 @@ SCHEMA = {"sample_id": pl.UInt64, "article_id": pl.UInt64, "doc_id": pl.String, 
 ECHO_REASONS = ("empty", "unfinished", "repeat", "concatenation", "prompt_copy")
 N_EXAMPLES = 8
 
-# Built-in generator and prompt; `settheory.generators` / `settheory.prompts` add or replace entries.
-DEFAULT_GENERATORS = {
-    "smollm2": {**SMOLLM2, "device": "cpu", "batch_size": 8, "decoding": {"max_new_tokens": 96}},
-}
-# A few-shot chat prompt: with plain instructions SmolLM2-135M echoes its input. The shots were
-# written for this project (not taken from CNN/DailyMail) and each one rewrites, never concatenates.
-DEFAULT_PROMPTS = {
-    "fuse_fewshot": {
-        "system": "You combine two sentences from a news story into one sentence that keeps the information "
-                  "of both. Rewrite freely; answer with the new sentence only.",
-        "shots": [
-            ["Sentence 1: The museum will close for repairs in March.\n"
-             "Sentence 2: The repairs are expected to take about six months.",
-             "The museum will close in March for repairs that should take about six months."],
-            ["Sentence 1: Police stopped a lorry on the motorway near Carlow on Friday.\n"
-             "Sentence 2: Officers found 300 stolen bicycles inside it.",
-             "Police who stopped a lorry near Carlow on Friday found 300 stolen bicycles inside."],
-            ["Sentence 1: Anna Weber has been named the new head of the city orchestra.\n"
-             "Sentence 2: She led a choir in Vienna for ten years.",
-             "Anna Weber, who led a Vienna choir for ten years, is the city orchestra's new head."],
-        ],
-        "user": "Sentence 1: {first}\nSentence 2: {second}",
-    },
-}
 # the quality gate's thresholds (module docstring, "Gate"); schema.yaml says the same defaults
 GATE_DEFAULTS = {"enabled": True, "min_source_kept": 0.6, "max_new_share": 0.3, "min_length_ratio": 0.7,
                  "max_length_ratio": 1.3, "max_edit_share": 0.25}
 GATE_REASONS = ("source_dropped", "hallucination", "too_short", "too_long", "near_concatenation")
-DEFAULT_SET = {"generator": "smollm2", "prompt": "fuse_fewshot", "windows_per_article": 1, "min_words": 4,
-               "max_words": 60, "keep_echoes": False, "echo_threshold": 0.9, "gate": {}, "clean": True}
 N_GATE_ACCEPTED, N_GATE_REJECTED = 20, 10  # fusions on a sample set's report page
 IMPORT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
                   ".jsonl": "jsonl", ".json": "jsonl"}

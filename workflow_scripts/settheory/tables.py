@@ -10,10 +10,12 @@ Criteria (methods.md §2; "sim" is each measure, differences of distances negate
   10 x 10 bins of sub-grids; in the limit of a fine grid, the share of grid points where d >= eps is
   P(d) = clip((d - lo) / (hi - lo), 0, 1), and for a product grid the (T,T) share of a sample is
   P(d1) P(d2), (T,F) P(d1)(1 - P(d2)), ... (a test shows the closed form equals a fine explicit grid).
-  Bounds: by default the min and max of each difference pooled over all samples and all models of
-  the study (so a model's share depends on the other models; `bounds` = "pooled"), or fixed bounds
-  from the config (`fixed_bounds`, so that studies can be compared; `bounds` = "fixed"). Both are
-  written in every row. lo == hi: P(d) = 1 where d >= lo, else 0.
+  Bounds (`settheory.bounds`): by default the min and max of each difference over the model's own
+  samples (`own`: a model's share depends on no other model, and on no affine rescaling of its
+  similarities), or pooled over all samples and all models of the study as the reference code does
+  (`pooled`: a model's share then depends on the other models and on its scale against theirs), or
+  fixed bounds from the config (`fixed_bounds`, so that studies can be compared; "fixed"). The kind
+  and the bounds are written in every row. lo == hi: P(d) = 1 where d >= lo, else 0.
 - C2 (overlap): "in the middle" when |angle(A,B) - (angle(p,A) + angle(p,B))| < `middle_tolerance`
   degrees (1, absolute; the reference code's rule).
 - C5 (difference): D's projection near A: angle(p,A) <= theta, theta normalised by angle(A,B)
@@ -62,7 +64,7 @@ from workflow_scripts.settheory.criteria import MEASURES, sign
 
 CASES = ("T,T", "T,F", "F,T", "F,F")
 C6_CASES = ("a_larger", "comparable", "b_larger", "all")
-DEFAULT_SETTINGS = {"measures": list(MEASURES), "fixed_bounds": {}, "middle_tolerance": 1.0,
+DEFAULT_SETTINGS = {"measures": list(MEASURES), "fixed_bounds": {}, "bounds": "own", "middle_tolerance": 1.0,
                     "c5": {"theta": 0.25, "unit": "normalised"}, "c6": {"ratio": 1.5, "theta": 0.25},
                     "histogram_bins": 40, "bootstrap_b": 1000}
 SHARE_SCHEMA = {"sampleset": pl.String, "model": pl.String, "criterion": pl.String, "measure": pl.String,
@@ -302,11 +304,21 @@ def geometry_rows(base: dict, frame: pl.DataFrame, settings: dict, replicates: i
 
 # ---- the study -------------------------------------------------------------------------------------
 
-def bounds_for(settings: dict, frames: dict, criterion: str, measure: str) -> tuple[list, str]:
+BOUNDS = ("own", "pooled")
+
+
+def bounds_for(settings: dict, frames: dict, criterion: str, measure: str, model: str) -> tuple[list, str]:
+    """The epsilon (delta) grid's bounds of one model: the config's fixed bounds; else `bounds: own`
+    (the default), the min and max of the model's own differences, so that its share depends on no
+    other model of the study and not on the scale of its similarities (an affine rescaling of them
+    leaves it unchanged; issue 43, point 6); or `bounds: pooled`, the reference code's, the min and
+    max over every model of the study (a model's share then moves with the other models)."""
     fixed = (settings.get("fixed_bounds") or {}).get(criterion, {}).get(measure)
     if fixed is not None:
         return ([tuple(fixed)] if criterion == "c4" else [tuple(b) for b in fixed]), "fixed"
-    return pooled_bounds(frames, criterion, measure), "pooled"
+    if settings.get("bounds", "own") == "pooled":
+        return pooled_bounds(frames, criterion, measure), "pooled"
+    return pooled_bounds({model: frames[model]}, criterion, measure), "own"
 
 
 def study(entries: list[dict], settings: dict, seed: int, log, replicates_out: dict | None = None) -> pl.DataFrame:
@@ -320,14 +332,15 @@ def study(entries: list[dict], settings: dict, seed: int, log, replicates_out: d
         mine = [e for e in entries if e["sampleset"] == sampleset]
         frames = {e["model"]: pl.read_parquet(e["measures"]) for e in mine}
         meta = sample_meta(mine[0])
-        bounds = {(c, m): bounds_for(settings, frames, c, m) for c in ("c1", "c3", "c4") for m in settings["measures"]}
+        if settings.get("bounds", "own") not in BOUNDS:
+            raise ValueError(f"settheory.bounds: {settings['bounds']!r} is not one of {', '.join(BOUNDS)}")
         parts = [] if replicates_out is None else replicates_out.setdefault(sampleset, [])
         for e in mine:
             base = {"sampleset": sampleset, "model": e["model"], **meta}
             frame = frames[e["model"]]
             for criterion in ("c1", "c3", "c4"):
                 for measure in settings["measures"]:
-                    b, kind = bounds[(criterion, measure)]
+                    b, kind = bounds_for(settings, frames, criterion, measure, e["model"])
                     rows += epsilon_rows(base, frame, criterion, measure, b, kind, replicates, seed, parts)
             rows += geometry_rows(base, frame, settings, replicates, seed, parts)
             log.info("%s / %s: C1-C6 over %d operator samples", sampleset, e["model"], frame.height)

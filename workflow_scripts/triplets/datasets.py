@@ -93,9 +93,12 @@ KINDS = tuple(PAPER_SIZES)
 SLOTS = ("s", "s_plus", "s_star")
 # subject, verb: the template's subject name and verb lemma (argument_sensitivity; null elsewhere).
 # Triplets sharing them are not independent: scores.py resamples these clusters, not triplets.
-COLUMNS = ("id", "s", "s_plus", "s_star", "source", "rule", "subject", "verb")
+# cluster: the connected component of S in the pair graph of the dataset's SICK and MSRP sources
+# (sources.pair_components; null for other sources' sentences, which are their own unit): the two
+# near-identical sentences of a pair, and sentences chained through pairs, are one unit.
+COLUMNS = ("id", "s", "s_plus", "s_star", "source", "rule", "subject", "verb", "cluster")
 SCHEMA = {"id": pl.UInt64, "s": pl.String, "s_plus": pl.String, "s_star": pl.String,
-          "source": pl.String, "rule": pl.String, "subject": pl.String, "verb": pl.String}
+          "source": pl.String, "rule": pl.String, "subject": pl.String, "verb": pl.String, "cluster": pl.String}
 SCORINGS = ("strict", "negation_variants")
 USER_FORMATS = {".tsv": "tsv", ".tab": "tsv", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 N_EXAMPLES = 5
@@ -562,6 +565,9 @@ def build_dataset(name: str, spec: dict, sources: dict[str, dict], settings: dic
         cands = _seeded(cands, seed, name)
     log.info("%s: %d candidates read (%.1f s)", name, len(cands), time.monotonic() - started)
     rows = _select(name, cands, lambda c: MAKERS[kind](c, settings, seed), max_triplets, stats, log)
+    components = src.pair_components([sources[n] for n in names])
+    for r in rows:
+        r["cluster"] = components.get(r["s"])
     frame = _frame(name, rows)
     used = {"fixed_point_reorder": {"fixed_point_pivot": settings["fixed_point_pivot"],
                                     "sick_partners": settings["sick_partners"]},
@@ -627,7 +633,8 @@ def build_user_dataset(name: str, spec: dict, log) -> tuple[pl.DataFrame, dict]:
         seen.add(tuple(texts))
         ident = row[id_column] if id_column and row[id_column] not in (None, "") else number
         rows.append({"s": texts[0], "s_plus": texts[1], "s_star": texts[2],
-                     "source": f"{path.name}:{ident}", "rule": "user", "subject": None, "verb": None})
+                     "source": f"{path.name}:{ident}", "rule": "user", "subject": None, "verb": None,
+                     "cluster": None})
         st["kept"] += 1
     log.info("%s: %d rows, kept %d, rejected %s", name, len(rows_in), len(rows), dict(st["rejected"]))
     frame = _frame(name, rows)

@@ -1,7 +1,7 @@
 """Planning of the sentence-triplet probe: the input functions and params of rules/triplets.smk."""
 from __future__ import annotations
 
-from workflow_scripts.study import ProbePlan
+from workflow_scripts.study import DatasetCount, ProbePlan, data_lines
 
 
 class TripletsPlan(ProbePlan):
@@ -15,6 +15,28 @@ class TripletsPlan(ProbePlan):
         if "file" in spec:
             inputs["file"] = spec["file"]
         return {**inputs, **self.study.nltk_inputs()}
+
+    # ---- what a dataset will hold, for the plan summary (ProbePlan.planned_counts) ----
+    def dataset_count(self, dataset: str) -> DatasetCount:
+        """A file of triplets: its rows (its `max_triplets` first); generated triplets: at most
+        `max_triplets` (default the paper's size): how many the sources yield is known once built."""
+        from workflow_scripts.triplets.datasets import PAPER_SIZES
+
+        spec = self.config["triplets"]["datasets"][dataset]
+        if "file" in spec:
+            rows = data_lines(spec["file"], header=1 if spec["file"].endswith((".tsv", ".csv")) else 0)
+            cap = spec.get("max_triplets")
+            n = rows if cap is None or rows is None else min(rows, cap)
+            return DatasetCount(dataset, n, "triplets", "<=" if n is not None else "?", f"rows of {spec['file']}")
+        cap = spec.get("max_triplets", PAPER_SIZES.get(spec.get("kind", dataset)))
+        return DatasetCount(dataset, cap, "triplets", "<=", "max_triplets; what the sources yield is known once built")
+
+    def dataset_report(self, dataset: str) -> str:
+        return f"{self.R}/reports/triplets/{dataset}.json"
+
+    def built_count(self, dataset: str, report: dict) -> DatasetCount:
+        return DatasetCount(dataset, report["size"], "triplets", "=", "built",
+                            (report.get("texts") or {}).get("unique_texts"))
 
     def build_spec(self, wildcards) -> dict:
         return self.config["triplets"]["datasets"][wildcards.dataset]
@@ -67,11 +89,12 @@ class TripletsPlan(ProbePlan):
         # accuracy is the share of right triplets: each model's per-triplet verdicts (`correct`, by
         # `id`) let the differences table use McNemar's exact test. Not where triplets share a
         # subject or verb: McNemar takes them as independent; there the cluster bootstrap's p decides.
-        # Triplets sharing an original sentence (`original`) are tested by the exact cluster sign-flip
-        # test over the originals, as the bootstrap resamples them; `items` takes every triplet alone.
+        # Triplets sharing a unit (`cluster`: a pair-graph component, else S) are tested by the exact
+        # cluster sign-flip test over the units, as the bootstrap resamples them; `items` takes every
+        # triplet alone.
         by_original = self.config["triplets"].get("bootstrap_unit", "clusters") == "clusters"
         return [{"dataset": p.dataset, "statistic": "accuracy", "model": p.model, "path": path,
-                 **({"cluster": "original"} if by_original else {})}
+                 **({"cluster": "cluster"} if by_original else {})}
                 for p, path in zip(self.pairs, self.scores()) if not self.clustered(p.dataset)]
 
     def report_plots(self) -> list[str]:

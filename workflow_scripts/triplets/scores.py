@@ -16,25 +16,24 @@ Scoring rules (per dataset, from the config):
 
 Aggregate: per (dataset, model), over the n defined triplets (n_undefined are counted, not used):
 accuracy = share of correct triplets in [0, 1], and the mean of each of the three cosines. Each has
-a 95% percentile bootstrap interval: triplets resampled with replacement, B times -- or, where the
-triplets carry clusters (`subject`, `verb`: the argument-sensitivity templates) and the bootstrap
-unit is "clusters", subjects and verbs resampled (two-way, as Montague's nouns x adjectives), since
-triplets sharing a subject or verb are not independent; and where several triplets are built from
-one original sentence S (`original`: Fixed Point Reorder on the full SICK release, 481 triplets from
-474 originals), the originals are resampled (one-way cluster bootstrap), each with all its triplets.
-`unit` and `n_units` say what was resampled ("originals": n_units counts them). The resamples
-are paired across models (issue 26): each statistic's stream is seeded by the config seed and
-("triplets", dataset, statistic) -- never the model -- and draws over all triplets in id order, so
-replicate b resamples the same triplets for every model (a model's undefined triplets weigh 0).
-An identical copy of a model gets identical intervals, and the replicates (written for the
-differences table, differences.py) subtract replicate by replicate. Each statistic has its own
-stream; the intervals are marginal (one per column); nothing here compares two columns
-within a replicate. B = 0 or n = 0 give NaN bounds (and n = 0 a NaN estimate). An accuracy of
-exactly 0 or 1 (no triplet right, or every one) is the same in every resample, so its bootstrap
-interval would be [0, 0] or [1, 1]: there the exact Clopper-Pearson interval is reported instead
-(0 of 445: [0, 0.0083]; it needs no B; over originals, k of the n_units originals), and
-`accuracy_ci_method` says which interval a row has (percentile | clopper_pearson). The replicates
-stay the bootstrap's (differences.share_interval).
+a 95% interval. The means take the percentile bootstrap interval: triplets resampled with
+replacement, B times -- or, where the triplets carry clusters (`subject`, `verb`: the
+argument-sensitivity templates) and the bootstrap unit is "clusters", subjects and verbs resampled
+(two-way, as Montague's nouns x adjectives), since triplets sharing a subject or verb are not
+independent; and where several triplets share a unit (`cluster`: the connected component of S in
+the pair graph of the SICK and MSRP sources -- a pair's two near-identical sentences, sentences
+chained through pairs -- else S itself), the units are resampled (one-way cluster bootstrap), each
+with all its triplets. `unit` and `n_units` say what was resampled and how many ("pair clusters",
+"originals", "subjects x verbs", "triplets"). The accuracy, a share of right/wrong triplets, takes
+Wilson's score interval over the independent units instead (n_units; for crossed subjects x verbs
+the smaller factor): one method at every share, monotone in it and never of zero width (0 of 445:
+[0, 0.0086]); `accuracy_ci_method` says so. The resamples are paired across models (issue 26):
+each statistic's stream is seeded by the config seed and ("triplets", dataset, statistic) -- never
+the model -- and draws over all triplets in id order, so replicate b resamples the same triplets for
+every model (a model's undefined triplets weigh 0). An identical copy of a model gets identical
+intervals, and the replicates (written for the differences table, differences.py, with the units
+behind them) subtract replicate by replicate. B = 0 or n = 0 give NaN bounds (and n = 0 a NaN
+estimate).
 
 Tables: triplets_accuracy.csv (machine-readable, shares); per dataset triplets_{dataset}.csv in
 the layout of the paper's Tables 2-6 (a row per model; S^S+, S^S*, S+^S*, Accuracy as percentages
@@ -54,7 +53,7 @@ import polars as pl
 from workflow_scripts.bootstrap import (LEVEL, paired_rng, percentile_interval, replicate_rows, resample_counts,
                                         write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging
-from workflow_scripts.paired_statistics import share_interval
+from workflow_scripts.paired_statistics import wilson_interval
 from workflow_scripts.texts import text_keys
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
@@ -65,8 +64,11 @@ SCORING_RULES = {"strict": "cos(S,S+) > cos(S,S*)",
                  "passive_over_reordered": "cos(S,S+) > cos(S+,S*)"}
 BOOTSTRAP_UNITS = ("items", "clusters")
 CLUSTER_COLUMNS = ("subject", "verb")  # written by datasets.py for template triplets
-# the triplet's original sentence S: triplets sharing it are one unit (resampled and tested together)
-ORIGINAL = "original"
+# the triplet's independent unit: its S's component in the pair graph of SICK and MSRP sources
+# (datasets.py `cluster`), else its original sentence S; triplets sharing it are one unit, resampled
+# and tested together (scores written before it name the unit `original`: S)
+CLUSTER = "cluster"
+OLD_CLUSTER = "original"
 SIMS = ("sim_s_splus", "sim_s_sstar", "sim_splus_sstar")
 MEANS = {"mean_s_splus": "sim_s_splus", "mean_s_sstar": "sim_s_sstar", "mean_splus_sstar": "sim_splus_sstar"}
 STATISTICS = ("accuracy", *MEANS)
@@ -74,7 +76,7 @@ STATISTICS = ("accuracy", *MEANS)
 PAPER_COLUMNS = {"mean_s_splus": "S^S+", "mean_s_sstar": "S^S*", "mean_splus_sstar": "S+^S*", "accuracy": "Accuracy"}
 SCORE_SCHEMA = {"id": pl.UInt64, "sim_s_splus": pl.Float64, "sim_s_sstar": pl.Float64,
                 "sim_splus_sstar": pl.Float64, "correct": pl.Boolean, "subject": pl.String, "verb": pl.String,
-                ORIGINAL: pl.String}
+                CLUSTER: pl.String}
 AGG_SCHEMA = {"dataset": pl.String, "model": pl.String, "n": pl.Int64, "n_undefined": pl.Int64,
               # what the bootstrap resampled, and how many of it (subjects where clusters are resampled,
               # originals where triplets share an original sentence)
@@ -116,7 +118,7 @@ def score(triplets_path: str, store_dirs: list[str], model: str, spec: dict, sco
     store = VectorStore(store_dirs, model=model, spec_digest=spec_digest(spec))
     present = pl.read_parquet_schema(triplets_path)
     frame = pl.read_parquet(triplets_path, columns=["id", "s", "s_plus", "s_star",
-                                                    *(c for c in CLUSTER_COLUMNS if c in present)])
+                                                    *(c for c in (*CLUSTER_COLUMNS, CLUSTER) if c in present)])
     missing = frame.filter(pl.any_horizontal(pl.col("s", "s_plus", "s_star").is_null()))
     if missing.height:
         raise ValueError(f"{triplets_path}: {missing.height} triplet(s) lack a sentence, e.g. id {missing['id'][0]}")
@@ -135,7 +137,8 @@ def score(triplets_path: str, store_dirs: list[str], model: str, spec: dict, sco
                         # the clusters travel with the scores, so the aggregate can resample them
                         **{c: (frame[c] if c in frame.columns else pl.Series(c, [None] * frame.height, pl.String))
                            for c in CLUSTER_COLUMNS},
-                        ORIGINAL: frame["s"]})
+                        CLUSTER: (frame[CLUSTER].fill_null(frame["s"]) if CLUSTER in frame.columns
+                                  else frame["s"])})
     out = out.with_columns(pl.when(pl.Series(defined)).then(pl.col("correct")).otherwise(None).alias("correct"))
     n = int(defined.sum())
     log.info("%s / %s (%s): %d triplets, %d undefined (zero-norm vector), accuracy %s", triplets_path, model,
@@ -158,13 +161,21 @@ def cluster_indices(scores: pl.DataFrame) -> list[np.ndarray]:
 
 
 def original_index(scores: pl.DataFrame) -> np.ndarray | None:
-    """Each triplet's index into the sorted distinct originals (its S), where some original has more
-    than one triplet; None where every triplet has its own original (each triplet is then its own
-    unit: nothing changes) or the scores carry none (written before the column)."""
-    if ORIGINAL not in scores.columns or not scores.height or scores[ORIGINAL].null_count():
+    """Each triplet's index into the sorted distinct units (its pair-graph component, else its S),
+    where some unit has more than one triplet; None where every triplet is its own unit (nothing
+    changes) or the scores carry none (written before the column)."""
+    column = CLUSTER if CLUSTER in scores.columns else OLD_CLUSTER
+    if column not in scores.columns or not scores.height or scores[column].null_count():
         return None
-    labels, index = np.unique(scores[ORIGINAL].to_numpy().astype(str), return_inverse=True)
+    labels, index = np.unique(scores[column].to_numpy().astype(str), return_inverse=True)
     return index.ravel() if len(labels) < scores.height else None
+
+
+def unit_name(scores: pl.DataFrame) -> str:
+    """What a clustered row's n counts: pair-graph components where the units come from pairs."""
+    column = CLUSTER if CLUSTER in scores.columns else OLD_CLUSTER
+    pairs = column in scores.columns and scores[column].str.starts_with("pairs:").any()
+    return "pair clusters" if pairs else "originals"
 
 
 def resample_weights(rng: np.random.Generator, bootstrap_b: int, n_items: int,
@@ -217,21 +228,20 @@ def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, boot
     clusters = cluster_indices(scores) if bootstrap_unit == "clusters" else []
     originals = original_index(scores) if bootstrap_unit == "clusters" and not clusters else None
     row = {"dataset": dataset, "model": model, "n": n, "n_undefined": int(len(defined) - n)}
-    # the share at 0 or 1 over the independent units: k of n_units (every unit right, or none)
-    exact_n = n
+    # the independent units: clusters, or the smaller factor of crossed subjects x verbs (a
+    # conservative n, as Montague's nouns x adjectives), or the triplets themselves
     if originals is not None:
         clusters = [originals]
-        exact_n = int(len(np.unique(originals[defined])))
-        row.update(unit="originals", n_units=exact_n, n_verbs=None)
+        units = int(len(np.unique(originals[defined])))
+        row.update(unit=unit_name(scores), n_units=units, n_verbs=None)
     elif clusters:
         # n on the first screen counts subjects: the coarser unit, and the one the issue names
         row.update(unit=" x ".join(f"{c}s" for c in CLUSTER_COLUMNS[:len(clusters)]),
                    n_units=int(len(np.unique(clusters[0][defined]))),
                    n_verbs=int(len(np.unique(clusters[1][defined]))) if len(clusters) > 1 else None)
-        # crossed subjects x verbs: the smaller factor's count, a conservative effective n (as
-        # Montague's adjectives x nouns, montague.scores.bounded_interval)
-        exact_n = min(int(len(np.unique(c[defined]))) for c in clusters)
+        units = min(int(len(np.unique(c[defined]))) for c in clusters)
     else:
+        units = n
         row.update(unit="triplets", n_units=n, n_verbs=None)
     for stat in STATISTICS:
         row[stat] = float(values[stat][defined].mean()) if n else float("nan")
@@ -241,15 +251,13 @@ def summarise(scores: pl.DataFrame, dataset: str, model: str, scoring: str, boot
         else:
             reps, low, high = np.full(bootstrap_b, np.nan), float("nan"), float("nan")
         if stat == "accuracy":
-            # at 0 or 1 every resample agrees: the exact interval instead of a zero-width one
-            right = int(correct[defined].sum())
-            # at a bound, every unit is right (or none): k of the units, not of the triplets
-            k, units = ((right and exact_n), exact_n) if right in (0, n) else (right, n)
-            low, high, method = share_interval(k, units, (low, high))
-            row["accuracy_ci_method"] = method if math.isfinite(low) else None
+            # a share of right/wrong units: Wilson's score interval over the independent units, one
+            # method at every share (monotone in it, never of zero width; issue 43, point 5)
+            low, high = wilson_interval(row[stat], units) if n else (float("nan"), float("nan"))
+            row["accuracy_ci_method"] = "wilson" if math.isfinite(low) else None
         row[f"{stat}_ci_low"], row[f"{stat}_ci_high"] = low, high
         if replicates_out is not None:
-            replicates_out.append(replicate_rows("triplets", dataset, stat, model, row[stat], reps))
+            replicates_out.append(replicate_rows("triplets", dataset, stat, model, row[stat], reps, units))
     row["scoring"], row["scoring_rule"], row["bootstrap_b"] = scoring, SCORING_RULES[scoring], int(bootstrap_b)
     return row
 

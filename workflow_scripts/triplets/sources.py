@@ -159,6 +159,49 @@ def read_msrp(path: Path, stats: dict, seen: set) -> Iterator[tuple[str, str, No
                 yield sid, text, None
 
 
+def msrp_pairs(spec: dict) -> Iterator[tuple[str, str]]:
+    """(string1, string2) of every record of an MSRP-format source (texts whitespace-normalised)."""
+    stats = new_stats()
+    for path in _files(spec):
+        for number, line in _lines(path, stats):
+            fields = line.split("\t")
+            if not line.strip() or (number == 1 and fields[0].strip() == "Quality") or len(fields) < 5:
+                continue
+            a, b = normalise(fields[3]), normalise(fields[4])
+            if a and b:
+                yield a, b
+
+
+def pair_components(specs: list[dict]) -> dict[str, str]:
+    """The connected components of the pair graph of the paired sources among `specs` (SICK and
+    MSRP: a sentence is a node, each record an edge between its two sentences): text -> a label of
+    its component, the same for every text of one component and stable across runs (a digest of
+    the component's smallest text). Two triplets whose originals are one pair's two near-identical
+    sentences, or linked through a chain of pairs, are then one unit (issue 43, point 4); other
+    sources' texts are in no component."""
+    from workflow_scripts.common import stable_id
+
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for spec in specs:
+        fmt = spec.get("format")
+        edges = ((p.sentence_a, p.sentence_b) for p in sick_pairs(spec)) if fmt == "sick" else (
+            msrp_pairs(spec) if fmt == "msrp" else ())
+        for a, b in edges:
+            parent.setdefault(a, a)
+            parent.setdefault(b, b)
+            ra, rb = find(a), find(b)
+            if ra != rb:  # the smaller text roots the merged component: the label does not depend on order
+                parent[max(ra, rb)] = min(ra, rb)
+    return {text: f"pairs:{stable_id('pair_component', find(text)):016x}" for text in parent}
+
+
 def _treebank_reader(file):
     import nltk
     from nltk.corpus.reader import BracketParseCorpusReader
