@@ -618,14 +618,6 @@ def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, lo
     return report
 
 
-def sha256_of(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 class _Gunzip:
     """Streaming gzip decompression, multi-member files included (what `gzip.open` reads)."""
 
