@@ -141,7 +141,7 @@ def fetch(entry: dict, scratch: Path, log, what: str) -> Path:
     if entry.get("url"):
         if not entry.get("sha256"):
             raise ValueError(f"{what}: a url needs sha256 (64 hex digits, or `unpinned`)")
-        from workflow_scripts.ingest import download
+        from workflow_scripts.downloads import download
         dest = scratch / (os.path.basename(entry["url"].split("?")[0]) or "download")
         download(entry["url"], entry["sha256"], str(dest), log)
         return dest
