@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import ssl
 import urllib.parse
 import urllib.request
 import zlib
@@ -101,8 +102,10 @@ def _body(url: str, timeout: float) -> Iterator[Iterator[bytes]]:
     import httpx
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
+    # the system's certificate authorities, as urllib trusted them (httpx's own default: certifi's)
+    tls = ssl.create_default_context()
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=True,
+        with httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=True, verify=tls,
                           headers={"Accept-Encoding": "identity"}) as client, client.stream("GET", url) as response:
             if not response.is_success:
                 raise HTTPError(response.status_code, response.reason_phrase)
