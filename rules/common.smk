@@ -9,7 +9,7 @@ import sys
 from workflow_scripts import probes, study_folders
 from workflow_scripts.code_digest import CodeDigests
 from workflow_scripts.config import check_duplicate_keys, validate
-from workflow_scripts.ingest import is_gzip_url
+from workflow_scripts.downloads import is_gzip_url
 from workflow_scripts.study import Study
 
 # Snakemake has read the config files already, keeping the last of a key given twice: refuse that,

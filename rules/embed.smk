@@ -16,7 +16,7 @@ rule download_model:
     resources:
         **RESOURCES.sized("download_model"),
     params:
-        **job_params("embed:run_download_model"),
+        **job_params("downloads:run_download_model"),
         url=lambda wc: config["models"][wc.model]["url"],
         sha256=lambda wc: config["models"][wc.model]["sha256"],
         # a `.gz` file (by the URL's file name, its query string aside) is stored decompressed

@@ -1,5 +1,5 @@
 # Stage 1: corpus sources (local files, or URLs verified by sha256) -> Parquet shards + report.
-# download_source fetches probe sources (SICK, MSRP, ...) too.
+# download_source fetches probe sources (SICK, MSRP, ...) too (workflow_scripts/downloads.py).
 
 
 rule download_source:
@@ -13,7 +13,7 @@ rule download_source:
     resources:
         **RESOURCES.sized("download_source"),
     params:
-        **job_params("ingest:run_download_source"),
+        **job_params("downloads:run_download_source"),
         url=lambda wc: STUDY.source_spec(wc.source)["url"],
         sha256=lambda wc: STUDY.source_spec(wc.source)["sha256"],
     script:

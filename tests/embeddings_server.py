@@ -5,7 +5,8 @@ vector a test can compute itself; or whatever `embed(texts) -> array` gives (a r
 the benchmark).
 
 Scripted trouble, as in chat_server.py: `script` lists actions the next requests take, one each,
-in arrival order: a status code ("429" with Retry-After: 0, "500", "503", ...), "hang" (never answer
+in arrival order: a status code ("429" with Retry-After: 0, "500", "503", ...), ("retry_after", value)
+(429 with that Retry-After header), "hang" (never answer
 until `release` is set, or `hang_s` passed), ("dim", n) (answer vectors of n dimensions), "repeat_index" (the right
 number of vectors, but index 0 twice and the last index missing), ("pad", n) (a correct answer
 padded with n spaces), ("echo", status) (answer that status with a body quoting the Authorization
@@ -82,6 +83,8 @@ class EmbeddingsServer(LocalServer):
                     escaped = json.dumps(token)[1:-1].replace("/", "\\/")
                     return self._send_raw(int(action[1]), '{"error": {"message": "json %s; url %s"}, "plain": "%s"}'
                                           % (escaped, quote(token, safe=""), token))
+                if kind == "retry_after":
+                    return self._send(429, {"error": {"message": "slow down"}}, {"Retry-After": str(action[1])})
                 if kind == "dim":
                     dim = action[1]
                 elif kind not in (None, "repeat_index", "pad"):

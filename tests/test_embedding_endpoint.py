@@ -80,6 +80,31 @@ def test_429_and_5xx_are_retried_then_succeed(server, tmp_path, log):
     assert len(server.received) == 4 and enc.api.stats["retried"] == 3
 
 
+def test_the_wait_before_each_retry_is_the_backoff_or_the_servers_retry_after(server, tmp_path, log, records):
+    """backoff_s, doubled after each attempt, unless the server sent Retry-After (at most 60 s; one
+    that is no number of seconds >= 0 leaves the backoff)."""
+    server.script = ["503", "500", ("retry_after", "7"), ("retry_after", "120"), ("retry_after", "-1"),
+                     ("retry_after", "Wed, 21 Oct 2015 07:28:00 GMT")]
+    enc = OpenAIEmbeddingsEncoder(spec(server, dimensions=8, concurrency=1, retries=6, backoff_s=0.5), "served", log,
+                                  str(tmp_path / "c.jsonl"))
+    waits = []
+    enc.api.sleep = waits.append
+    np.testing.assert_array_equal(enc.encode_texts(["x"]), np.array([toy_vector("x", 8)], np.float32))
+    assert waits == [0.5, 1.0, 7.0, 60.0, 8.0, 16.0]
+    assert len(server.received) == 7 and enc.api.stats == {"requests": 1, "retried": 6}
+    retried = [m for level, m in records if level == "WARNING"]
+    assert [m.rsplit("; ", 1)[1] for m in retried] == [f"retry {n}/6" for n in range(1, 7)]
+    assert retried[0] == f"{server.base_url}/embeddings: HTTP 503: " + \
+        repr('{"error": {"message": "scripted 503"}}') + "; retry 1/6"
+    # no retries: the first failure is the last
+    server.script = ["503"]
+    enc = OpenAIEmbeddingsEncoder(spec(server, dimensions=8, retries=0), "served", cache_path=str(tmp_path / "d.jsonl"))
+    enc.api.sleep = waits.append
+    with pytest.raises(EndpointError, match=r"failed after 1 attempt\(s\); last: HTTP 503"):
+        enc.encode_texts(["y"])
+    assert len(waits) == 6
+
+
 def test_retries_spent_name_the_endpoint_and_keep_the_key_out(server, tmp_path, monkeypatch):
     monkeypatch.setenv("EMB_KEY", KEY)
     server.script = ["500"] * 3

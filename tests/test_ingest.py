@@ -7,7 +7,8 @@ import pytest
 
 from conftest import shared_data
 from workflow_scripts.common import stable_id
-from workflow_scripts.ingest import download, ingest
+from workflow_scripts.downloads import download
+from workflow_scripts.ingest import ingest
 
 
 def read_all(out_dir):

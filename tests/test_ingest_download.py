@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from workflow_scripts.ingest import download
+from workflow_scripts.downloads import download
 
 
 def sha(data: bytes) -> str:

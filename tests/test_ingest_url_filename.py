@@ -9,8 +9,7 @@ import threading
 
 import pytest
 
-from workflow_scripts.embed import run_download_model
-from workflow_scripts.ingest import download, is_gzip_url, url_filename
+from workflow_scripts.downloads import download, is_gzip_url, run_download_model, url_filename
 from workflow_scripts.jobs import make_job
 
 PAYLOAD = b"fastText model bytes\x00\x01\x02" * 500

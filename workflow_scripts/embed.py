@@ -333,12 +333,6 @@ def paths(files) -> list[str]:
     return [files] if isinstance(files, str) else list(files or [])
 
 
-def run_download_model(job) -> None:
-    from workflow_scripts.ingest import download
-
-    download(job.params.url, job.params.sha256, job.output[0], setup_logging(name="ingest"), job.params.gunzip)
-
-
 def run_fit_tfidf(job) -> None:
     from workflow_scripts.tfidf_fit import fit_tfidf  # polars' import only where a fit runs
 

@@ -388,8 +388,8 @@ class PrecomputedEncoder:
         self._text_key = text_key
         path = Path(spec["vectors"])
         if spec.get("sha256") and spec["sha256"] != "unpinned":
-            from workflow_scripts.ingest import sha256_of
-            digest = sha256_of(path)
+            from workflow_scripts.digests import file_sha256
+            digest = file_sha256(path)
             if digest != spec["sha256"].lower():
                 raise ValueError(f"precomputed vectors {path}: sha256 {digest}, the config says {spec['sha256']}")
         key = spec.get("key", "text")

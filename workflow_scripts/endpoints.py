@@ -4,10 +4,10 @@
 - `Endpoint(url, spec, label)`: one POST route. `spec` gives `api_key_env` (the environment
   variable holding the key: read here, sent only in the Authorization header, never written to a
   file or a message), `timeout_s` (60: the whole request, connect to the last byte, not each read),
-  `retries` (4) and `backoff_s` (1). `post(client, body)` retries a 408/409/425/429/5xx answer, a
-  request past its deadline or a broken connection after backoff_s * 2^attempt seconds (or the
-  server's Retry-After, at most 60 s), then raises EndpointError naming the label, the URL and the
-  last problem. Every message passes `redact` first (a server may echo the Authorization header,
+  `retries` (4) and `backoff_s` (1). `post(client, body)` retries (tenacity) a 408/409/425/429/5xx
+  answer, a request past its deadline or a broken connection after backoff_s * 2^attempt seconds
+  (or the server's Retry-After, at most 60 s), then raises EndpointError naming the label, the URL
+  and the last problem. Every message passes `redact` first (a server may echo the Authorization header,
   the key plain, JSON-escaped or URL-encoded: `secret_forms`).
 - `endpoint_identity(spec)`: which server answers (`cache_tag`, else `base_url`): part of every
   cache key, since two servers may serve different weights under one model name.
@@ -38,6 +38,25 @@ class EndpointError(RuntimeError):
 
 class DeadlinePassed(Exception):
     """A request to an endpoint ran past its timeout_s."""
+
+
+class _Retry(Exception):
+    """An attempt that another may mend: `problem` for the messages, `retry_after` the seconds the
+    server asked to wait (None: the backoff's)."""
+
+    def __init__(self, problem: str, retry_after: float | None = None):
+        super().__init__(problem)
+        self.problem, self.retry_after = problem, retry_after
+
+
+def retry_after(value) -> float | None:
+    """The seconds of a Retry-After header, at most MAX_RETRY_AFTER_S; None where there is none or
+    it is no number of seconds >= 0 (an HTTP date, a negative number, NaN: the backoff waits)."""
+    try:
+        seconds = float(value)
+    except (ValueError, TypeError):
+        return None
+    return min(seconds, MAX_RETRY_AFTER_S) if seconds >= 0 else None
 
 
 def secret_forms(secret: str) -> list[str]:
@@ -83,6 +102,7 @@ class Endpoint:
         self.max_body_bytes = max_body_bytes
         self.stats = {"requests": 0, "retried": 0}
         self._lock = threading.Lock()
+        self.sleep = time.sleep  # the wait between attempts (a test records it instead)
 
     def headers(self) -> dict:
         headers = {"Content-Type": "application/json"}
@@ -119,37 +139,48 @@ class Endpoint:
         """(body text, whether it passed max_body_bytes and was left unread) of a 200 answer, retried
         on 408/409/425/429/5xx, timeouts and broken connections; `timeout_s` bounds each attempt as a
         whole (connect, send, every read)."""
-        import httpx
+        from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
         retries, backoff = int(self.run["retries"]), float(self.run["backoff_s"])
         with self._lock:
             self.stats["requests"] += 1
-        for attempt in range(retries + 1):
-            wait, problem = None, None
-            try:
-                status, text, headers, over_size = self._post_once(client, body, float(self.run["timeout_s"]))
-            except (httpx.TimeoutException, DeadlinePassed):
-                problem = f"no complete answer within timeout_s={self.run['timeout_s']} s (the whole request)"
-            except httpx.TransportError as err:
-                problem = f"connection failed ({type(err).__name__})"
-            else:
-                if status == 200:
-                    return text, over_size
-                problem = f"HTTP {status}: {self.redact(text)[:200]!r}"  # redacted before cut: no partial key
-                if status not in RETRY_STATUS:
-                    raise self.fail(f"answered {problem} (not retried)")
-                try:
-                    wait = min(float(headers.get("retry-after")), MAX_RETRY_AFTER_S)
-                except (ValueError, TypeError):
-                    wait = None
-            if attempt == retries:
-                raise self.fail(f"failed after {retries + 1} attempt(s); last: {problem}")
+        # after the n-th attempt (tenacity counts from 1) backoff_s * 2^(n-1): 1 s, 2 s, 4 s, ...
+        backoff_wait = wait_exponential(multiplier=backoff)
+
+        def wait(state) -> float:  # the server's Retry-After where it sent one
+            after = state.outcome.exception().retry_after
+            return backoff_wait(state) if after is None else after
+
+        def before_sleep(state) -> None:
             with self._lock:
                 self.stats["retried"] += 1
             if self.log:
-                self.log.warning("%s", self.redact(f"{self.url}: {problem}; retry {attempt + 1}/{retries}"))
-            time.sleep(wait if wait is not None else backoff * 2 ** attempt)
-        raise AssertionError("unreachable")
+                problem = state.outcome.exception().problem
+                self.log.warning("%s", self.redact(f"{self.url}: {problem}; retry {state.attempt_number}/{retries}"))
+
+        retrying = Retrying(stop=stop_after_attempt(retries + 1), wait=wait, retry=retry_if_exception_type(_Retry),
+                            before_sleep=before_sleep, sleep=self.sleep, reraise=True)
+        try:
+            return retrying(self._attempt, client, body)
+        except _Retry as last:
+            raise self.fail(f"failed after {retries + 1} attempt(s); last: {last.problem}") from None
+
+    def _attempt(self, client, body: dict) -> tuple[str, bool]:
+        """One attempt of `post`: its answer, EndpointError for an answer no retry mends, _Retry otherwise."""
+        import httpx
+
+        try:
+            status, text, headers, over_size = self._post_once(client, body, float(self.run["timeout_s"]))
+        except (httpx.TimeoutException, DeadlinePassed):
+            raise _Retry(f"no complete answer within timeout_s={self.run['timeout_s']} s (the whole request)") from None
+        except httpx.TransportError as err:
+            raise _Retry(f"connection failed ({type(err).__name__})") from None
+        if status == 200:
+            return text, over_size
+        problem = f"HTTP {status}: {self.redact(text)[:200]!r}"  # redacted before cut: no partial key
+        if status not in RETRY_STATUS:
+            raise self.fail(f"answered {problem} (not retried)")
+        raise _Retry(problem, retry_after(headers.get("retry-after")))
 
     def _post_once(self, client, body: dict, timeout_s: float) -> tuple[int, str, dict, bool]:
         """(status, body text, headers, whether the body passed max_body_bytes and was left unread) of

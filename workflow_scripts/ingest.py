@@ -26,14 +26,8 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
-import http.client
 import io
-import os
 import re
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 import xml.etree.ElementTree as ET
 import zipfile
 import zlib
@@ -618,153 +612,7 @@ def ingest(spec: dict, source: str, path: str, out_dir: str, shard_rows: int, lo
     return report
 
 
-def sha256_of(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-class _Gunzip:
-    """Streaming gzip decompression, multi-member files included (what `gzip.open` reads)."""
-
-    def __init__(self):
-        self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-
-    def __call__(self, block: bytes) -> bytes:
-        out = [self.inflate.decompress(block)]
-        while self.inflate.eof and self.inflate.unused_data:  # the next gzip member starts here
-            rest = self.inflate.unused_data
-            self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            out.append(self.inflate.decompress(rest))
-        return b"".join(out)
-
-
-def url_filename(url: str) -> str:
-    """The file name a download of `url` is stored under: the last segment of the URL's path,
-    percent-decoded, without query string or fragment (`https://x/cc.en.300.bin.gz?download=true`
-    -> `cc.en.300.bin.gz`). Never a path: a decoded `/` (`%2F`) becomes `_`, and an empty name
-    (`https://x/dir/`), `.` or `..` becomes `data`."""
-    segment = urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1]
-    name = urllib.parse.unquote(segment).replace("/", "_").replace("\0", "_")
-    return "data" if name in ("", ".", "..") else name
-
-
-def is_gzip_url(url: str) -> bool:
-    """Whether a download of `url` is a gzip file by its name (`url_filename` ends in `.gz`): the
-    query string and fragment do not count (`x.bin.gz?download=true` is; `x.bin?f=.gz` is not)."""
-    return url_filename(url).endswith(".gz")
-
-
-# A download waits at most this long (seconds) for a connection and for each read: a stalled
-# server fails the try instead of holding the job to its runtime limit. Overridden by the
-# environment variable, and by download(timeout=) / `--timeout`.
-DOWNLOAD_TIMEOUT_ENV = "WORKFLOW_DOWNLOAD_TIMEOUT"
-DEFAULT_DOWNLOAD_TIMEOUT = 60.0
-DOWNLOAD_TRIES = 3  # tries per download (file:// URLs: one)
-DOWNLOAD_BACKOFF = 10.0  # seconds before the second try, doubled before each further one
-
-
-class DownloadError(OSError):
-    """A download that failed every try (or with a permanent HTTP error)."""
-
-
-def download_timeout() -> float:
-    """The per-read timeout: $WORKFLOW_DOWNLOAD_TIMEOUT, else 60 s."""
-    value = os.environ.get(DOWNLOAD_TIMEOUT_ENV, "").strip()
-    if not value:
-        return DEFAULT_DOWNLOAD_TIMEOUT
-    try:
-        timeout = float(value)
-    except ValueError:
-        timeout = 0.0
-    if not timeout > 0:
-        raise ValueError(f"{DOWNLOAD_TIMEOUT_ENV}={value!r}: give the seconds a download may wait for each read, "
-                         "a number > 0")
-    return timeout
-
-
-def _retryable(err: BaseException) -> bool:
-    """Whether another try may succeed: network errors, timeouts, cut connections and HTTP 408,
-    429 and 5xx; not other HTTP errors (404: the URL is wrong)."""
-    if isinstance(err, urllib.error.HTTPError):
-        return err.code in (408, 429) or err.code >= 500
-    return True
-
-
-def _fetch(url: str, tmp: Path, timeout: float, gunzip: bool, log) -> tuple[int, str, _Gunzip | None]:
-    """One try: `url` into `tmp` (rewritten from the start). Returns bytes, sha256, decompressor."""
-    h = hashlib.sha256()
-    done = 0
-    decompress = _Gunzip() if gunzip else None
-    with urllib.request.urlopen(url, timeout=timeout) as response, open(tmp, "wb") as out:
-        for block in iter(lambda: response.read(1 << 22), b""):
-            h.update(block)
-            out.write(decompress(block) if decompress else block)
-            done += len(block)
-            if done % (1 << 30) < (1 << 22):
-                log.info("%s: %.1f GiB", url, done / (1 << 30))
-    return done, h.hexdigest(), decompress
-
-
-def download(url: str, sha256: str, dest: str, log, gunzip: bool | str = False, timeout: float | None = None,
-             tries: int | None = None, backoff: float | None = None) -> None:
-    """Fetch `url` (http, https or file) to `dest`, verifying its sha256 before it appears.
-    With `gunzip`, the download is decompressed as it arrives (fastText ships .bin.gz); the checksum
-    is of the compressed bytes, as published. `gunzip="auto"` decompresses when the URL's file name
-    (`url_filename`, query string and fragment dropped) ends in `.gz`.
-
-    Each connection and each read waits at most `timeout` seconds (default: `download_timeout()`,
-    60 s or $WORKFLOW_DOWNLOAD_TIMEOUT). A try that fails (timeout, network error, HTTP 408/429/5xx)
-    is repeated from the start after `backoff` seconds (default DOWNLOAD_BACKOFF), doubled each
-    time, up to `tries` tries (default DOWNLOAD_TRIES; file:// URLs: one); then DownloadError names
-    the URL and the last error."""
-    if gunzip == "auto":
-        gunzip = is_gzip_url(url)
-    elif not isinstance(gunzip, bool):
-        raise ValueError(f"gunzip must be True, False or 'auto', not {gunzip!r}")
-    timeout = download_timeout() if timeout is None else timeout
-    tries = DOWNLOAD_TRIES if tries is None else tries
-    backoff = DOWNLOAD_BACKOFF if backoff is None else backoff
-    if not timeout > 0 or tries < 1:
-        raise ValueError(f"download of {url}: timeout must be > 0 and tries >= 1, not {timeout} and {tries}")
-    if urllib.parse.urlsplit(url).scheme == "file":
-        tries = 1  # a local file does not get better by waiting
-    with atomic_path(dest) as tmp:
-        for attempt in range(1, tries + 1):
-            try:
-                done, digest, decompress = _fetch(url, tmp, timeout, gunzip, log)
-                break
-            except (OSError, http.client.HTTPException) as err:  # URLError, timeouts, resets, IncompleteRead
-                if attempt == tries or not _retryable(err):
-                    timed_out = isinstance(err, TimeoutError) or isinstance(getattr(err, "reason", None), TimeoutError)
-                    hint = (f"; each connection and read waits at most {timeout:g} s "
-                            f"(${DOWNLOAD_TIMEOUT_ENV})" if timed_out else "")
-                    raise DownloadError(
-                        f"{url}: download failed after {attempt} {'try' if attempt == 1 else 'tries'} "
-                        f"({type(err).__name__}: {err}){hint}; nothing written to {dest}") from err
-                wait = backoff * 2 ** (attempt - 1)
-                log.warning("%s: try %d of %d failed (%s: %s); trying again in %g s", url, attempt, tries,
-                            type(err).__name__, err, wait)
-                time.sleep(wait)
-        if sha256 == "unpinned":
-            # no published checksum (OPUS and fastText publish none): say what to pin
-            log.warning("UNPINNED download %s: %d bytes, sha256 %s; put `sha256: %s` in the config so "
-                        "later downloads are verified", url, done, digest, digest)
-        elif digest != sha256.lower():
-            raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {digest}")
-        if decompress and not decompress.inflate.eof:
-            raise ValueError(f"{url}: the gzip stream ends early ({done} bytes downloaded)")
-    log.info("downloaded %s (%d bytes, sha256 %s%s)", url, done, "UNPINNED" if sha256 == "unpinned" else "ok",
-             ", decompressed" if gunzip else "")
-
-
 # ---- the jobs of rules/ingest.smk (workflow_scripts/jobs.py) ----
-def run_download_source(job) -> None:
-    download(job.params.url, job.params.sha256, job.output[0], setup_logging(name="ingest"))
-
-
 def run_ingest(job) -> None:
     # keys sorted, as the JSON param gave them before: `columns` orders each record's languages
     spec = sorted_keys(job.params.spec)

@@ -22,11 +22,11 @@ folder is read once, not on every plan.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
+from workflow_scripts.digests import file_sha256, tree_sha256
 from workflow_scripts.study_folders import portable_path
 
 ROLES = ("query", "document", "text")
@@ -166,24 +166,19 @@ class ModelDigests:
         entry = self.cache.get(key)
         if entry and entry[0] == st.st_size and entry[1] == st.st_mtime_ns:
             return entry[2]
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
+        digest = file_sha256(path)
         self.reads += 1
-        self.cache[key] = [st.st_size, st.st_mtime_ns, h.hexdigest()]
+        self.cache[key] = [st.st_size, st.st_mtime_ns, digest]
         self.dirty = True
-        return h.hexdigest()
+        return digest
 
     def digest(self, paths: list[Path], ignored_suffixes: tuple[str, ...] = IGNORED_SUFFIXES) -> str:
         """One sha256 over the files' names and sha256s, in order (a single file: its own sha256)."""
+        # _files_of's listing, not the report's (digests.py): stores and content stamps record it
         files = [nf for p in paths for nf in _files_of(p, ignored_suffixes)]
         if len(paths) == 1 and paths[0].is_file():
             return self.file_sha256(paths[0])
-        h = hashlib.sha256()
-        for name, f in files:
-            h.update(f"{name}\0{self.file_sha256(f)}\n".encode())
-        return h.hexdigest()
+        return tree_sha256(files, self.file_sha256)
 
     def save(self) -> None:
         """Write the cache (atomically: parallel planners may share it; the last one's entries win)."""

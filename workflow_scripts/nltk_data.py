@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Iterable
 
 from workflow_scripts.common import setup_logging, write_json
+from workflow_scripts.digests import crc_digest
 
 TAGGER = "averaged_perceptron_tagger_eng"
 WORDNET = "wordnet"
@@ -299,8 +300,7 @@ def package_digest(path: str | os.PathLike) -> str:
             if f.is_file():
                 data = f.read_bytes()
                 entries.append((f.relative_to(path).as_posix(), len(data), zlib.crc32(data)))
-    text = ";".join(f"{n}:{size}:{crc:08x}" for n, size, crc in sorted(entries))
-    return f"{name}@{hashlib.blake2b(text.encode(), digest_size=8).hexdigest()}"
+    return f"{name}@{crc_digest(entries)}"
 
 
 def server_reachable(url: str = DEFAULT_INDEX_URL, timeout: float = 3.0) -> bool:
@@ -320,6 +320,7 @@ def server_reachable(url: str = DEFAULT_INDEX_URL, timeout: float = 3.0) -> bool
 
 # --- verified download -----------------------------------------------------------------------------
 def _hashes(path: Path) -> tuple[str, str, int]:
+    # md5 (what nltk's index gives) and sha256 in one read, not digests.file_sha256 and a second read
     md5, sha = hashlib.md5(), hashlib.sha256()
     size = 0
     with open(path, "rb") as f:

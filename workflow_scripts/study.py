@@ -157,7 +157,7 @@ class Study:
         sources that are NLTK data (the treebank)."""
         spec = self.source_spec(name)
         if "url" in spec:
-            from workflow_scripts.ingest import url_filename
+            from workflow_scripts.downloads import url_filename
 
             return f"{self.results}/downloads/sources/{name}/{url_filename(spec['url'])}"
         return spec.get("path")
@@ -165,7 +165,7 @@ class Study:
     def model_file(self, model: str) -> str | None:
         spec = self.config["models"][model]
         if "url" in spec:
-            from workflow_scripts.ingest import url_filename
+            from workflow_scripts.downloads import url_filename
 
             # a .gz download is verified, then stored decompressed (fastText's cc.*.300.bin.gz)
             return f"{self.results}/downloads/models/{model}/{url_filename(spec['url']).removesuffix('.gz')}"

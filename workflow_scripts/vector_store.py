@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from workflow_scripts.common import partition_of, vector_settings
+from workflow_scripts.digests import file_sha256
 
 
 def _sparse():
@@ -120,9 +121,9 @@ def sample_offsets(size: int) -> list[int]:
 
 def file_digest(path: Path, mode: str) -> str:
     """sha256 of the whole file (`full`), or of its size and its sampled blocks (`sampled`)."""
+    if mode == "full":
+        return file_sha256(path)
     with open(path, "rb") as f:
-        if mode == "full":
-            return hashlib.file_digest(f, "sha256").hexdigest()
         if mode != "sampled":
             raise ValueError(f"unknown digest mode {mode!r}; expected one of {DIGEST_MODES}")
         size = os.fstat(f.fileno()).st_size

@@ -9,7 +9,6 @@ The names with a leading underscore are the csc package's own: negation.py uses 
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -19,6 +18,8 @@ import zlib
 from types import SimpleNamespace
 
 import numpy as np
+
+from workflow_scripts.digests import crc_digest
 
 
 # --- NLTK resources: what the tagger mode reads, and their identity ------------------------------
@@ -35,8 +36,7 @@ NLTK_DATA_HINT = ("install them with `python -m nltk.downloader averaged_percept
 
 
 def _digest(sizes_crcs: dict[str, tuple[int, int]]) -> str:
-    text = ";".join(f"{name}:{size}:{crc:08x}" for name, (size, crc) in sorted(sizes_crcs.items()))
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    return crc_digest((name, size, crc) for name, (size, crc) in sizes_crcs.items())
 
 
 def _fingerprint(version: str, tagger: dict, wordnet: dict) -> dict:

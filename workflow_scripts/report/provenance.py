@@ -12,7 +12,7 @@ import platform
 from pathlib import Path
 
 from workflow_scripts.common import atomic_path, read_json
-from workflow_scripts.ingest import sha256_of as file_sha256
+from workflow_scripts.digests import file_sha256, tree_sha256
 from workflow_scripts.report.pages import rst_image
 
 # The packages whose versions the provenance lists.
@@ -24,10 +24,10 @@ def sha256_of(path: str) -> str:
     """sha256 of a file; of a folder, sha256 over its files' relative paths and sha256s (sorted)."""
     p = Path(path)
     if p.is_dir():
-        h = hashlib.sha256()
-        for f in sorted(x for x in p.rglob("*") if x.is_file()):
-            h.update(f"{f.relative_to(p).as_posix()}\0{sha256_of(str(f))}\n".encode())
-        return "tree:" + h.hexdigest()
+        # every file, hidden ones too, sorted as paths (not as strings): the listing the published
+        # digests of data sources were made with (digests.py)
+        files = sorted(x for x in p.rglob("*") if x.is_file())
+        return "tree:" + tree_sha256((f.relative_to(p).as_posix(), f) for f in files)
     return file_sha256(p)
 
 

@@ -66,6 +66,7 @@ import polars as pl
 
 from workflow_scripts import beir
 from workflow_scripts.common import setup_logging, write_json
+from workflow_scripts.digests import file_sha256
 from workflow_scripts.nltk_data import prepend_nltk_data
 from workflow_scripts.retrieval import questions as Q, spec3gpp
 
@@ -120,18 +121,13 @@ def check_spec(name: str, spec: dict) -> str:
     return kind
 
 
-def _sha256(path: Path) -> str:
-    from workflow_scripts.ingest import sha256_of
-    return sha256_of(path)
-
-
 def describe_inputs(path: Path, url: str | None = None) -> list[dict]:
     """path (or the url a download came from), bytes and sha256 of an input file, or of every file
     under an input folder."""
     if url:
-        return [{"url": url, "bytes": path.stat().st_size, "sha256": _sha256(path)}]
+        return [{"url": url, "bytes": path.stat().st_size, "sha256": file_sha256(path)}]
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    return [{"path": str(p), "bytes": p.stat().st_size, "sha256": _sha256(p)} for p in files]
+    return [{"path": str(p), "bytes": p.stat().st_size, "sha256": file_sha256(p)} for p in files]
 
 
 def fetch(entry: dict, scratch: Path, log, what: str) -> Path:
@@ -145,7 +141,7 @@ def fetch(entry: dict, scratch: Path, log, what: str) -> Path:
     if entry.get("url"):
         if not entry.get("sha256"):
             raise ValueError(f"{what}: a url needs sha256 (64 hex digits, or `unpinned`)")
-        from workflow_scripts.ingest import download
+        from workflow_scripts.downloads import download
         dest = scratch / (os.path.basename(entry["url"].split("?")[0]) or "download")
         download(entry["url"], entry["sha256"], str(dest), log)
         return dest
