@@ -78,7 +78,7 @@ def test_differences_table_by_hand(tmp_path):
     se = np.std(np.subtract(m1, bow), ddof=1)
     assert first["se"] == pytest.approx(se) and first["units"] == 40
     assert first["p_value"] == pytest.approx(2 * ndtr(-0.21 / se), rel=1e-9)
-    assert first["better"] == "m1" and first["replicates"] == 5
+    assert first["ahead"] == "m1" and first["replicates"] == 5
     assert (first["family"], first["method"], first["significant"]) == ("confirmatory", "holm", True)
     z = ndtri(1 - 0.05 / 4)
     assert (first["adjusted_low"], first["adjusted_high"]) == pytest.approx((0.21 - z * se, 0.21 + z * se))
@@ -87,7 +87,7 @@ def test_differences_table_by_hand(tmp_path):
     assert second["difference"] == pytest.approx(0.01) and second["significant"] is False
     assert second["verdict"] == "inconclusive" and second["mde"] > 0.01
     third = table.row(2, named=True)
-    assert third["better"] == "m1"
+    assert third["ahead"] == "m1"
     assert (third["family"], third["method"], third["significant"], third["verdict"]) == (
         "exploratory", "bh", None, None)
     assert third["p_adjusted"] == pytest.approx(third["p_value"])
@@ -106,7 +106,7 @@ def test_an_identical_copy_differs_by_nothing_and_unknown_directions_name_no_mod
     assert table["p_value"].to_list() == [1.0, 1.0] and not table["significant"].any()
     # no surface-form baseline: nothing is confirmatory, nothing decided
     assert table["family"].to_list() == ["exploratory"] * 2 and table["significant"].null_count() == 2
-    assert table["better"].to_list() == ["neither", None]  # the mean cosine has no direction
+    assert table["ahead"].to_list() == ["neither", None]  # the mean cosine has no direction
 
 
 def test_mismatched_replicates_and_nothing_to_compare(tmp_path):
@@ -151,7 +151,7 @@ def test_report_shows_the_paired_differences_of_the_headline_figures_only(tmp_pa
                   "p_adjusted": [0.03, 1.0, 0.8, 0.04], "method": ["holm"] * 3 + ["bh"],
                   "significant": [True, False, False, None], "margin": [0.05, None, 0.05, None],
                   "verdict": ["better", "inconclusive", "inconclusive", None], "reason": [None] * 4,
-                  "better": ["minilm", "neither", "minilm", "mpnet"], "replicates": [200] * 4}).write_csv(table)
+                  "ahead": ["minilm", "neither", "minilm", "mpnet"], "replicates": [200] * 4}).write_csv(table)
     figures = [{"dataset": "pc_en", "statistic": "negation/within_auc"},
                {"dataset": "pc_nl", "statistic": "negation/within_auc"}, {"dataset": "x", "statistic": None}]
     lines = differences_block(str(table), figures)
@@ -244,7 +244,7 @@ def test_only_the_confirmatory_family_decides_the_verdict():
     from workflow_scripts.report.overview import baseline_verdicts
     models = {"good": ST, "bow": BOW}
     diffs = pl.DataFrame([dict(probe="csc", dataset="c", statistic="negation/within_auc", model_a="good",
-                               model_b="bow", family="exploratory", significant=True, better="good", verdict=None,
+                               model_b="bow", family="exploratory", significant=True, ahead="good", verdict=None,
                                difference=0.2, value_b=0.5)])
     rows = [dict(probe="csc", dataset="c", statistic="negation/within_auc", model="good", column="csc_c_negation")]
     assert baseline_verdicts(rows, diffs, models)[("good", "csc_c_negation")]["reason"] == "not compared"

@@ -191,7 +191,7 @@ def test_console_summary(screen, tmp_path):
     assert C.main([str(tmp_path / "missing")]) == 1
 
 
-def difference_row(model: str, value: float, significant, better: str | None, family: str = "confirmatory",
+def difference_row(model: str, value: float, significant, ahead: str | None, family: str = "confirmatory",
                    p_adjusted: float | None = 0.01, base: str = "form", base_value: float = 0.5,
                    verdict: str | None = None, reason: str | None = None) -> dict:
     """One hand-made row of a differences table: `model` (A) against the baseline (B) on triplets `d`,
@@ -202,7 +202,7 @@ def difference_row(model: str, value: float, significant, better: str | None, fa
     return dict(probe="triplets", dataset="d", statistic="accuracy", model_a=model, model_b=base, value_a=value,
                 value_b=base_value, difference=d, ci_low=d - 0.05, ci_high=d + 0.05, p_value=p_adjusted,
                 test="mcnemar", family=family, p_adjusted=p_adjusted, method="holm", significant=significant,
-                better=better, replicates=1000, margin=0.05, signed_difference=d, adjusted_low=d - 0.06,
+                ahead=ahead, replicates=1000, margin=0.05, signed_difference=d, adjusted_low=d - 0.06,
                 adjusted_high=d + 0.06, verdict=verdict, reason=reason, mde=0.04, units_needed=400)
 
 
@@ -264,7 +264,7 @@ def test_the_differences_block_says_what_is_adjusted(tmp_path):
     diff = write(tmp_path / "csc_differences.csv", [
         dict(probe="csc", dataset="c", statistic="negation/within_auc", model_a="m", model_b="form", value_a=0.8,
              value_b=0.5, difference=0.3, ci_low=0.2, ci_high=0.4, p_value=0.03, family="confirmatory",
-             p_adjusted=0.09, method="holm", significant=False, better="m", replicates=1000, verdict="inconclusive",
+             p_adjusted=0.09, method="holm", significant=False, ahead="m", replicates=1000, verdict="inconclusive",
              margin=0.05)])
     text = "\n".join(M.differences_block(diff, [{"dataset": "c", "statistic": "negation/within_auc"}]))
     assert "Holm's correction of their p-values" in text and "family-adjusted interval" in text

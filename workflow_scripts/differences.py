@@ -80,7 +80,7 @@ SCHEMA = {"probe": pl.String, "dataset": pl.String, "statistic": pl.String, "mod
           "p_value": pl.Float64, "test": pl.String,
           "discordant_b": pl.Int64, "discordant_c": pl.Int64, "family": pl.String,
           "p_adjusted": pl.Float64, "method": pl.String, "significant": pl.Boolean,
-          "better": pl.String, "replicates": pl.Int64, "units": pl.Int64, "baseline_degenerate": pl.Boolean,
+          "ahead": pl.String, "replicates": pl.Int64, "units": pl.Int64, "baseline_degenerate": pl.Boolean,
           "margin": pl.Float64, "signed_difference": pl.Float64, "adjusted_low": pl.Float64,
           "adjusted_high": pl.Float64, "verdict": pl.String, "reason": pl.String, "separation_a": pl.String,
           "mde": pl.Float64, "units_needed": pl.Int64, "rank_a": pl.String, "rank_b": pl.String}
@@ -118,7 +118,9 @@ def direction(directions: tuple, statistic: str) -> str | None:
     return None
 
 
-def better_of(model_a: str, model_b: str, difference: float, way: str | None) -> str | None:
+def ahead_of(model_a: str, model_b: str, difference: float, way: str | None) -> str | None:
+    """The model whose point figure is on the better side (`neither` on a tie), whatever the
+    verdict: a description of the point estimate, not a claim that it is better."""
     if way is None or not np.isfinite(difference):
         return None
     if difference == 0:
@@ -354,7 +356,7 @@ def differences(replicates: pl.DataFrame, probe: str, models: dict[str, dict], c
                                  else None)
             except ValueError as error:
                 raise ValueError(f"{probe} {dataset} {statistic}: {error}") from None
-            r.update(probe=probe, dataset=dataset, statistic=statistic, better=better_of(a, b, r["difference"], way),
+            r.update(probe=probe, dataset=dataset, statistic=statistic, ahead=ahead_of(a, b, r["difference"], way),
                      family=family_of(statistic, a, b, models, headline, family), baseline_degenerate=None,
                      separation_a=separations.get(a))
             base = b if b in baselines else a if a in baselines else None
@@ -369,7 +371,7 @@ def differences(replicates: pl.DataFrame, probe: str, models: dict[str, dict], c
                         replaced.add(model)
                         ref = reference_row(model, per_model[model], reference[0], reference[1])
                         ref.update(probe=probe, dataset=dataset, statistic=statistic, family=CONFIRMATORY,
-                                   better=better_of(model, reference[1], ref["difference"], way),
+                                   ahead=ahead_of(model, reference[1], ref["difference"], way),
                                    baseline_degenerate=None, separation_a=separations.get(model))
                         rows.append(r)
                         r = ref

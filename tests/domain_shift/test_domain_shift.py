@@ -215,7 +215,7 @@ def test_the_overlap_has_no_declared_better_side_so_no_verdict_and_no_b_mark(tmp
     diff = write_table(tmp_path / "domain_shift_differences.csv", [
         dict(probe="domain_shift", dataset="d", statistic="overlap/within_specific/between", model_a=a,
              model_b="form", value_a=v, value_b=0.6, difference=v - 0.6, ci_low=v - 0.7, ci_high=v - 0.5,
-             p_value=p, family=family, p_adjusted=p, method="holm", significant=sig, better="", replicates=1000)
+             p_value=p, family=family, p_adjusted=p, method="holm", significant=sig, ahead="", replicates=1000)
         for a, v, p, family, sig in (("same", 0.55, 0.6, "confirmatory", False),
                                      ("apart", 0.2, 0.001, "exploratory", None))])
     models = {"form": {"family": "surface_form"}, "same": {"family": "tfidf"}, "apart": {"family": "tfidf"}}

@@ -127,7 +127,7 @@ def differences_block(path: str, figures: list[dict]) -> list[str]:
                 "cluster sign-flip test over the sources instead (sign flip), McNemar's test with the source as "
                 "the unit." if any(r.get("test") == "sign_flip_exact" for r in rows) else ""), ""]
     lines += ["| dataset | statistic | A | B | A - B [95% interval, unadjusted] | p | family | p adjusted | verdict | "
-              "margin | better |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "margin | ahead |", "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def num(v, digits=3):
         return "" if v is None or v != v else f"{float(v):.{digits}f}"
@@ -149,7 +149,7 @@ def differences_block(path: str, figures: list[dict]) -> list[str]:
         lines.append(f"| {r['dataset']} | {r['statistic']} | {r['model_a']} | {r['model_b']} | "
                      f"{num(r['difference'])} [{num(r['ci_low'])}, {num(r['ci_high'])}] | {p} | "
                      f"{r.get('family') or ''} | {adjusted} | {verdict} | {num(r.get('margin'), 2)} | "
-                     f"{r.get('better') or ''} |")
+                     f"{r.get('ahead') or ''} |")
     return lines + [""]
 
 

@@ -483,7 +483,7 @@ def _as_boolean(column: pl.Expr) -> pl.Expr:
 
 
 def read_differences(paths: list[str]) -> pl.DataFrame:
-    frames = [pl.read_csv(p, infer_schema_length=None, schema_overrides={"better": pl.String})
+    frames = [pl.read_csv(p, infer_schema_length=None, schema_overrides={"ahead": pl.String})
               for p in paths]
     # a table without McNemar rows has empty discordant counts, read as text: counts are integers
     frames = [f.with_columns(pl.col(c).cast(pl.Int64) for c in ("discordant_b", "discordant_c") if c in f.columns)
@@ -494,7 +494,7 @@ def read_differences(paths: list[str]) -> pl.DataFrame:
               for f in frames]
     # text columns a table may hold only empty cells of (read as null of another type)
     frames = [f.with_columns(pl.col(c).cast(pl.String) for c in ("verdict", "reason", "separation_a", "rank_a",
-                                                                "rank_b", "better") if c in f.columns)
+                                                                "rank_b", "ahead") if c in f.columns)
               for f in frames]
     return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
 
