@@ -41,6 +41,7 @@ import polars as pl
 from workflow_scripts.bootstrap import (paired_rng, pearson_with_interval, percentile_interval, replicate_rows,
                                         resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging, write_json
+from workflow_scripts.figure_text import interval_text
 from workflow_scripts.jobs import pair_entries
 from workflow_scripts.density import (Window, bandwidth, binned_density, exact_density, make_grid, normalise, overlap,
                                       undefined_reason)
@@ -313,12 +314,8 @@ def table(entries: list[dict]) -> pl.DataFrame:
 
 
 def _fmt(v, lo=None, hi=None, pct=False):
-    if v is None or not math.isfinite(v):
-        return ""
-    f = (lambda x: f"{100 * x:.1f}") if pct else (lambda x: f"{x:.3f}")
-    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
-        return f(v)
-    return f"{f(v)} [{f(lo)}, {f(hi)}]"
+    """The seed's cells: percentages with one decimal, overlaps with three; empty without a value."""
+    return interval_text(v, lo, hi, digits=1 if pct else 3, scale=100 if pct else 1, missing="")
 
 
 def adaptation_table(shift: pl.DataFrame, retrieval: pl.DataFrame | None, isotropy: pl.DataFrame | None,
@@ -328,7 +325,6 @@ def adaptation_table(shift: pl.DataFrame, retrieval: pl.DataFrame | None, isotro
     domain-shift overlap of specific-within vs between per domain-shift dataset."""
     rows = []
     order = {m["model"]: i for i, m in enumerate(models)}
-    family = {m["model"]: m for m in models}
     shift_main = shift.filter((pl.col("a") == "within_specific") & (pl.col("b") == "between"))
     sets = sorted(set(retrieval["set"].to_list())) if retrieval is not None and retrieval.height else [""]
     shift_sets = sorted(set(shift_main["dataset"].to_list()))

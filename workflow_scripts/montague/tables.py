@@ -4,7 +4,6 @@ nonsubsective}.csv, montague_tables.md (the seed's Tables 2-5 layout: models as 
 columns; the k x k grids per model) and a heat map per (dataset, model) of the two k x k grids."""
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import polars as pl
 
 from workflow_scripts.bootstrap import LEVEL
 from workflow_scripts.common import atomic_path, setup_logging
+from workflow_scripts.figure_text import interval_text
 from workflow_scripts.montague.columns import SHARE_SCHEMA
 from workflow_scripts.montague.phrases import aan_key
 
@@ -22,12 +22,7 @@ TABLE_FILES = {"single": "montague_single.csv", "pair": "montague_pair.csv",
 
 def fmt_share(value, low, high) -> str:
     """'0.93 [0.90, 0.95]'; no interval where undefined; 'undefined' without a value."""
-    if value is None or not math.isfinite(value):
-        return "undefined"
-    text = f"{value:.2f}"
-    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
-        text += f" [{low:.2f}, {high:.2f}]"
-    return text
+    return interval_text(value, low, high, digits=2)
 
 
 def long_table(table: pl.DataFrame, test: str) -> pl.DataFrame:

@@ -49,7 +49,6 @@ Job: run_settheory_aggregate (rule settheory_aggregate, rules/settheory.smk).
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 
@@ -59,6 +58,7 @@ import polars as pl
 from workflow_scripts.bootstrap import (LEVEL, bootstrap_rng, paired_rng, percentile_interval, replicate_rows,
                                         resample_counts, write_replicates)
 from workflow_scripts.common import atomic_path, read_json, setup_logging
+from workflow_scripts.figure_text import interval_text
 from workflow_scripts.jobs import pair_entries
 from workflow_scripts.settheory.criteria import MEASURES, sign
 
@@ -371,12 +371,8 @@ def sample_meta(entry: dict) -> dict:
 # ---- tables ---------------------------------------------------------------------------------------
 
 def fmt(share, low, high) -> str:
-    if share is None or not math.isfinite(share):
-        return "undefined"
-    text = f"{100 * share:.2f}%"
-    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
-        text += f" [{100 * low:.1f}, {100 * high:.1f}]"
-    return text
+    """'97.42% [96.9, 97.8]', as the paper prints a share."""
+    return interval_text(share, low, high, digits=2, bound_digits=1, scale=100, suffix="%")
 
 
 def _ordered(table: pl.DataFrame, models: list[str]) -> pl.DataFrame:

@@ -53,6 +53,7 @@ import polars as pl
 from workflow_scripts.bootstrap import (LEVEL, paired_rng, percentile_interval, replicate_rows, resample_counts,
                                         write_replicates)
 from workflow_scripts.common import atomic_path, setup_logging
+from workflow_scripts.figure_text import interval_text
 from workflow_scripts.paired_statistics import wilson_interval
 from workflow_scripts.texts import text_keys
 from workflow_scripts.vector_store import VectorStore, spec_digest
@@ -305,12 +306,7 @@ def _finite(x) -> bool:
 def fmt_percent(value, low, high, digits: int = 2) -> str:
     """A share as the paper prints it, with its interval: '97.42% [96.9, 97.8]'; no interval
     where its bounds are undefined (B = 0, too few replicates), 'undefined' without a value."""
-    if not _finite(value):
-        return "undefined"
-    text = f"{100 * value:.{digits}f}%"
-    if _finite(low) and _finite(high):
-        text += f" [{100 * low:.1f}, {100 * high:.1f}]"
-    return text
+    return interval_text(value, low, high, digits=digits, bound_digits=1, scale=100, suffix="%")
 
 
 def dataset_table(table: pl.DataFrame, dataset: str, models: list[str]) -> pl.DataFrame:
