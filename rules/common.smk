@@ -10,6 +10,7 @@ from workflow_scripts import probes, study_folders
 from workflow_scripts.code_digest import CodeDigests
 from workflow_scripts.config import check_duplicate_keys, validate
 from workflow_scripts.downloads import is_gzip_url
+from workflow_scripts.encoders import family_of, job_resources, run_resource_names
 from workflow_scripts.study import Study
 
 # Snakemake has read the config files already, keeping the last of a key given twice: refuse that,
@@ -239,12 +240,13 @@ def embed_inputs(wildcards):
     inputs = {
         "texts": STUDY.store_texts(wildcards.model, wildcards.scope, wildcards.part)
     }
-    if spec["family"] == "tfidf":
+    needs = family_of(spec).needs
+    if "fitted" in needs:  # the fit job's vocabulary and idf of this text set (TF-IDF)
         inputs["fitted"] = f"{R}/models/{wildcards.model}/tfidf-{wildcards.scope}.json"
-    # surface_form: the features of every partition number the columns of each
-    if spec["family"] == "surface_form":
+    # the whole text set: the features of every partition number the columns of each
+    if "text_set" in needs:
         inputs["vocabulary_texts"] = STUDY.texts(wildcards.scope)
-    if spec["family"] in ("fasttext", "word_vectors"):
+    if family_of(spec).model_file:
         inputs["model_file"] = STUDY.model_file(wildcards.model)
     if spec.get(
         "adapted"
@@ -259,14 +261,11 @@ def embed_inputs(wildcards):
 
 
 def embed_cache(wildcards):
-    """Family openai_embeddings: the model's vector cache, shared by its jobs (not an output: it
-    grows); None for the other families."""
-    if config["models"][wildcards.model]["family"] != "openai_embeddings":
+    """The model's vector cache, shared by its jobs (not an output: it grows), for a family that
+    needs one (a served model); None for the other families."""
+    if "vector_cache" not in family_of(config["models"][wildcards.model]).needs:
         return None
     return f"{R}/.cache/embeddings/{wildcards.model}.jsonl"
-
-
-from workflow_scripts.embedding_api import RUN_RESOURCES, job_resources
 
 
 def endpoint_resource(name):
@@ -274,18 +273,14 @@ def endpoint_resource(name):
     return lambda wc: job_resources(config["models"][wc.model]).get(name)
 
 
-ENDPOINT_RESOURCES = {
-    name: endpoint_resource(name) for name, _ in RUN_RESOURCES.values()
-}
+ENDPOINT_RESOURCES = {name: endpoint_resource(name) for name in run_resource_names()}
 
 
 def embed_priority(wildcards):
     """Neural models' embedding jobs (10 s to minutes each) before TF-IDF's and the other cheap
     encoders' (a few seconds): longest first, so that no long job is left to run alone at the end.
     """
-    from workflow_scripts.common import TORCH_FAMILIES
-
-    return 1 if config["models"][wildcards.model]["family"] in TORCH_FAMILIES else 0
+    return 1 if family_of(config["models"][wildcards.model]).uses_torch else 0
 
 
 # ---- cluster placement of embedding jobs (config `slurm`; a local run ignores both) ----

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workflow_scripts import probes, throughput
+from workflow_scripts.encoders import family_of
 
 # texts per corpus sentence before any corpus was perturbed: the default run's corpora made 6.2-7.4
 # (pc_en: 405 sentences, 2,990 texts), the issue that asked for this summary saw 7.4 (1,751 -> 12,986)
@@ -334,7 +335,7 @@ def calibrate(study, model: str, key: str, texts: list[str], cache: Path) -> str
     """Run throughput's calibration for a model in a fresh process and record it; None on success,
     else why it could not (the model cannot load here, or it is built by this run)."""
     spec = study.embed_spec(model)
-    if study.trained(model) or spec["family"] == "precomputed":
+    if study.trained(model) or not family_of(spec).estimable:
         return "built or read by the run"
     model_file = study.model_file(model)
     if model_file and not os.path.exists(model_file):
