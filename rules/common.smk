@@ -11,7 +11,7 @@ from workflow_scripts.code_digest import CodeDigests
 from workflow_scripts.config import check_duplicate_keys, validate
 from workflow_scripts.downloads import is_gzip_url
 from workflow_scripts.encoders import family_of, job_resources, run_resource_names
-from workflow_scripts.study import Study
+from workflow_scripts.study import plan_study
 
 # Snakemake has read the config files already, keeping the last of a key given twice: refuse that,
 # naming the key and both lines (the default config.yaml, or every --configfile).
@@ -61,11 +61,9 @@ onstart:
     end_jobs_on_interrupt()
 
 
-# before any probe plans its pairs, a stage adds what it makes (adapt: its recipes become models)
-for _probe in probes.declarations():
-    if _probe.prepare:
-        _probe.prepare(config, R)
-STUDY = Study(config, R)
+# the study and the probes' plans (pairs, datasets, input functions: workflow_scripts/<probe>/plan.py),
+# by the one entry point the plan summary uses too (study.plan_study)
+STUDY, PLANS = plan_study(config, R)
 SEED = config["seed"]
 SHARD_ROWS = config["shard_rows"]
 PARTS = config["embedding_partitions"]
@@ -127,8 +125,7 @@ STUDY.nltk_fingerprint = NLTK_PLAN["fingerprint"]
 # Once the workflow has downloaded NLTK data, the jobs that use it keep it as an input.
 STUDY.nltk_download = bool(NLTK_PLAN["missing"]) or os.path.exists(NLTK_MANIFEST)
 
-# ---- the probes' plans: pairs, datasets, input functions (workflow_scripts/<probe>/plan.py) ----
-PLANS = {p.name: p.planner()(STUDY, p) for p in probes.declarations()}
+# ---- the probes' report categories and NLTK methods ----
 REPORT_CATEGORY = probes.categories()  # report(category=...) of every probe's plots
 # NLTK data that chooses a method (CSC's English grammatical negation: tagger or rules), where the
 # study runs that method: missing data stops the plan unless the config asks for the fallback, so a

@@ -85,18 +85,13 @@ def parse_dry_run(lines) -> list[Job]:
 def load_study(configfiles: list[str], results: str):
     """(Study, probe plans) of these config files and results folder: validated, with the models a
     stage adds (adapt), as rules/common.smk builds them."""
-    from workflow_scripts import probes, study_folders
+    from workflow_scripts import study_folders
     from workflow_scripts.config import validate
-    from workflow_scripts.study import Study
+    from workflow_scripts.study import plan_study
 
     config = study_folders.load_configs(configfiles or [study_folders.DEFAULT_CONFIG])
     config["results"] = results
-    config = validate(config, check_paths=False)
-    for probe in probes.declarations():
-        if probe.prepare:
-            probe.prepare(config, results)
-    study = Study(config, results)
-    return study, {p.name: p.planner()(study, p) for p in probes.declarations()}
+    return plan_study(validate(config, check_paths=False), results)
 
 
 # ---- counting texts -------------------------------------------------------------------------------

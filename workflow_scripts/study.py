@@ -454,3 +454,16 @@ class ProbePlan:
         holds several statistics, e.g. retrieval's every k, once)."""
         return list(dict.fromkeys(e["path"] for e in self.outcome_entries()))
 
+
+def plan_study(config: dict, results: str) -> tuple[Study, dict[str, ProbePlan]]:
+    """The study of a validated config and every declared probe's plan: the one entry point that
+    rules/common.smk plans the workflow by and plan_summary.load_study estimates it by, so the
+    summary cannot count other jobs than the workflow runs. Before any probe plans its pairs, a
+    stage adds what it makes (adapt: its recipes become models of `config`, in place)."""
+    from workflow_scripts.probes import declarations
+
+    for probe in declarations():
+        if probe.prepare:
+            probe.prepare(config, results)
+    study = Study(config, results)
+    return study, {p.name: p.planner()(study, p) for p in declarations()}
