@@ -110,6 +110,9 @@ class Family:
     # an encoder on a sample of texts for the plan summary's timing (None: `load`)
     sample_encoder: Callable | None = None
     presets: dict = field(default_factory=dict)  # named settings: {name: {key: value}}
+    # a valid model entry with its own keys (`properties`): the config tests break each of their
+    # constraints there (tests/schema_cases.py); None where the shared contexts have one
+    example: dict | None = None
 
 
 @functools.lru_cache(maxsize=None)
