@@ -2,6 +2,12 @@
 tokenize-once interface. A helper, not a family."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: numpy is imported where it is used
+    import numpy as np
+    from workflow_scripts.embed_pipeline import Tokens
+
 
 class TorchEncoder:
     """What the torch families share: the embedding loop's tokenize-once interface

@@ -1,7 +1,12 @@
 """Family `fasttext`: a fastText `.bin` model; a sentence is fastText's sentence vector."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from workflow_scripts.encoders import Family, model_file_of
+
+if TYPE_CHECKING:  # annotations only: numpy is imported where it is used
+    import numpy as np
 
 
 class FastTextEncoder:

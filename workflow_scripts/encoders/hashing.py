@@ -2,7 +2,12 @@
 language model."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from workflow_scripts.encoders import Family
+
+if TYPE_CHECKING:  # annotations only: numpy is imported where it is used
+    import numpy as np
 
 
 class HashingEncoder:

@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workflow_scripts.encoders import Family, ModelUnavailable
+
+if TYPE_CHECKING:  # annotations only: numpy is imported where it is used
+    import numpy as np
 
 
 class PrecomputedEncoder:

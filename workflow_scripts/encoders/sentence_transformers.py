@@ -2,8 +2,13 @@
 the role's prompt by name (one of the model's own) or literal."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from workflow_scripts.encoders import Family, hub_model_files, resolve_model_source
 from workflow_scripts.encoders._torch import TorchEncoder
+
+if TYPE_CHECKING:  # annotations only: numpy is imported where it is used
+    import numpy as np
 
 
 class SentenceTransformerEncoder(TorchEncoder):

@@ -4,8 +4,12 @@ downloaded."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN, Family
+
+if TYPE_CHECKING:  # annotations only: numpy is imported where it is used
+    import numpy as np
 
 SURFACE_FORM_TOKENIZERS = ("words", "treebank", "char_ngrams")
 # the Penn Treebank's clitics, kept whole (TreebankWordTokenizer's CONTRACTIONS and ENDING_QUOTES)

@@ -3,8 +3,13 @@ max, optionally `normalize`d); the role's `template`: BERTje/RobBERT-style encod
 encoders and decoder LLMs (a GGUF file too)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from workflow_scripts.encoders import Family, hub_model_files, resolve_model_source
 from workflow_scripts.encoders._torch import TorchEncoder
+
+if TYPE_CHECKING:  # annotations only: numpy is imported where it is used
+    import numpy as np
 
 
 POOLINGS = ("mean", "cls", "last_token", "max")

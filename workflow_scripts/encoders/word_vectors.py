@@ -1,7 +1,12 @@
 """Family `word_vectors`: the mean of raw word2vec/GloVe vectors, unknown words zero."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from workflow_scripts.encoders import LOG, Family, model_file_of
+
+if TYPE_CHECKING:  # annotations only: numpy is imported where it is used
+    import numpy as np
 
 
 class WordVectorsEncoder:
