@@ -13,7 +13,7 @@ from pathlib import Path
 
 from workflow_scripts.common import atomic_path, read_json
 from workflow_scripts.digests import file_sha256, tree_sha256
-from workflow_scripts.encoders import family_of
+from workflow_scripts.encoders import families, family_of
 from workflow_scripts.report.pages import rst_image
 
 # The packages whose versions the provenance lists.
@@ -130,7 +130,8 @@ def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, st
     for path in manifests:
         m = read_json(path)
         by_model.setdefault(m["model"], m)
-        for key in family_of(m).manifest_keys:
+        family = families().get((models.get(m["model"]) or m).get("family"))
+        for key in family.manifest_keys if family else ():
             record = m.get(key) or {}
             if isinstance(record, dict) and record.get("prompt"):
                 entry = mteb_prompts.setdefault(m["model"], {"version": record.get("version"), "roles": {}})
