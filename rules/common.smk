@@ -10,7 +10,8 @@ from workflow_scripts import probes, study_folders
 from workflow_scripts.code_digest import CodeDigests
 from workflow_scripts.config import check_duplicate_keys, validate
 from workflow_scripts.downloads import is_gzip_url
-from workflow_scripts.study import Study
+from workflow_scripts.encoders import family_of, job_resources, run_resource_names
+from workflow_scripts.study import plan_study
 
 # Snakemake has read the config files already, keeping the last of a key given twice: refuse that,
 # naming the key and both lines (the default config.yaml, or every --configfile).
@@ -60,11 +61,9 @@ onstart:
     end_jobs_on_interrupt()
 
 
-# before any probe plans its pairs, a stage adds what it makes (adapt: its recipes become models)
-for _probe in probes.declarations():
-    if _probe.prepare:
-        _probe.prepare(config, R)
-STUDY = Study(config, R)
+# the study and the probes' plans (pairs, datasets, input functions: workflow_scripts/<probe>/plan.py),
+# by the one entry point the plan summary uses too (study.plan_study)
+STUDY, PLANS = plan_study(config, R)
 SEED = config["seed"]
 SHARD_ROWS = config["shard_rows"]
 PARTS = config["embedding_partitions"]
@@ -126,8 +125,7 @@ STUDY.nltk_fingerprint = NLTK_PLAN["fingerprint"]
 # Once the workflow has downloaded NLTK data, the jobs that use it keep it as an input.
 STUDY.nltk_download = bool(NLTK_PLAN["missing"]) or os.path.exists(NLTK_MANIFEST)
 
-# ---- the probes' plans: pairs, datasets, input functions (workflow_scripts/<probe>/plan.py) ----
-PLANS = {p.name: p.planner()(STUDY, p) for p in probes.declarations()}
+# ---- the probes' report categories and NLTK methods ----
 REPORT_CATEGORY = probes.categories()  # report(category=...) of every probe's plots
 # NLTK data that chooses a method (CSC's English grammatical negation: tagger or rules), where the
 # study runs that method: missing data stops the plan unless the config asks for the fallback, so a
@@ -239,12 +237,13 @@ def embed_inputs(wildcards):
     inputs = {
         "texts": STUDY.store_texts(wildcards.model, wildcards.scope, wildcards.part)
     }
-    if spec["family"] == "tfidf":
+    needs = family_of(spec).needs
+    if "fitted" in needs:  # the fit job's vocabulary and idf of this text set (TF-IDF)
         inputs["fitted"] = f"{R}/models/{wildcards.model}/tfidf-{wildcards.scope}.json"
-    # surface_form: the features of every partition number the columns of each
-    if spec["family"] == "surface_form":
+    # the whole text set: the features of every partition number the columns of each
+    if "text_set" in needs:
         inputs["vocabulary_texts"] = STUDY.texts(wildcards.scope)
-    if spec["family"] in ("fasttext", "word_vectors"):
+    if family_of(spec).model_file:
         inputs["model_file"] = STUDY.model_file(wildcards.model)
     if spec.get(
         "adapted"
@@ -259,14 +258,11 @@ def embed_inputs(wildcards):
 
 
 def embed_cache(wildcards):
-    """Family openai_embeddings: the model's vector cache, shared by its jobs (not an output: it
-    grows); None for the other families."""
-    if config["models"][wildcards.model]["family"] != "openai_embeddings":
+    """The model's vector cache, shared by its jobs (not an output: it grows), for a family that
+    needs one (a served model); None for the other families."""
+    if "vector_cache" not in family_of(config["models"][wildcards.model]).needs:
         return None
     return f"{R}/.cache/embeddings/{wildcards.model}.jsonl"
-
-
-from workflow_scripts.embedding_api import RUN_RESOURCES, job_resources
 
 
 def endpoint_resource(name):
@@ -274,18 +270,14 @@ def endpoint_resource(name):
     return lambda wc: job_resources(config["models"][wc.model]).get(name)
 
 
-ENDPOINT_RESOURCES = {
-    name: endpoint_resource(name) for name, _ in RUN_RESOURCES.values()
-}
+ENDPOINT_RESOURCES = {name: endpoint_resource(name) for name in run_resource_names()}
 
 
 def embed_priority(wildcards):
     """Neural models' embedding jobs (10 s to minutes each) before TF-IDF's and the other cheap
     encoders' (a few seconds): longest first, so that no long job is left to run alone at the end.
     """
-    from workflow_scripts.common import TORCH_FAMILIES
-
-    return 1 if config["models"][wildcards.model]["family"] in TORCH_FAMILIES else 0
+    return 1 if family_of(config["models"][wildcards.model]).uses_torch else 0
 
 
 # ---- cluster placement of embedding jobs (config `slurm`; a local run ignores both) ----

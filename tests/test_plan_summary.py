@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,8 @@ from workflow_scripts.embed import embed_partition, throughput_file_of
 from workflow_scripts.plan_summary import Job, parse_dry_run
 from workflow_scripts.study import Study
 from workflow_scripts.texts import write_text_partitions
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DRY_RUN = """\
 Building DAG of jobs...
@@ -338,3 +341,35 @@ def test_probe_datasets_are_counted_in_their_own_units(tmp_path):
     # pc_en: the distinct English lines of the shipped sample, x 7 texts per sentence
     english = {" ".join(line.split("\t")[0].split()) for line in plan_summary.SAMPLE_FILE.read_text().splitlines()}
     assert f"  pc_en: {len(english)} sentences, ~{7 * len(english):,} texts (source read as ingest reads it" in text
+
+
+def test_the_summary_plans_the_study_as_the_workflow_does(tmp_path):
+    """rules/common.smk and plan_summary.load_study plan by one function (study.plan_study): on the
+    default config, every target of the summary's probe plans is an output of a job Snakemake's dry run
+    lists, the models embedded are the study's, and each probe's datasets and (dataset, model) pairs
+    are those its planned jobs carry."""
+    import subprocess
+    import sys
+
+    results = str(tmp_path / "res")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--dry-run", "--cores", "2", "--config",
+                           f"results={results}"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    jobs = parse_dry_run(proc.stdout.splitlines(keepends=True))
+    outputs = {o for job in jobs for o in job.outputs}
+    study, plans = plan_summary.load_study([], results)
+    targets = [t for plan in plans.values() for t in plan.targets()]
+    assert targets and [t for t in targets if t not in outputs] == []
+    embedded = {(j.wildcards["model"], j.wildcards["scope"]) for j in jobs if j.rule == "embed"}
+    assert {m for m, _ in embedded} == set(study.config["models"])
+    assert {p.model for plan in plans.values() for p in plan.pairs} == set(study.config["models"])
+    # each probe's datasets, and the (dataset, model) pairs it scores, are those its jobs carry
+    compared = 0
+    for name, plan in plans.items():
+        mine = [j.wildcards for j in jobs if j.rule.startswith(f"{name}_") and "dataset" in j.wildcards]
+        if not mine:
+            continue
+        assert {w["dataset"] for w in mine} == set(plan.datasets), name
+        assert {(w["dataset"], w["model"]) for w in mine if "model" in w} == set(plan.pairs), name
+        compared += 1
+    assert compared >= 4

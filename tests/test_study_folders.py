@@ -165,7 +165,7 @@ def test_shipped_overlay_adds_one_model_to_the_default_study():
     assert set(overlay) == {"models"} and len(overlay["models"]) == 1
     (name, spec), = overlay["models"].items()
     assert name not in base["models"] and spec["family"] == "transformers" and len(spec["probes"]) <= 2
-    from workflow_scripts.encoders import BUNDLED_MODELS
+    from workflow_scripts.model_settings import BUNDLED_MODELS
     assert spec["name"] in BUNDLED_MODELS  # offline: from an installed package
     merged = study_folders.load_configs([ROOT / "config.yaml", ROOT / "resources" / "configs" / "add_model.yaml"])
     assert set(merged["models"]) == set(base["models"]) | {name}

@@ -10,7 +10,7 @@ import pytest
 
 from workflow_scripts.common import text_key
 from workflow_scripts.embed import embed_partition
-from workflow_scripts.encoders import SurfaceFormEncoder
+from workflow_scripts.encoders.surface_form import SurfaceFormEncoder
 from workflow_scripts.texts import write_text_partitions
 from workflow_scripts.vector_store import VectorStore
 

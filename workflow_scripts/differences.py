@@ -68,7 +68,8 @@ import polars as pl
 from workflow_scripts import verdicts
 from workflow_scripts.bootstrap import LEVEL, percentile_interval
 from workflow_scripts.common import atomic_path
-from workflow_scripts.paired_statistics import (CONFIRMATORY, EXPLORATORY, SURFACE_FAMILY, adjust_families,
+from workflow_scripts.encoders import is_baseline
+from workflow_scripts.paired_statistics import (CONFIRMATORY, EXPLORATORY, adjust_families,
                                                 cluster_differences, compared_pairs, holm, mcnemar_exact,
                                                 newcombe_paired_interval, normal_p_value, replicate_se,
                                                 replicate_skew, sign_flip_exact, wilson_interval)
@@ -321,7 +322,7 @@ def differences(replicates: pl.DataFrame, probe: str, models: dict[str, dict], c
     family = compare.get("family", "headline_vs_baseline")
     exploratory = (compare.get("error_rate") or {}).get("exploratory", "bh")
     margins = (compare.get("margins") or {}).get(probe) or {}
-    baselines = {m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY}
+    baselines = {m for m, spec in models.items() if is_baseline(spec)}
     rows, ranks = [], []
     own = replicates.filter(pl.col("probe") == probe)
     keys = own.select("dataset", "statistic").unique(maintain_order=True).rows()

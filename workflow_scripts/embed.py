@@ -1,22 +1,15 @@
 """Stage 4, embed: one interface over encoder families, writing memory-mapped vector stores.
 
-Families (per model in config): `sentence_transformers` (Hugging Face id or local path),
-`transformers` (AutoModel + mean pooling under the attention mask: BERTje/RobBERT-style encoders
-and decoder LLMs), `tfidf` (scikit-learn, fitted on the corpus, no stop-word removal),
-`fasttext` (`.bin` model), `word_vectors` (mean of raw word2vec/GloVe vectors, unknown words zero),
-`surface_form` (sets of words or character n-grams: cosine = Ochiai coefficient), `hashing`, a declared stand-in for scale runs (not a language model),
-`mteb` (a model of MTEB's registry, its prompts per role: mteb_models.py) and `openai_embeddings`
-(an OpenAI-compatible /v1/embeddings endpoint, every vector cached: embedding_api.py). Every unique text of a
-partition is embedded once, in chunks of `chunk_rows` texts; within a chunk, batches hold texts of
-similar token count (little padding).
+Each model's family (workflow_scripts/encoders/, one module a family) loads its encoder; here is
+only what every family shares. Every unique text of a partition is embedded once, in chunks of
+`chunk_rows` texts; within a chunk, batches hold texts of similar token count (little padding).
 """
 from __future__ import annotations
 
-# the encoder families are in encoders.py, the TF-IDF fit in tfidf_fit.py; here: the partition job,
+# the encoder families are in encoders/, the TF-IDF fit in tfidf_fit.py; here: the partition job,
 # its worker processes and the jobs of rules/embed.smk
 
 import contextlib
-import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,29 +18,19 @@ from pathlib import Path
 import numpy as np
 
 from workflow_scripts import throughput
-from workflow_scripts.common import (SPARSE_FAMILIES, TORCH_FAMILIES, atomic_path, setup_logging, sorted_keys,
-                                     vector_settings)
+from workflow_scripts.common import atomic_path, setup_logging, sorted_keys, vector_settings
 from workflow_scripts.embed_pipeline import (BackgroundWrites, Prefetch, embed_sorted, tokenize_or_none,  # noqa: F401
                                              tokenized)
-from workflow_scripts.encoders import (SurfaceFormEncoder, check_device, load_encoder, resolve_device, software_versions,
-                                       tfidf_transform)
-from workflow_scripts.model_settings import role_spec, scope_role
+from workflow_scripts.encoders import (EncoderJob, check_device, family_of, load_encoder, resolve_device, role_spec,
+                                       run_settings_of, software_versions)
+from workflow_scripts.model_settings import scope_role
 from workflow_scripts.texts import iter_chunks, unique_rows
 from workflow_scripts.vector_store import Partition, PartitionWriter, StoreMismatch, spec_digest
 
 
-def open_encoder(spec: dict, device: str, model_file: str | None, model: str = "", cache: str | None = None,
-                 log=None, run_settings: dict | None = None):
-    """The encoder of a model entry: encoders.load_encoder, or family mteb (mteb_models.py, which
-    imports mteb) or openai_embeddings (embedding_api.py, its vectors cached in `cache`, its requests
-    run as `run_settings` say: retries, backoff_s, timeout_s, concurrency, batch_tokens, api_key_env)."""
-    if spec["family"] == "mteb":
-        from workflow_scripts.mteb_models import MtebEncoder
-        return MtebEncoder(spec, device, log)
-    if spec["family"] == "openai_embeddings":
-        from workflow_scripts.embedding_api import OpenAIEmbeddingsEncoder
-        return OpenAIEmbeddingsEncoder({**spec, **(run_settings or {})}, model, log, cache)
-    return load_encoder(spec, device, model_file)
+def open_encoder(spec: dict, device: str, model_file: str | None, job: EncoderJob | None = None):
+    """The encoder of a model entry, as its family loads it (encoders.load_encoder)."""
+    return load_encoder(spec, device, model_file, job)
 
 
 _WORKER: dict = {}  # the encoder of a worker process
@@ -113,12 +96,13 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
     `reuse`: the same partition of another store of this model (a derived corpus's parent): texts
     it holds are copied from it instead of encoded. The log and the manifest count both.
 
-    `vocabulary_texts` (family surface_form): every text file of the text set, whose features
-    number the store's columns (default: `text_files`, right for a single partition).
+    `vocabulary_texts` (a family that needs the text set, e.g. surface form): every text file of
+    the text set, whose features number the store's columns (default: `text_files`, right for a
+    single partition).
 
-    `cache` (family openai_embeddings): the model's vector cache, shared by its jobs; `run_settings`:
-    how its requests run (embedding_api.run_settings_of the job's resources), apart from the spec
-    for the same reason as the batch size: they change no vector.
+    `cache` (a family that needs a vector cache, e.g. a served model): the model's vector cache,
+    shared by its jobs; `run_settings`: how its requests run (encoders.run_settings_of the job's
+    resources), apart from the spec for the same reason as the batch size: they change no vector.
 
     `batch_size` and `cpu_workers` default to the spec's. The workflow passes them apart from the
     spec, so that changing them reruns nothing where they change vectors by float rounding only
@@ -129,6 +113,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
     `timings`: a dict given gets the job's seconds: `load` (the model), `encode` (in encode
     calls), `total` (benchmarks: tests/benchmarks/bench_gpu_embedding.py)."""
     spec = role_spec(spec, scope_role(scope))  # the workflow passes it resolved already (idempotent)
+    family = family_of(spec)
     # the installed versions (a scan of every installed distribution, 0.4 s here) in a thread, while
     # the texts are read and the model loads; into the manifest when it is written
     versions = ThreadPoolExecutor(1, thread_name_prefix="versions")
@@ -149,22 +134,14 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
     seconds = {"encode": 0.0, "load": 0.0}  # in encode calls; loading the model (inside them or before)
     tokenize_ahead = lambda texts: None  # noqa: E731 - a torch encoder's below
     with atomic_path(out_dir, is_dir=True) as tmp:
-        if spec["family"] == "tfidf":
-            fit = json.loads(Path(fitted).read_text())
-            encode = lambda texts, pool, tokens=None: tfidf_transform(fit, texts)  # noqa: E731
-            manifest.update(origin=f"tf-idf fitted on {fit['corpus']} ({fit['fit_on']}, {fit['documents']} texts)",
-                            vocabulary=len(fit["vocabulary"]))
-            writer = PartitionWriter(tmp, manifest, sparse=True, dim=len(fit["vocabulary"]))
-        elif spec["family"] == "surface_form":
-            # columns numbered over the whole text set (every partition alike); nothing is fitted
-            surface = SurfaceFormEncoder(spec)
-            index_files = vocabulary_texts or text_files
-            index_masks, _ = unique_rows(index_files)
-            surface.index(texts for _, texts in iter_chunks(index_files, index_masks, chunk_rows))
-            encode = lambda texts, pool, tokens=None: surface.encode_batch(texts)  # noqa: E731
-            manifest.update(origin=surface.origin, features=surface.dim)
-            log.info("%s: %d distinct features in the text set (%d file(s))", label, surface.dim, len(index_files))
-            writer = PartitionWriter(tmp, manifest, sparse=True, dim=surface.dim)
+        if family.sparse:
+            # built whole before the chunks: a fitted vocabulary, or columns numbered over the text set
+            sparse = load_encoder(spec, "cpu", model_file, EncoderJob(
+                model=model, log=log, label=label, fitted=fitted, text_set=tuple(vocabulary_texts or text_files),
+                chunk_rows=chunk_rows))
+            encode = lambda texts, pool, tokens=None: sparse.encode_batch(texts)  # noqa: E731
+            manifest.update(sparse.manifest_fields())
+            writer = PartitionWriter(tmp, manifest, sparse=True, dim=sparse.dim)
         else:
             loaded: dict = {}
 
@@ -174,7 +151,7 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                 parent's store loads nothing."""
                 load_started = time.perf_counter()
                 device, worker_threads, workers = "cpu", threads, 1
-                if spec["family"] in TORCH_FAMILIES:
+                if family.uses_torch:
                     import torch
                     device = resolve_device(spec.get("device", "auto"))
                     check_device(device, model)
@@ -184,7 +161,8 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                         workers = 1
                     worker_threads = max(1, threads // workers)
                     torch.set_num_threads(threads)
-                encoder = open_encoder(spec, device, model_file, model, cache, log, run_settings)
+                encoder = open_encoder(spec, device, model_file, EncoderJob(
+                    model=model, log=log, label=label, cache=cache, run_settings=run_settings or {}))
                 size = batch_size or spec.get("batch_size", 32)
                 if hasattr(encoder, "batch_size"):  # a served encoder batches its requests itself
                     encoder.batch_size = size
@@ -199,8 +177,8 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                               settings={"origin": encoder.origin, "device": device,
                                         "precision": spec.get("precision", "fp32"), "batch_size": size,
                                         "workers": workers, "threads_per_worker": worker_threads,
-                                        # family mteb: the registry entry and each role's prompt;
-                                        # openai_embeddings: the endpoint
+                                        # what the family's encoder adds (Family.manifest_keys: a
+                                        # registry entry and its prompts, an endpoint)
                                         **(encoder.manifest_fields() if hasattr(encoder, "manifest_fields") else {})})
                 seconds["load"] += time.perf_counter() - load_started
 
@@ -272,11 +250,11 @@ def embed_partition(model: str, spec: dict, scope: str, partition: int, partitio
                 log.info("%s: %d/%d texts stored (%d encoded, %d reused; %.0f texts/s)", label, done, n_unique,
                          done - reused, reused, done / max(elapsed, 1e-9))
             writes.wait()
-            if spec["family"] not in SPARSE_FAMILIES:
+            if not family.sparse:
                 # how the vectors were made: this job's encoder, or (nothing encoded) the parent's
                 writer.manifest.update(loaded["settings"] if loaded else {
                     k: parent.manifest.get(k) for k in ("origin", "device", "precision", "batch_size", "workers",
-                                                        "threads_per_worker", "mteb", "endpoint")
+                                                        "threads_per_worker", *family.manifest_keys)
                     if k in parent.manifest})
             writer.manifest.update(software=software.result(), encoded=done - reused, reused=reused,
                                    reused_from=str(Path(reuse).parent.name) if reuse else None)
@@ -343,8 +321,6 @@ def run_fit_tfidf(job) -> None:
 
 
 def run_embed(job) -> None:
-    from workflow_scripts.embedding_api import run_settings_of
-
     # before the model's libraries are imported: no progress bars in the log; the hub is online
     # unless the caller's environment says otherwise
     os.environ["TQDM_DISABLE"] = "1"

@@ -12,7 +12,7 @@ batch_tokens, batch_size, concurrency, timeout_s, retries, backoff_s, max_answer
   overestimate for the usual tokenizers, and a longer text goes alone); at most `concurrency` (4)
   requests are open; each has an overall deadline `timeout_s` (60) and is retried `retries` (4)
   times with backoff (endpoints.Endpoint, shared with the served generator). These run settings
-  reach the embedding job as its resources (`job_resources`, rules/embed.smk), which Snakemake does
+  reach the embedding job as its resources (encoders.job_resources, rules/embed.smk), which Snakemake does
   not compare when it decides a rerun.
 - What is cached is checked first: an answer holds exactly one vector per text sent (its `index`
   values each position of the request once: a repeated index would give one text its neighbour's
@@ -42,34 +42,7 @@ from workflow_scripts.model_settings import apply_template
 DEFAULT_BATCH_TOKENS = 8192
 # an answer's body at most: 32 texts of 4,096 dimensions are about 3 MB of JSON floats
 DEFAULT_MAX_ANSWER_BYTES = 32 * 1024 * 1024
-# run setting -> (the embedding job's resource, scale): Snakemake rounds a float resource to an
-# integer, so seconds travel as milliseconds
-RUN_RESOURCES = {"retries": ("api_retries", 1), "concurrency": ("api_concurrency", 1),
-                 "batch_tokens": ("api_batch_tokens", 1), "max_answer_bytes": ("api_max_answer_bytes", 1),
-                 "timeout_s": ("api_timeout_ms", 1000), "backoff_s": ("api_backoff_ms", 1000),
-                 "api_key_env": ("api_key_env", None)}
 DIMENSION_PROBE = "dimension"  # the text embedded once to learn the dimension when `dimensions` is unset
-
-
-def job_resources(entry: dict) -> dict:
-    """The run settings of a model entry as its embedding jobs' resources (RUN_RESOURCES): those the
-    entry sets; {} for another family. The variable's name travels, never the key."""
-    if entry.get("family") != "openai_embeddings":
-        return {}
-    return {name: (entry[key] if scale is None else round(entry[key] * scale))
-            for key, (name, scale) in RUN_RESOURCES.items() if entry.get(key) is not None}
-
-
-def run_settings_of(resources) -> dict:
-    """The run settings an embedding job's resources carry (job_resources' inverse); an absent or
-    empty one is left to the defaults."""
-    out = {}
-    for key, (name, scale) in RUN_RESOURCES.items():
-        value = resources.get(name)
-        if value is None or value == "":
-            continue
-        out[key] = value if scale is None else (value / scale if scale != 1 else int(value))
-    return out
 
 
 def estimated_tokens(text: str) -> int:

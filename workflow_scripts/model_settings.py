@@ -11,12 +11,11 @@ if it has one, becomes `text_form`; a role without one gets the entry unchanged,
 only for `query` changes only the query stores' spec (and so reruns only them). Roles do not fall
 back on each other: a role with no entry embeds the raw text.
 
-Family `mteb` takes each role's prompt from MTEB's registry when the job runs, so every role of
-such a model has a form of its own (`prompt_from: mteb`, or the literal `prompts` entry that
-overrides the registry's); its stores record the prompt MTEB chose (mteb_models.py).
+A family may resolve roles itself (encoders.role_spec: family `mteb` takes each role's prompt from
+MTEB's registry when the job runs).
 
-Local models: `local_model_files` lists the files that hold a local model (a folder's files, a
-GGUF, .vec or .bin file, precomputed vectors); `ModelDigests` digests them (sha256 over relative
+Local models: each family lists the files that hold a local model (`Family.local_files`: a folder's
+files, a GGUF, .vec or .bin file, precomputed vectors); `ModelDigests` digests them (sha256 over relative
 paths and contents), caching each file's sha256 by path, size and mtime in a JSON file so a large
 folder is read once, not on every plan.
 """
@@ -48,13 +47,6 @@ def role_spec(spec: dict, role: str = "text") -> dict:
     resolved entry resolves to itself). A template that is just `{text}` is no template."""
     if role not in ROLES:
         raise ValueError(f"unknown text role {role!r}; expected one of {ROLES}")
-    if spec.get("family") == "mteb" and "text_form" not in spec:
-        # the registry decides each role's prompt, in the job (planning checks only the name):
-        # every role gets a store of its own; a literal `prompts` entry overrides the registry's
-        out = {k: v for k, v in spec.items() if k not in ROLE_KEYS}
-        literal = (spec.get("prompts") or {}).get(role)
-        out["text_form"] = {"role": role, **({"prompt": literal} if literal is not None else {"prompt_from": "mteb"})}
-        return out
     if not any(k in spec for k in ROLE_KEYS):
         return spec
     out = {k: v for k, v in spec.items() if k not in ROLE_KEYS}
@@ -86,38 +78,6 @@ def apply_template(template: str | None, texts: list[str]) -> list[str]:
 
 
 # ---- local models: their files and a cached digest of them ------------------------------------
-
-def local_model_files(spec: dict) -> list[Path] | None:
-    """The local files whose content decides a model's vectors, or None for a model that is not
-    local (a hub id, a download checked by its sha256, TF-IDF, hashing) or whose files are not there
-    yet (a model this workflow trains: its folder is a job's output, tracked by Snakemake)."""
-    if spec.get("adapted"):
-        return None
-    family = spec["family"]
-    paths: list[Path] = []
-    if family in ("transformers", "sentence_transformers"):
-        source = spec.get("path") or spec.get("name")
-        if source and Path(source).is_dir():
-            paths.append(Path(source))
-        gguf = spec.get("gguf_file")
-        if gguf and Path(gguf).is_file():
-            paths.append(Path(gguf))
-    elif family == "mteb":  # local weights: a folder, or the one an installed package carries
-        if spec.get("path") and Path(spec["path"]).is_dir():
-            paths.append(Path(spec["path"]))
-        elif spec.get("package"):
-            try:
-                paths.append(bundled_package_folder(spec["package"]))
-            except (ImportError, KeyError):  # refused by the config check, naming the key
-                pass
-    elif family in ("fasttext", "word_vectors"):
-        if spec.get("path") and "url" not in spec and Path(spec["path"]).exists():
-            paths.append(Path(spec["path"]))
-    elif family == "precomputed":
-        paths += [Path(spec[k]) for k in ("vectors", "rows") if spec.get(k) and Path(spec[k]).is_file()]
-        paths += [Path(p) for p in spec.get("id_texts") or [] if Path(p).exists()]
-    return paths or None
-
 
 def bundled_package_folder(package: str) -> Path:
     """The model folder an installed package of BUNDLED_PACKAGES carries (ImportError if it is not

@@ -12,7 +12,7 @@ Weights: from the Hugging Face hub at the registry's revision (or its cache: off
 not in the cache stops the job naming the revision and the cache folder), or, offline, from a local
 folder (`path`) or the folder an installed package carries (`package`, model_settings.BUNDLED_PACKAGES);
 the registry still gives the prompts and the loader's settings, and the folder's files are tracked
-by their sha256 like any local model's (model_settings.local_model_files).
+by their sha256 like any local model's (encoders/mteb.py: local_files).
 
 Roles map onto MTEB's prompts as an MTEB task would ask for them (mteb's get_prompt_name: task type
 with prompt type, then task type, then prompt type): `query` = a Retrieval task's query,
@@ -32,8 +32,8 @@ import importlib.metadata
 from pathlib import Path
 from types import SimpleNamespace
 
-from workflow_scripts.encoders import (LOG, ModelUnavailable, SentenceTransformerEncoder, _hub_offline, _in_hub_cache,
-                                       hub_cache_folder)
+from workflow_scripts.encoders import LOG, ModelUnavailable, _hub_offline, _in_hub_cache, hub_cache_folder
+from workflow_scripts.encoders.sentence_transformers import SentenceTransformerEncoder
 from workflow_scripts.model_settings import bundled_package_folder
 
 # our role -> (MTEB task type, MTEB prompt type)

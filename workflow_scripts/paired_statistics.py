@@ -17,8 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from workflow_scripts.bootstrap import LEVEL
-
-SURFACE_FAMILY = "surface_form"
+from workflow_scripts.encoders import is_baseline
 
 
 def compared_pairs(models: dict[str, dict], compare: dict | None) -> list[tuple[str, str]]:
@@ -50,7 +49,7 @@ def compared_pairs(models: dict[str, dict], compare: dict | None) -> list[tuple[
             for a in names:
                 add(a, against)
         return pairs
-    baselines = [n for n in names if models[n].get("family") == SURFACE_FAMILY]
+    baselines = [n for n in names if is_baseline(models[n])]
     others = [n for n in names if n not in baselines]
     for base in baselines:
         for a in others:
@@ -105,8 +104,8 @@ EXPLORATORY_RATES = ("bh", "none")
 
 def is_baseline_pair(model_a: str, model_b: str, models: dict[str, dict]) -> bool:
     """Whether exactly one of the two models is a surface-form baseline (a model vs the baseline)."""
-    base_a = (models.get(model_a) or {}).get("family") == SURFACE_FAMILY
-    base_b = (models.get(model_b) or {}).get("family") == SURFACE_FAMILY
+    base_a = is_baseline(models.get(model_a) or {})
+    base_b = is_baseline(models.get(model_b) or {})
     return base_a != base_b
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workflow_scripts import probes, throughput
+from workflow_scripts.encoders import family_of
 
 # texts per corpus sentence before any corpus was perturbed: the default run's corpora made 6.2-7.4
 # (pc_en: 405 sentences, 2,990 texts), the issue that asked for this summary saw 7.4 (1,751 -> 12,986)
@@ -84,18 +85,13 @@ def parse_dry_run(lines) -> list[Job]:
 def load_study(configfiles: list[str], results: str):
     """(Study, probe plans) of these config files and results folder: validated, with the models a
     stage adds (adapt), as rules/common.smk builds them."""
-    from workflow_scripts import probes, study_folders
+    from workflow_scripts import study_folders
     from workflow_scripts.config import validate
-    from workflow_scripts.study import Study
+    from workflow_scripts.study import plan_study
 
     config = study_folders.load_configs(configfiles or [study_folders.DEFAULT_CONFIG])
     config["results"] = results
-    config = validate(config, check_paths=False)
-    for probe in probes.declarations():
-        if probe.prepare:
-            probe.prepare(config, results)
-    study = Study(config, results)
-    return study, {p.name: p.planner()(study, p) for p in probes.declarations()}
+    return plan_study(validate(config, check_paths=False), results)
 
 
 # ---- counting texts -------------------------------------------------------------------------------
@@ -334,7 +330,7 @@ def calibrate(study, model: str, key: str, texts: list[str], cache: Path) -> str
     """Run throughput's calibration for a model in a fresh process and record it; None on success,
     else why it could not (the model cannot load here, or it is built by this run)."""
     spec = study.embed_spec(model)
-    if study.trained(model) or spec["family"] == "precomputed":
+    if study.trained(model) or not family_of(spec).estimable:
         return "built or read by the run"
     model_file = study.model_file(model)
     if model_file and not os.path.exists(model_file):

@@ -15,8 +15,9 @@ from collections import namedtuple
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflow_scripts.common import SPARSE_FAMILIES, TORCH_FAMILIES, vector_settings
-from workflow_scripts.model_settings import ModelDigests, local_model_files, role_spec, scope_role
+from workflow_scripts.common import vector_settings
+from workflow_scripts.encoders import family_of, local_model_files, role_spec
+from workflow_scripts.model_settings import ModelDigests, scope_role
 from workflow_scripts.study_folders import portable_path
 
 Pair = namedtuple("Pair", "corpus model")
@@ -135,7 +136,7 @@ class Study:
         text set, and surface-form columns are numbered per text set, so their vectors are never shared."""
         corpus = self.scope_corpus(scope)
         parent = self.parent_corpus(corpus) if corpus else None
-        if (parent is None or self.config["models"][model]["family"] in SPARSE_FAMILIES
+        if (parent is None or family_of(self.config["models"][model]).sparse
                 or parent not in self.model_corpora(model)):
             return None
         return parent
@@ -200,7 +201,7 @@ class Study:
         a param (a change reruns the model) and the `gpu` resource follows it; a job asked for cuda
         on a machine without one refuses to run. Families that are not torch run on the CPU."""
         spec = self.config["models"][model]
-        if spec["family"] not in TORCH_FAMILIES:
+        if not family_of(spec).uses_torch:
             return "cpu"
         if spec.get("device", "auto") != "auto":
             return spec["device"]
@@ -221,14 +222,12 @@ class Study:
         is embedded, i.e. resolved for the set's role (model_settings.role_spec)."""
         spec = vector_settings(self.config["models"][model])
         spec.pop("device", None)
-        if spec["family"] in TORCH_FAMILIES:
+        if family_of(spec).uses_torch:
             spec["device"] = self.resolved_device(model)
         digest = self.model_digest(model)
         if digest:
             spec["model_sha256"] = digest
-        if spec["family"] == "mteb":  # a new registry may prompt or pin otherwise: it reruns the model
-            from workflow_scripts.mteb_models import mteb_version
-            spec["mteb_version"] = mteb_version()
+        spec.update(family_of(spec).vector_identity(spec))  # e.g. a new MTEB registry reruns the model
         return spec if scope is None else role_spec(spec, self.scope_role(scope))
 
     @staticmethod
@@ -272,7 +271,7 @@ class Study:
         return f"{self.results}/.cache/model_digests.json"
 
     def model_digest(self, model: str) -> str | None:
-        """sha256 of a local model's files (model_settings.local_model_files), None for a hub id, a
+        """sha256 of a local model's files (encoders.local_model_files), None for a hub id, a
         checked download or a model without files. Computed once per plan; each file's sha256 is
         cached by path, size and mtime (digest_cache), so an unchanged folder is not read again."""
         if model not in self._model_digests:
@@ -454,3 +453,17 @@ class ProbePlan:
         """Input function of the differences table: the files of `outcome_entries` (a file that
         holds several statistics, e.g. retrieval's every k, once)."""
         return list(dict.fromkeys(e["path"] for e in self.outcome_entries()))
+
+
+def plan_study(config: dict, results: str) -> tuple[Study, dict[str, ProbePlan]]:
+    """The study of a validated config and every declared probe's plan: the one entry point that
+    rules/common.smk plans the workflow by and plan_summary.load_study estimates it by, so the
+    summary cannot count other jobs than the workflow runs. Before any probe plans its pairs, a
+    stage adds what it makes (adapt: its recipes become models of `config`, in place)."""
+    from workflow_scripts.probes import declarations
+
+    for probe in declarations():
+        if probe.prepare:
+            probe.prepare(config, results)
+    study = Study(config, results)
+    return study, {p.name: p.planner()(study, p) for p in declarations()}

@@ -5,7 +5,7 @@ Only term counts are kept (count_terms: polars tokenises the texts both engines 
 scikit-learn's analyzer the rest), so memory follows the vocabulary, not the corpus; the
 vocabulary and idf are computed from the counts as TfidfVectorizer.fit computes them
 (tfidf_from_counts, bit for bit). A perturbed corpus's insertion variants are counted from their
-originals (count_insertion_terms). The fitted file is read back by encoders.tfidf_transform.
+originals (count_insertion_terms). The fitted file is read back by encoders/tfidf.py: tfidf_transform.
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from workflow_scripts.common import atomic_path, read_json
-from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN, tfidf_settings, tfidf_vectorizer
+from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN
+from workflow_scripts.encoders.tfidf import tfidf_settings, tfidf_vectorizer
 from workflow_scripts.shards import reading
 from workflow_scripts.texts import iter_chunks, unique_rows
 from workflow_scripts.variants import INSERTION_KINDS

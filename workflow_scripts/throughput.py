@@ -121,26 +121,15 @@ def calibrate(spec: dict, device: str, texts: list[str], model_file: str | None 
     from this process's start, so that imports count as in a job."""
     import numpy as np
 
-    family = spec["family"]
-    if family == "tfidf":
-        # a fit on the sample stands in for the fitted vocabulary the job reads
-        from workflow_scripts.encoders import tfidf_transform, tfidf_vectorizer
+    from workflow_scripts.encoders import family_of, load_encoder
 
-        vectorizer = tfidf_vectorizer(spec).fit(texts)
-        fitted = {"spec": spec, "vocabulary": {w: int(i) for w, i in vectorizer.vocabulary_.items()},
-                  "idf": vectorizer.idf_.tolist()}
+    family = family_of(spec)
+    if family.sample_encoder is not None:
+        # what the job builds from its inputs (a fitted vocabulary, the text set's columns), from the sample
+        encoder = family.sample_encoder(spec, texts, device, model_file)
         started = time.perf_counter()
-        tfidf_transform(fitted, texts)
-    elif family == "surface_form":
-        from workflow_scripts.encoders import SurfaceFormEncoder
-
-        encoder = SurfaceFormEncoder(spec)
-        started = time.perf_counter()
-        encoder.index([texts])
         encoder.encode_batch(texts)
     else:
-        from workflow_scripts.encoders import load_encoder
-
         encoder = load_encoder(spec, device, model_file)
         size = spec.get("batch_size", 32)
         # a model's first batch pays one-off set-up (kernels, caches): warmed up here and counted

@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench_embedding import load_texts  # noqa: E402
 from workflow_scripts.embed import embed_sorted  # noqa: E402
-from workflow_scripts.encoders import SentenceTransformerEncoder  # noqa: E402
+from workflow_scripts.encoders.sentence_transformers import SentenceTransformerEncoder  # noqa: E402
 
 SPEC = {"family": "sentence_transformers", "name": "sentence-transformers/all-MiniLM-L6-v2"}
 LOG = logging.getLogger("bench")

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from workflow_scripts.embed import WorkerPool, embed_sorted  # noqa: E402
-from workflow_scripts.encoders import SentenceTransformerEncoder  # noqa: E402
+from workflow_scripts.encoders.sentence_transformers import SentenceTransformerEncoder  # noqa: E402
 
 SPEC = {"family": "sentence_transformers", "name": "sentence-transformers/all-MiniLM-L6-v2", "batch_size": 32}
 
@@ -125,7 +125,7 @@ def tree_functions(tree: Path):
         embed = importlib.import_module("workflow_scripts.embed")
         encoders = importlib.import_module("workflow_scripts.encoders")
         assert Path(embed.__file__).resolve().is_relative_to(tree.resolve()), embed.__file__
-        return embed.embed_sorted, encoders.SentenceTransformerEncoder
+        return embed.embed_sorted, SentenceTransformerEncoder
     finally:
         sys.path.remove(str(tree))
         for name in [k for k in sys.modules if k == "workflow_scripts" or k.startswith("workflow_scripts.")]:

@@ -27,7 +27,7 @@ from bench_embedding import load_texts  # noqa: E402
 from embeddings_server import EmbeddingsServer  # noqa: E402
 from workflow_scripts.embed import embed_sorted  # noqa: E402
 from workflow_scripts.embedding_api import OpenAIEmbeddingsEncoder  # noqa: E402
-from workflow_scripts.encoders import SentenceTransformerEncoder  # noqa: E402
+from workflow_scripts.encoders.sentence_transformers import SentenceTransformerEncoder  # noqa: E402
 
 SPEC = {"family": "sentence_transformers", "name": "sentence-transformers/all-MiniLM-L6-v2", "batch_size": 32}
 

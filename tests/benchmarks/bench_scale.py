@@ -104,7 +104,7 @@ def stage_rows(results: Path) -> dict[str, int]:
 
 def project_minilm(results: Path, fraction: float, seed: int = 0) -> dict:
     from workflow_scripts.embed import embed_sorted
-    from workflow_scripts.encoders import SentenceTransformerEncoder
+    from workflow_scripts.encoders.sentence_transformers import SentenceTransformerEncoder
     files = sorted((results / "texts").glob("*/part-*.parquet"))
     total = sum(json.loads(p.read_text())["rows"] for p in (results / "embeddings").glob("*/*/*/manifest.json"))
     rng = np.random.default_rng(seed)

@@ -74,11 +74,12 @@ encoders.software_versions(family)  # every embed job records these in its manif
 t_versions = time.perf_counter() - t0
 t0 = time.perf_counter()
 if family == "surface_form":
-    encoder = encoders.SurfaceFormEncoder(spec)
+    from workflow_scripts.encoders.surface_form import SurfaceFormEncoder
+    encoder = SurfaceFormEncoder(spec)
     encoder.index([texts])
     encode = encoder.encode_batch
 elif family == "tfidf":
-    from workflow_scripts.encoders import tfidf_vectorizer
+    from workflow_scripts.encoders.tfidf import tfidf_vectorizer
     vectorizer = tfidf_vectorizer(spec).fit(texts)
     encode = vectorizer.transform
 else:

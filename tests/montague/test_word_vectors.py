@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from workflow_scripts.embed import embed_partition
-from workflow_scripts.encoders import WordVectorsEncoder, load_encoder
+from workflow_scripts.encoders import load_encoder
+from workflow_scripts.encoders.word_vectors import WordVectorsEncoder
 from workflow_scripts.texts import text_keys, write_text_partitions
 from workflow_scripts.vector_store import VectorStore
 

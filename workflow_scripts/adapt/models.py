@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import copy
 
-from workflow_scripts.common import TORCH_FAMILIES
-
-# a recipe's base loads by name or path (an MTEB registry entry does not name its weights' folder)
-TRAINABLE_FAMILIES = tuple(f for f in TORCH_FAMILIES if f != "mteb")
+from workflow_scripts.encoders import families, family_of, trained_family
 
 DEFAULTS = {
     "pt": {"max_texts": None, "mask_rate": 0.15, "epochs": 1, "max_steps": None, "learning_rate": 5e-5,
@@ -93,7 +90,7 @@ def register(config: dict, results: str) -> dict:
     for name in order(config):
         spec = resolved(config, name)
         base = config["models"][spec["base"]]
-        entry = {"family": "sentence_transformers", "path": f"{results}/models/{name}", "device": spec["device"],
+        entry = {"family": trained_family(), "path": f"{results}/models/{name}", "device": spec["device"],
                  "precision": "fp32", "batch_size": spec.get("batch_size", base.get("batch_size", 32)),
                  # what made it: part of the embedding jobs' spec, so a changed recipe reruns them
                  "adapted": {"recipe": name, "base": spec["base"], "steps": spec["steps"]}}
@@ -116,9 +113,10 @@ def problems(config: dict) -> list[str]:
             out.append(f"config key `{key}`: a model of that name exists; a recipe names the model it makes, so use another name")
         if r["base"] not in known:
             out.append(f"config key `{key}.base`: no model or recipe named {r['base']!r}")
-        elif r["base"] in models and models[r["base"]]["family"] not in TRAINABLE_FAMILIES:
+        elif r["base"] in models and not family_of(models[r["base"]]).trainable:
+            trainable = [f.name for f in families().values() if f.trainable]
             out.append(f"config key `{key}.base`: model {r['base']!r} is of family {models[r['base']]['family']!r}; expected one "
-                       f"of {', '.join(TRAINABLE_FAMILIES)} (a trainable transformer)")
+                       f"of {', '.join(trainable)} (a trainable transformer)")
         elif r["base"] in models and models[r["base"]].get("gguf_file"):
             out.append(f"config key `{key}.base`: model {r['base']!r} is a GGUF file; expected a trainable transformer")
         other = (r.get("merge") or {}).get("with")

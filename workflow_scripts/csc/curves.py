@@ -60,7 +60,7 @@ from workflow_scripts.csc.conditions import CURVE_NAMES, KINDS, NEGATIVE_CONDITI
 from workflow_scripts.csc.probe import PROBE
 from workflow_scripts.density import (COVARIANCE_FACTOR, PAPER_GRID_STEP, Moments, Window, bandwidth, exact_density, make_grid,
                                       normalise, overlap, undefined_reason)
-from workflow_scripts.encoders import DEFAULT_TOKEN_PATTERN, surface_form_tokenizer
+from workflow_scripts.encoders import family_of
 from workflow_scripts.shards import read_parquet
 from workflow_scripts.vector_store import VectorStore, spec_digest
 
@@ -101,17 +101,9 @@ def model_settings(spec: dict | None) -> str:
     """What a table row's model was run with, where variants of one family differ in meaning."""
     if not spec:
         return ""
-    if spec["family"] == "tfidf":
-        pattern = spec.get("token_pattern", DEFAULT_TOKEN_PATTERN)
-        return (f"tfidf preset {spec.get('preset', 'project')}: token_pattern {pattern}, "
-                f"fit_on {spec.get('fit_on', 'originals_and_variants')}")
-    if spec["family"] == "hashing":
-        return "hashing stand-in, not a language model"
-    if spec["family"] == "surface_form":
-        tokenizer = surface_form_tokenizer(spec)
-        lo, hi = spec.get("ngram_range") or ([3, 3] if tokenizer == "char_ngrams" else [1, 1])
-        unit = {"words": "words", "treebank": "treebank words", "char_ngrams": "char_ngrams"}[tokenizer]
-        return f"surface form: {unit} {lo}-{hi}-grams, Ochiai coefficient"
+    label = family_of(spec).settings_label
+    if label is not None:
+        return label(spec)
     return f"{spec['family']} {spec.get('precision', 'fp32')}"
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from workflow_scripts.common import atomic_path
+from workflow_scripts.encoders import is_baseline, is_stand_in
 from workflow_scripts.probes import Headline, declarations
 
 ROW = ("model", "column", "label", "value", "ci_low", "ci_high")
@@ -307,7 +308,7 @@ def overview_frame(rows: list[dict], models: dict[str, dict]) -> tuple[pl.DataFr
     names = [m for m in models if m in seen] + sorted(seen - set(models))
     data: dict[str, list] = {"model": names,
                              "family": [models.get(m, {}).get("family") for m in names],
-                             "stand_in": [models.get(m, {}).get("family") == "hashing" for m in names]}
+                             "stand_in": [is_stand_in(models.get(m, {})) for m in names]}
     for col in columns:
         for suffix, key in (("", "value"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high")):
             data[col + suffix] = [cells.get((m, col), {}).get(key) for m in names]
@@ -323,10 +324,9 @@ def not_better_than_baseline(rows: list[dict], verdicts: dict[tuple[str, str], d
     once there) is neither `better` nor `better, size unclear`, and every cell that separates in the
     wrong direction (mark W) when the run has a baseline. Cells without a verdict (the baselines
     themselves, no direction, not compared, a degenerate baseline) are not marked."""
-    from workflow_scripts.paired_statistics import SURFACE_FAMILY
     from workflow_scripts.verdicts import NO_VERDICT, SHOWN_BETTER
 
-    baselines = {m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY}
+    baselines = {m for m, spec in models.items() if is_baseline(spec)}
     if not baselines:
         return set()
     marked = set()
@@ -460,9 +460,7 @@ def verdict_of(row: dict, compared: dict | None, baselines: list[str]) -> dict:
 def baseline_verdicts(rows: list[dict], differences: pl.DataFrame, models: dict[str, dict]) -> dict[tuple[str, str], dict]:
     """(model, column) -> verdict_of for every headline cell, read from the confirmatory rows of the
     differences tables (a headline row links to them through its probe, `dataset` and `statistic`)."""
-    from workflow_scripts.paired_statistics import SURFACE_FAMILY
-
-    baselines = [m for m, spec in models.items() if spec.get("family") == SURFACE_FAMILY]
+    baselines = [m for m, spec in models.items() if is_baseline(spec)]
     compared = confirmatory_rows(differences, baselines)
     degenerate = degenerate_baselines(differences)
     out = {}

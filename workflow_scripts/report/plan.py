@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from workflow_scripts import published
+from workflow_scripts.encoders import family_of
 from workflow_scripts.probes import RESOURCES as RESOURCES_DIR
 from workflow_scripts.probes import SHARED_CAPTIONS, Probe
 from workflow_scripts.report.overview import headline_tables
@@ -105,7 +106,7 @@ class ReportPlan:
             data.update(plan.data_sources())
         for m in self.stores:  # the model files the embedding jobs read (a hub model's origin is in its manifest)
             spec = self.config["models"][m]
-            if spec["family"] in ("fasttext", "word_vectors") or spec.get("adapted"):
+            if family_of(spec).model_file or spec.get("adapted"):
                 data[f"model {m}"] = self.study.model_file(m)
         return {name: path for name, path in data.items() if path}
 

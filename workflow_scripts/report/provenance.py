@@ -13,6 +13,7 @@ from pathlib import Path
 
 from workflow_scripts.common import atomic_path, read_json
 from workflow_scripts.digests import file_sha256, tree_sha256
+from workflow_scripts.encoders import families, family_of
 from workflow_scripts.report.pages import rst_image
 
 # The packages whose versions the provenance lists.
@@ -43,10 +44,9 @@ def package_versions(names=KEY_PACKAGES) -> dict[str, str]:
 
 def model_origin(spec: dict, manifest: dict | None) -> str:
     """Where a model's vectors come from: hub id and revision, package, or path."""
-    if spec["family"] == "tfidf":
-        origin = "scikit-learn TF-IDF, fitted per text set"
-    elif spec["family"] == "hashing":
-        origin = "hashed words x seeded random projection"
+    label = family_of(spec).origin_label
+    if label is not None:
+        origin = label(spec)
     elif manifest and manifest.get("origin"):
         origin = manifest["origin"]
     elif spec.get("name"):
@@ -68,7 +68,7 @@ def model_origin(spec: dict, manifest: dict | None) -> str:
 def text_forms(spec: dict, mteb_prompts: dict | None = None) -> str:
     """The template or prompt of each role (query, document, text; by role), as the config gives them; for
     family mteb, the prompt each role's stores were made with (their manifests) and mteb's version."""
-    if spec["family"] == "mteb" and mteb_prompts:
+    if mteb_prompts:  # only a registry model's stores record them
         forms = [f"{role}: {rec['prompt']!r} ({rec['source']}{', key ' + rec['key'] if rec.get('key') else ''})"
                  if rec.get("prompt") else f"{role}: no prompt" for role, rec in sorted(mteb_prompts["roles"].items())]
         return "; ".join(forms) + f"; mteb {mteb_prompts['version']}"
@@ -125,19 +125,22 @@ def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, st
     the code digest of each table's job (`code`: table -> {rule, code}, code_digest.writers), the seed, key
     package versions, and a warning naming stand-in models."""
     by_model: dict[str, dict] = {}
-    mteb_prompts: dict[str, dict] = {}  # family mteb: the prompt of each role, from its stores
+    # a registry model's (family mteb): the prompt of each role, from the records its stores keep
+    mteb_prompts: dict[str, dict] = {}
     for path in manifests:
         m = read_json(path)
         by_model.setdefault(m["model"], m)
-        record = m.get("mteb") or {}
-        if record.get("prompt"):
-            entry = mteb_prompts.setdefault(m["model"], {"version": record.get("version"), "roles": {}})
-            entry["roles"][record["prompt"]["role"]] = record["prompt"]
+        family = families().get((models.get(m["model"]) or m).get("family"))
+        for key in family.manifest_keys if family else ():
+            record = m.get(key) or {}
+            if isinstance(record, dict) and record.get("prompt"):
+                entry = mteb_prompts.setdefault(m["model"], {"version": record.get("version"), "roles": {}})
+                entry["roles"][record["prompt"]["role"]] = record["prompt"]
     lines = []
-    stand_ins = [m for m, s in models.items() if s["family"] == "hashing"]
+    stand_ins = [m for m, s in models.items() if family_of(s).stand_in]
     if stand_ins:
         lines += [".. warning::", "",
-                  f"   Stand-in results: {', '.join(stand_ins)} (family ``hashing``) {'is' if len(stand_ins) == 1 else 'are'}"
+                  f"   Stand-in results: {', '.join(stand_ins)} (family ``{models[stand_ins[0]]['family']}``) {'is' if len(stand_ins) == 1 else 'are'}"
                   " hashed word counts times a random projection, not a language model. Such figures test the"
                   " pipeline and say nothing about meaning.", ""]
     # not the results folder's path: the same results in another folder give the same page
@@ -147,7 +150,7 @@ def provenance(manifests: list[str], models: dict[str, dict], data: dict[str, st
         man = by_model.get(name)
         settings = ", ".join(f"{k} {spec[k]}" for k in ("precision", "preset", "dim", "store_dtype", "pooling",
                                                         "normalize") if k in spec)
-        rows.append([name + (" (STAND-IN)" if spec["family"] == "hashing" else ""), spec["family"],
+        rows.append([name + (" (STAND-IN)" if family_of(spec).stand_in else ""), spec["family"],
                      model_origin(spec, man), settings, text_forms(spec, mteb_prompts.get(name)),
                      model_checksum(spec, man),
                      (man or {}).get("device", "")])
