@@ -140,3 +140,38 @@ def test_separation_needs_the_margin_and_the_interval(tmp_path):
     # "near": below 1/2 but by less than the margin -- no direction at all, not the wrong one
     assert dict(zip(table["model"], table["separation"])) == {"wrong": "wrong", "near": "none", "none": "none",
                                                               "right": "right", "unclear": "unclear"}
+
+
+WITHIN_BITS = """
+import hashlib, sys
+import numpy as np
+from workflow_scripts.csc.curves import Groups, within_sentence
+ids = np.arange(int(sys.argv[2]), dtype=np.uint64)
+out = within_sentence(sys.argv[1], "negation", Groups(ids, 1000),
+                      np.random.default_rng(0).integers(0, 3, size=(50, min(1000, len(ids)))))
+print(hashlib.sha256(np.r_[out["gap"], out["auc"], out["gap_replicates"], out["auc_replicates"]].tobytes()).hexdigest())
+"""
+
+
+def test_within_sentence_figures_do_not_depend_on_the_number_of_threads(tmp_path):
+    """The gaps' float sums run in a fixed order: polars' grouped sums split the rows by thread,
+    and on main before this test 8 and 16 threads gave other bits of the same gaps (a rerun under
+    load then differed from the first run)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    rng = np.random.default_rng(7)
+    sentences = 3000
+    rows = []
+    for i in range(sentences):
+        rows += [(i, "fuzz", float(v)) for v in rng.uniform(0.5, 1, 3)]
+        rows += [(i, "negation", float(v)) for v in rng.uniform(0.4, 1, 3)]
+    order = rng.permutation(len(rows))  # a file's rows in no particular order
+    path = write_rows(tmp_path / "s.parquet", [rows[i] for i in order])
+    root = Path(__file__).resolve().parents[2]
+    digests = {subprocess.run([sys.executable, "-c", WITHIN_BITS, path, str(sentences)], check=True, text=True,
+                              capture_output=True, cwd=root,
+                              env={**os.environ, "POLARS_MAX_THREADS": str(threads), "PYTHONPATH": str(root)}
+                              ).stdout.strip() for threads in (1, 3, 8, 16)}
+    assert len(digests) == 1, digests

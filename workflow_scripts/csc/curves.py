@@ -293,6 +293,27 @@ def _histograms(sims_path, groups: Groups, curves: dict, subsets: dict, windows:
     return totals, replicate_hists
 
 
+def _per_sentence(ids: np.ndarray, fuzzed: np.ndarray, sims: np.ndarray, ranks: np.ndarray) -> dict:
+    """Per sentence with both kinds, sorted by id: AUC_s from the fuzzed variants' average ranks
+    (Mann-Whitney U / (nf nn)) and gap_s. The sums run in numpy over rows sorted by (sentence, kind,
+    similarity): polars' grouped float sums depend on how its threads split the rows (bits of the
+    gaps differed between 8 and 16 threads), and a result must not depend on the machine's load."""
+    order = np.lexsort((sims, fuzzed, ids))
+    ids, fuzzed, sims, ranks = ids[order], fuzzed[order], sims[order], ranks[order]
+    if not len(ids):
+        return {"original_id": ids, "auc": np.empty(0), "gap": np.empty(0)}
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    size = np.diff(np.r_[starts, len(ids)])
+    nf = np.add.reduceat(fuzzed.astype(np.int64), starts)
+    nn = size - nf
+    rf = np.add.reduceat(np.where(fuzzed, ranks, 0.0), starts)
+    sf = np.add.reduceat(np.where(fuzzed, sims, 0.0), starts)
+    sn = np.add.reduceat(np.where(fuzzed, 0.0, sims), starts)
+    both = (nf > 0) & (nn > 0)
+    nf, nn, rf, sf, sn = (a[both].astype(np.float64) for a in (nf, nn, rf, sf, sn))
+    return {"original_id": ids[starts][both], "auc": (rf - nf * (nf + 1) / 2) / (nf * nn), "gap": sf / nf - sn / nn}
+
+
 def within_sentence(sims_path, cond: str, groups: Groups, weights: np.ndarray | None) -> dict:
     """The direction within sentences (issue 43): per sentence with both a fuzzed and a `cond`
     variant (finite similarities), AUC_s = P(a fuzzed variant's similarity > a negated one's), ties
@@ -303,31 +324,23 @@ def within_sentence(sims_path, cond: str, groups: Groups, weights: np.ndarray | 
     nothing: pooled over variants, the fuzzed curve holds 2n candidates of an n-word sentence and
     the negated n, so short sentences (low similarities) weigh more in the fuzzed one, and a
     surface-form model whose gap is 0 in every sentence shows a pooled gap."""
-    sims = (pl.scan_parquet(sims_path).select("original_id", "kind", "similarity")
+    rows = (pl.scan_parquet(sims_path).select("original_id", "kind", "similarity")
             .filter(pl.col("kind").is_in(["fuzz", cond]) & pl.col("similarity").is_finite())
-            .with_columns(fuzzed=pl.col("kind") == "fuzz",
-                          rank=pl.col("similarity").rank("average").over("original_id")))
-    per = (sims.group_by("original_id")
-           .agg(nf=pl.col("fuzzed").sum(), nn=(~pl.col("fuzzed")).sum(),
-                rf=pl.col("rank").filter(pl.col("fuzzed")).sum(),
-                sf=pl.col("similarity").filter(pl.col("fuzzed")).sum(),
-                sn=pl.col("similarity").filter(~pl.col("fuzzed")).sum())
-           .filter((pl.col("nf") > 0) & (pl.col("nn") > 0))
-           .with_columns(auc=(pl.col("rf") - pl.col("nf") * (pl.col("nf") + 1) / 2) / (pl.col("nf") * pl.col("nn")),
-                         gap=pl.col("sf") / pl.col("nf") - pl.col("sn") / pl.col("nn"))
-           .select("original_id", "auc", "gap").collect())
-    n = per.height
+            .select("original_id", fuzzed=pl.col("kind") == "fuzz", similarity="similarity",
+                    rank=pl.col("similarity").rank("average").over("original_id"))
+            .collect())
+    per = _per_sentence(rows["original_id"].to_numpy(), rows["fuzzed"].to_numpy(),
+                        rows["similarity"].to_numpy(), rows["rank"].to_numpy())
+    n = len(per["original_id"])
     b = 0 if weights is None else len(weights)
     out = {"n": n, "auc": float("nan"), "gap": float("nan"), "auc_replicates": np.full(b, np.nan),
            "gap_replicates": np.full(b, np.nan)}
     if not n:
         return out
-    # summed in the order of the sentence ids: the same floats however the file's rows are ordered
-    per = per.sort("original_id")
-    auc, gap = per["auc"].to_numpy(), per["gap"].to_numpy()
+    auc, gap = per["auc"], per["gap"]
     out.update(auc=float(auc.mean()), gap=float(gap.mean()))
     if b:
-        g = groups.of(per["original_id"].to_numpy())
+        g = groups.of(per["original_id"])
         count = np.bincount(g, minlength=groups.count).astype(np.float64)
         drawn = weights.astype(np.float64) @ count
         with np.errstate(invalid="ignore", divide="ignore"):
