@@ -317,6 +317,12 @@ def hub_model_files(spec: dict) -> list[Path] | None:
     return paths or None
 
 
+def model_file_required(what: str) -> dict:
+    """The `requires` of a one-file family: a local `path`, or a `url` with its `sha256`."""
+    return {"anyOf": [{"required": ["path"]}, {"required": ["url", "sha256"]}],
+            "x-expected": f"`path` to {what}, or `url` with `sha256`"}
+
+
 def model_file_of(spec: dict) -> list[Path] | None:
     """A one-file model's local file (not a download: its sha256 is checked by the download)."""
     if spec.get("path") and "url" not in spec and Path(spec["path"]).exists():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from workflow_scripts.encoders import Family, model_file_of
+from workflow_scripts.encoders import Family, model_file_of, model_file_required
 
 if TYPE_CHECKING:  # annotations only: numpy is imported where it is used
     import numpy as np
@@ -33,5 +33,4 @@ def load(spec: dict, device: str, model_file, job) -> FastTextEncoder:
 
 FAMILY = Family(
     name="fasttext", load=load, modules=("fasttext",), model_file=True, local_files=model_file_of,
-    requires={"anyOf": [{"required": ["path"]}, {"required": ["url", "sha256"]}],
-              "x-expected": "`path` to a fastText .bin, or `url` with `sha256`"})
+    requires=model_file_required("a fastText .bin"))

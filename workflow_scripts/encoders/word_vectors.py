@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from workflow_scripts.encoders import LOG, Family, model_file_of
+from workflow_scripts.encoders import LOG, Family, model_file_of, model_file_required
 
 if TYPE_CHECKING:  # annotations only: numpy is imported where it is used
     import numpy as np
@@ -68,5 +68,4 @@ def load(spec: dict, device: str, model_file, job) -> WordVectorsEncoder:
 
 FAMILY = Family(
     name="word_vectors", load=load, modules=("gensim",), model_file=True, local_files=model_file_of,
-    requires={"anyOf": [{"required": ["path"]}, {"required": ["url", "sha256"]}],
-              "x-expected": "`path` to a word2vec/GloVe text or binary file, or `url` with `sha256`"})
+    requires=model_file_required("a word2vec/GloVe text or binary file"))
